@@ -229,6 +229,18 @@ class Run(Strict):
         return self
 
 
+class PlainReference(Strict):
+    """Plain decoding of one prompt, generated before the measured runs (also a warm-up).
+
+    Every run's `matches_plain` compares its tokens with this reference, so the check does
+    not depend on where the measured plain runs fell in the shuffled order.
+    """
+
+    prompt: str
+    output_sha256: Sha256
+    token_ids: list[NonNegInt]
+
+
 class ResultsFile(Strict):
     schema_version: Literal[1]
     kind: Literal["raw"] = "raw"
@@ -242,6 +254,7 @@ class ResultsFile(Strict):
     sensors: list[SensorInfo]
     sensors_unavailable: list[UnavailableBackend]
     config: CampaignConfig
+    references: list[PlainReference]
     runs: list[Run]
 
 
@@ -261,10 +274,19 @@ class SummaryRow(Strict):
     chip_energy_spread: NonNegFloat | None = None
     ratio_vs_plain: NonNegFloat | None
     run_ids: list[str] = Field(default_factory=list)
+    # Optional extras (schema 1 files without them stay valid): why acceptance is missing
+    # where a strategy speculates, process CPU time, and the enclosing (board) sensor's energy,
+    # given only where it passed validation.
+    acceptance_reason: str | None = None
+    cpu_ms_per_token: NonNegFloat | None = None
+    board_mj_per_token: NonNegFloat | None = None
+    board_mj_per_token_reason: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SummaryRow:
         _paired(self.chip_mj_per_token, self.chip_mj_per_token_reason, "chip_mj_per_token")
+        if self.board_mj_per_token is not None and self.board_mj_per_token_reason:
+            raise ValueError("board_mj_per_token has a value, so its reason must be null")
         return self
 
 
@@ -279,6 +301,9 @@ class SummaryFile(Strict):
     raw_files: list[str]
     raw_runs_note: str | None = None
     machine: str | None = None
+    # Which declared sensors the chip and board figures come from (derived summaries only).
+    chip_sensor: str | None = None
+    board_sensor: str | None = None
     rows: list[SummaryRow] = Field(min_length=1)
 
 

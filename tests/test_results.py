@@ -1,0 +1,143 @@
+"""The results contract: round trips, precise rejections, the committed JSON Schema, crash safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from factories import make_results, make_run, replaced, write_results
+
+from phase.results import (
+    CampaignWriter,
+    ResultsError,
+    ResultsFile,
+    json_schema_text,
+    load,
+    load_raw,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_round_trip_is_lossless(tmp_path: Path) -> None:
+    original = make_results(prompts=["a", "b"], strategies=["plain", "draft-4"], repeats=2)
+    path = write_results(original, tmp_path / "r.json")
+    again = load_raw(path)
+    assert again == original
+    assert write_results(again, tmp_path / "r2.json").read_text() == path.read_text()
+
+
+def _mutated(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    data = json.loads(make_results().model_dump_json())
+    edit(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_truncated_file_names_file_and_position(tmp_path: Path) -> None:
+    good = write_results(make_results(), tmp_path / "ok.json").read_text()
+    path = tmp_path / "cut.json"
+    path.write_text(good[: len(good) // 2])
+    with pytest.raises(ResultsError) as err:
+        load(path)
+    message = str(err.value)
+    assert str(path) in message and "not valid JSON at line" in message
+
+
+def test_wrong_schema_version_is_named(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda d: d.update(schema_version=99))
+    with pytest.raises(ResultsError, match=r"\$\.schema_version: 99 is newer"):
+        load(path)
+
+
+def test_nan_is_rejected_with_its_path(tmp_path: Path) -> None:
+    text = write_results(make_results(), tmp_path / "ok.json").read_text()
+    path = tmp_path / "nan.json"
+    # Hand-edit the first run's tokens/s into a NaN, as a careless script might.
+    path.write_text(text.replace('"tokens_per_s": 16.0', '"tokens_per_s": NaN', 1))
+    assert "NaN" in path.read_text()
+    with pytest.raises(ResultsError, match="NaN"):
+        load(path)
+
+
+def test_nan_in_python_object_is_rejected() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        make_run(tokens_per_s=float("nan"))
+
+
+def test_negative_token_count_is_named(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda d: d["runs"][1].update(tokens=-3))
+    with pytest.raises(ResultsError, match=r"\$\.runs\[1\]\.tokens: Input should be greater"):
+        load(path)
+
+
+def test_unknown_field_is_named(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda d: d["runs"][0].update(joules=1.0))
+    with pytest.raises(ResultsError, match=r"\$\.runs\[0\]\.joules: Extra inputs"):
+        load(path)
+
+
+def test_missing_value_needs_a_reason(tmp_path: Path) -> None:
+    def drop_reason(d: dict) -> None:  # type: ignore[type-arg]
+        d["runs"][0]["energy"][0].update(energy_j=None, energy_reason=None)
+
+    with pytest.raises(ResultsError, match=r"energy is null, so energy_reason must say why"):
+        load(_mutated(tmp_path, drop_reason))
+
+
+def test_committed_json_schema_matches_the_models() -> None:
+    committed = (REPO / "results" / "schema.json").read_text()
+    assert committed == json_schema_text(), (
+        "results/schema.json is stale: run `phase schema --write results/schema.json`"
+    )
+
+
+def test_complete_campaign_is_immutable(tmp_path: Path) -> None:
+    path = write_results(make_results(), tmp_path / "done.json")
+    before = path.read_bytes()
+    with pytest.raises(ResultsError, match="immutable|already complete"):
+        CampaignWriter.resume(path)
+    assert path.read_bytes() == before
+
+
+WRITER_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, signal
+    sys.path.insert(0, {tests!r})
+    from factories import make_results, campaign_runs
+    from phase.results import CampaignWriter
+    runs = campaign_runs(repeats=5)
+    header = make_results(runs=[], status="running", repeats=5)
+    writer = CampaignWriter({path!r}, header)
+    for i, run in enumerate(runs):
+        writer.add_run(run)
+        if i == 2:
+            print("three-saved", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+    """
+)
+
+
+def test_finished_runs_survive_a_killed_process(tmp_path: Path) -> None:
+    path = tmp_path / "campaign.json"
+    script = WRITER_SCRIPT.format(tests=str(REPO / "tests"), path=str(path))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL
+    assert "three-saved" in proc.stdout
+    results = load_raw(path)
+    assert isinstance(results, ResultsFile)
+    assert results.status == "running"
+    assert [r.repeat for r in results.runs] == [0, 1, 2]
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    # And the interrupted campaign can be continued.
+    writer = CampaignWriter.resume(path)
+    writer.add_run(replaced(results.runs[0], id="extra", repeat=3))
+    writer.finish()
+    assert len(load_raw(path).runs) == 4
