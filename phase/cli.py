@@ -130,6 +130,141 @@ def schema_cmd(write_to: str | None) -> None:
         click.echo(json_schema_text(), nl=False)
 
 
+@main.command(
+    "measure",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                      "help_option_names": []},
+    add_help_option=False,
+)
+@click.argument("experiment", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def measure(ctx: click.Context, experiment: str | None, args: tuple[str, ...]) -> None:
+    """Run an experiment campaign: phase measure EXPERIMENT [OPTIONS] (see EXPERIMENT --help).
+
+    \b
+    phase measure speculative -o results/x.json
+    phase measure speculative --quick          a few-minute smoke campaign
+    phase measure speculative --help           every option
+    """
+    from phase.experiment import load_experiment
+
+    if experiment is None or experiment in ("-h", "--help"):
+        click.echo(ctx.get_help())
+        ctx.exit(0 if experiment else 2)
+    module = load_experiment(experiment)
+    module.command.main(args=list(args), prog_name=f"phase measure {experiment}")
+
+
+@main.command("validate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one report per file.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any rule trips, warnings included.")
+@click.option("--variance-max", type=float, default=None,
+              help="Largest (max-min)/mean per condition before it is unstable [0.05].")
+@click.option("--lag-bias-max", type=float, default=None,
+              help="Largest worst-case lag under-read b(T) before energy is rejected [0.05].")
+@click.option("--confound-r", type=float, default=None,
+              help="|Pearson r| of enclosing/chip energy vs window length that rejects [0.5].")
+@click.option("--confound-min-runs", type=int, default=None,
+              help="Fewest runs the confound rule needs [6].")
+@click.option("--repeats", type=int, default=None,
+              help="Expected repeats per condition [the file's config].")
+@click.option("--chip-sensor", default=None,
+              help="Sensor that chip energy means [automatic; see the report].")
+def validate_cmd(files: tuple[str, ...], as_json: bool, strict: bool, **rules: Any) -> None:
+    """Check results FILES against the validation rules and print the findings.
+
+    \b
+    Exit status:
+      0  nothing blocks publishing (rejected values and warnings may remain)
+      1  a blocking finding; with --strict, any finding at all
+      2  a file cannot be read as a results file: missing, not JSON, or
+         not matching the schema (reported as a blocking schema finding)
+    """
+    from phase.validate import RuleSettings, exit_code, format_report, validate_file
+
+    settings = RuleSettings(**{k: v for k, v in rules.items() if v is not None})
+    reports = [validate_file(f, settings) for f in files]
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in reports], indent=1))
+    else:
+        click.echo("\n\n".join(format_report(r) for r in reports))
+    code = exit_code(reports, strict=strict)
+    if code:
+        click.get_current_context().exit(code)
+
+
+# --- sensors ------------------------------------------------------------------------------
+
+
+@main.command("sensors")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--sample", "sample_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Sample a window this long; show energy and mean power.")
+@click.option("--rapl-root", type=click.Path(file_okay=False), default=None,
+              help="powercap sysfs root [/sys/class/powercap].")
+@click.option("--hwmon-root", type=click.Path(file_okay=False), default=None,
+              help="hwmon sysfs root for Jetson INA3221 rails [/sys/class/hwmon].")
+@click.option("--meter", "meters", multiple=True, metavar="FILE:SCOPE:TAU",
+              help="An external meter trace (CSV/JSON), e.g. wall.csv:wall:1.0. Repeatable.")
+def sensors_cmd(as_json: bool, sample_s: float | None, rapl_root: str | None,
+                hwmon_root: str | None, meters: tuple[str, ...]) -> None:
+    """List the energy sensors found here (scope, kind, smoothing, measured update period)
+    and why each missing backend is unavailable. Exits 0 even when none is found."""
+    from phase.sensors import discover
+    from phase.sensors.report import format_survey, survey
+
+    roots = {k: v for k, v in (("rapl_root", rapl_root), ("hwmon_root", hwmon_root)) if v}
+    data = survey(discover(meters=list(meters), **roots), sample_s=sample_s)
+    click.echo(json.dumps(data, indent=1) if as_json else format_survey(data))
+
+
+# --- generate -----------------------------------------------------------------------------
+
+
+@main.command("generate")
+@click.option("--model", "model", default="qwen2.5-coder-1.5b", show_default=True,
+              help="Target model: an embedded name, a .gguf path, or hf:REPO/FILE.")
+@click.option("--draft", default=None, help="Draft model for draft-K (name or path).")
+@click.option("--strategy", default="plain", show_default=True,
+              help="plain, draft-K (e.g. draft-4), ngram or ngram-K.")
+@click.option("--tokens", "n_tokens", type=click.IntRange(min=1), default=128, show_default=True,
+              help="Exactly this many tokens are generated (end-of-sequence is ignored).")
+@click.option("--prompt", default=None, help="The user message.")
+@click.option("--prompt-file", type=click.File("r", encoding="utf-8"), default=None,
+              help="Read the user message from a file ('-' for stdin).")
+@click.option("--raw", is_flag=True, help="Send the prompt as given, without the chat template.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="CPU threads [default: physical cores].")
+@click.option("--ctx", "n_ctx", type=click.IntRange(min=16), default=4096, show_default=True,
+              help="Context size (prompt + generated tokens must fit).")
+@click.option("--compare-plain", is_flag=True,
+              help="Also decode plainly and report whether the output is the same.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
+def generate_cmd(model: str, draft: str | None, strategy: str, n_tokens: int,
+                 prompt: str | None, prompt_file: Any, raw: bool, threads: int | None,
+                 n_ctx: int, compare_plain: bool, as_json: bool) -> None:
+    """Generate greedily with one decoding strategy and print the text and its numbers."""
+    from phase.decode.generate import GenerateRequest, generate, summary_lines
+
+    if (prompt is None) == (prompt_file is None):
+        raise click.UsageError("give exactly one of --prompt or --prompt-file")
+    text = prompt if prompt is not None else prompt_file.read()
+    record = generate(
+        GenerateRequest(model=model, draft=draft, strategy=strategy, n_tokens=n_tokens,
+                        prompt=text, raw=raw, threads=threads, n_ctx=n_ctx,
+                        compare_plain=compare_plain),
+        progress=say,
+    )
+    if as_json:
+        click.echo(json.dumps(record, indent=1))
+        return
+    click.echo(record["text"])
+    for line in summary_lines(record):
+        say(line)
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """Entry point for tests: run the CLI and return its exit code instead of exiting."""
     try:

@@ -1,0 +1,50 @@
+"""Speculative decoding: plain vs draft-k vs n-gram copying, on speed, acceptance and energy.
+
+    python experiments/speculative.py results/NAME.json
+    phase measure speculative -o results/NAME.json      # the same command
+
+Three prompts (experiments/prompts/): new code, prose, and an edit of
+experiments/speculative_edit_input.py whose answer mostly repeats the input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
+
+from phase.experiment import Experiment, measure_command  # noqa: E402
+from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
+
+EXPERIMENT = Experiment(
+    name="speculative",
+    note="speculative-decoding-cpu",
+    description=(
+        "Speculative decoding campaign: every prompt × strategy, repeated in a freshly "
+        "shuffled order, greedy, a fixed number of generated tokens, every energy sensor sampled."
+    ),
+    prompts_dir=HERE / "prompts",
+    prompts=("code", "prose", "edit"),
+    strategies=("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram"),
+    target=DEFAULT_TARGET,
+    draft=DEFAULT_DRAFT,
+    tokens=384,
+    repeats=3,
+    # A few minutes end to end: the small test model drafts for itself.
+    quick={
+        "target": TEST_MODEL,
+        "draft": TEST_MODEL,
+        "tokens": 48,
+        "repeats": 2,
+        "strategies": ["plain", "draft-4", "ngram"],
+        "cooldown_s": 0.2,
+        "idle_window_s": 0.2,
+    },
+)
+
+command = measure_command(EXPERIMENT)
+
+if __name__ == "__main__":
+    command()

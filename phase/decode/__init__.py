@@ -1,0 +1,36 @@
+"""Greedy fixed-length decoding over llama.cpp: plain, draft-k and n-gram speculation.
+
+This package is the only place in phase that imports `llama_cpp`.
+"""
+
+from phase.decode.engine import Engine
+from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
+from phase.decode.result import DecodeResult, StepRecord, compare_to_plain
+from phase.decode.strategy import (
+    DEFAULT_DRAFT_KS,
+    NGRAM_K,
+    NGRAM_N_MAX,
+    NGRAM_N_MIN,
+    Strategy,
+    parse_strategy,
+)
+from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
+
+__all__ = [
+    "DEFAULT_DRAFT_KS",
+    "NGRAM_K",
+    "NGRAM_N_MAX",
+    "NGRAM_N_MIN",
+    "DecodeResult",
+    "DraftProposer",
+    "Engine",
+    "IncompatibleVocab",
+    "NgramProposer",
+    "Proposer",
+    "StepRecord",
+    "Strategy",
+    "VocabInfo",
+    "check_compatible",
+    "compare_to_plain",
+    "parse_strategy",
+]

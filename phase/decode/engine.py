@@ -1,0 +1,273 @@
+"""The decoding engine: loads target (and draft) once, runs greedy fixed-length generations.
+
+Every strategy does the same prefill: the prompt minus its last token goes through each model
+in play (target, and the draft when drafting); the last prompt token is the input of the
+first decode step. So each strategy's decode window holds exactly the forward passes that
+produce the N generated tokens, and plain's `steps` equals N, as in llama-bench's tg test.
+
+One speculative step, with the accepted sequence S whose last token the target has not yet
+seen, and at most L = min(k, tokens still to generate - 1) proposals d1..dL:
+
+    target forward [S[-1], d1..dL] in one batch, logits for all rows -> argmax t0..tL
+    m = longest prefix with d_i == t_(i-1);  keep d1..dm plus the target's own t_m
+    remove the rejected positions from the target's KV cache (the draft trims its own)
+
+Capping L at the tokens still to generate minus one means the step's bonus token is the last
+one needed: no proposal is ever made past the end, and no step overshoots N.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from phase.decode.native import ContextOptions, NativeModel, system_info
+from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
+from phase.decode.result import DecodeResult, StepRecord
+from phase.decode.strategy import Strategy
+from phase.decode.template import format_prompt
+from phase.decode.vocab import check_compatible
+from phase.errors import UsageProblem
+
+Callback = Callable[[], object] | None
+
+
+class Engine:
+    """Target (and optional draft) loaded once; `run` is repeatable and runs are independent.
+
+    n_threads defaults to the physical cores this process may use (llama-bench's default);
+    n_threads_batch to n_threads. `seed` is recorded only: greedy decoding draws no random
+    numbers. `flash_attn` is auto|on|off (llama.cpp's default, auto, as llama-bench).
+    """
+
+    def __init__(
+        self,
+        target_path: str | Path,
+        draft_path: str | Path | None = None,
+        *,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_threads_batch: int | None = None,
+        seed: int = 0,
+        flash_attn: str = "auto",
+        verbose: bool = False,
+    ) -> None:
+        if n_ctx < 2:
+            raise UsageProblem(f"n_ctx must be at least 2 (got {n_ctx})")
+        for name, value in (("n_threads", n_threads), ("n_threads_batch", n_threads_batch)):
+            if value is not None and value < 1:
+                raise UsageProblem(f"{name} must be >= 1 (got {value})")
+        self.seed = seed
+        options = ContextOptions(n_ctx=n_ctx, n_threads=n_threads,
+                                 n_threads_batch=n_threads_batch, flash_attn=flash_attn,
+                                 verbose=verbose)
+        self.target = NativeModel(target_path, options)
+        self.draft: NativeModel | None = None
+        try:
+            if draft_path is not None:
+                self.draft = NativeModel(draft_path, options)
+                check_compatible(
+                    self.target.vocab_info(), self.draft.vocab_info(),
+                    names=(Path(target_path).name, Path(draft_path).name),
+                )
+        except BaseException:
+            self.close()
+            raise
+        self.n_ctx = min(m.n_ctx for m in self._models())
+        self.n_threads = self.target.n_threads
+        self.n_threads_batch = self.target.n_threads_batch
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def _models(self) -> list[NativeModel]:
+        return [m for m in (self.target, self.draft) if m is not None]
+
+    def close(self) -> None:
+        for m in self._models():
+            m.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- information ----------------------------------------------------------------------
+
+    def model_info(self, role: str) -> dict[str, object]:
+        """architecture, quant (file type name), n_vocab, plus name, n_params, path."""
+        if role == "target":
+            return self.target.info()
+        if role == "draft":
+            if self.draft is None:
+                raise UsageProblem("no draft model is loaded")
+            return self.draft.info()
+        raise UsageProblem(f"unknown model role '{role}': target or draft")
+
+    def system_info(self) -> str:
+        return system_info()
+
+    def format_prompt(self, user_text: str, chat_template: bool = True) -> list[int]:
+        return format_prompt(self.target, user_text, chat_template=chat_template)
+
+    def detokenize(self, tokens: list[int]) -> str:
+        return self.target.detokenize(tokens)
+
+    def proposer_for(self, strategy: Strategy) -> Proposer | None:
+        """The proposer `run` uses for `strategy` (None for plain). Exposed so a caller can
+        wrap it (tests corrupt proposals to exercise rollback) and pass it back to `run`."""
+        if strategy.name == "plain":
+            return None
+        if strategy.name == "draft":
+            if self.draft is None:
+                raise UsageProblem(f"{strategy.label} needs a draft model (none loaded)")
+            return DraftProposer(self.draft)
+        return NgramProposer(strategy.ngram_n_min, strategy.ngram_n_max)
+
+    # -- running --------------------------------------------------------------------------
+
+    def run(
+        self,
+        prompt_tokens: Sequence[int],
+        strategy: Strategy,
+        n_tokens: int,
+        *,
+        on_decode_start: Callback = None,
+        on_decode_end: Callback = None,
+        proposer: Proposer | None = None,
+    ) -> DecodeResult:
+        """Generate exactly `n_tokens` greedily (end-of-sequence ignored) after the prompt.
+
+        The callbacks run immediately before the first decode step and right after the last
+        (also when decoding fails), outside the timed decode window.
+        """
+        prompt = [int(t) for t in prompt_tokens]
+        self._check(prompt, strategy, n_tokens)
+        if proposer is None:
+            proposer = self.proposer_for(strategy)
+        elif strategy.name == "plain":
+            raise UsageProblem("plain decoding takes no proposer")
+
+        started_unix = time.time()
+        t0 = time.perf_counter()
+        self.target.clear()
+        if len(prompt) > 1:
+            self.target.decode(prompt[:-1], 0, 0)
+        if proposer is not None:
+            proposer.begin(prompt)
+        prefill_s = time.perf_counter() - t0
+
+        if on_decode_start is not None:
+            on_decode_start()
+        try:
+            decode_started_unix = time.time()
+            cpu0 = time.process_time()
+            d0 = time.perf_counter()
+            if proposer is None:
+                generated, trace = self._plain(prompt, n_tokens)
+            else:
+                generated, trace = self._speculate(prompt, n_tokens, strategy.max_proposal,
+                                                   proposer)
+            decode_s = time.perf_counter() - d0
+            cpu_s = time.process_time() - cpu0
+            decode_ended_unix = time.time()
+        finally:
+            if on_decode_end is not None:
+                on_decode_end()
+
+        drafted = sum(s.proposed for s in trace)
+        accepted = sum(s.accepted for s in trace)
+        if strategy.name == "plain":
+            acceptance, reason = None, "plain decoding proposes no tokens"
+        elif drafted == 0:
+            acceptance, reason = None, "no tokens were proposed in this run"
+        else:
+            acceptance, reason = accepted / drafted, None
+        return DecodeResult(
+            strategy=strategy.label,
+            k=strategy.k,
+            token_ids=generated,
+            text=self.target.detokenize(generated),
+            prompt_tokens=len(prompt),
+            prefill_s=prefill_s,
+            decode_s=decode_s,
+            tokens_per_s=len(generated) / decode_s if decode_s > 0 else 0.0,
+            steps=len(trace),
+            drafted=drafted,
+            accepted=accepted,
+            acceptance=acceptance,
+            acceptance_reason=reason,
+            trace=trace,
+            cpu_s=cpu_s,
+            started_unix_s=started_unix,
+            ended_unix_s=time.time(),
+            decode_started_unix_s=decode_started_unix,
+            decode_ended_unix_s=decode_ended_unix,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads_batch,
+        )
+
+    def _check(self, prompt: list[int], strategy: Strategy, n_tokens: int) -> None:
+        if n_tokens < 1:
+            raise UsageProblem(f"tokens to generate must be >= 1 (got {n_tokens})")
+        if not prompt:
+            raise UsageProblem("the prompt has no tokens")
+        if len(prompt) + n_tokens > self.n_ctx:
+            raise UsageProblem(
+                f"prompt ({len(prompt)} tokens) + {n_tokens} generated tokens = "
+                f"{len(prompt) + n_tokens} does not fit the context of {self.n_ctx} tokens; "
+                "shorten the prompt, generate fewer tokens, or raise n_ctx"
+            )
+        vocab = self.target.n_vocab
+        bad = next((t for t in prompt if not 0 <= t < vocab), None)
+        if bad is not None:
+            raise UsageProblem(f"prompt token {bad} is outside the vocabulary (0..{vocab - 1})")
+        if not isinstance(strategy, Strategy):
+            raise UsageProblem(f"not a Strategy: {strategy!r}; use parse_strategy()")
+
+    def _plain(self, prompt: list[int], n_tokens: int) -> tuple[list[int], list[StepRecord]]:
+        # The hot loop: locals only, one ctypes decode and one argmax over a zero-copy view per
+        # token; step records are built after the loop.
+        decode_one = self.target.decode_one
+        clock = time.perf_counter
+        out: list[int] = []
+        append = out.append
+        times: list[float] = []
+        tick = times.append
+        token, pos = prompt[-1], len(prompt) - 1
+        for _ in range(n_tokens):
+            t = clock()
+            token = decode_one(token, pos)
+            tick(clock() - t)
+            append(token)
+            pos += 1
+        return out, [StepRecord(0, 0, 0.0, dt * 1e3) for dt in times]
+
+    def _speculate(self, prompt: list[int], n_tokens: int, k: int,
+                   proposer: Proposer) -> tuple[list[int], list[StepRecord]]:
+        target = self.target
+        clock = time.perf_counter
+        seq = list(prompt)
+        start = len(seq)
+        pos = start - 1  # KV position of seq[-1], the one token the target has not seen
+        trace: list[StepRecord] = []
+        while (remaining := n_tokens - (len(seq) - start)) > 0:
+            limit = min(k, remaining - 1)
+            t0 = clock()
+            proposal = list(proposer.propose(seq, limit))[:limit] if limit > 0 else []
+            t1 = clock()
+            target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
+            m = 0
+            nxt = target.argmax(0)
+            while m < len(proposal) and proposal[m] == nxt:
+                m += 1
+                nxt = target.argmax(m)
+            if m < len(proposal):
+                target.truncate(pos + m + 1)
+            kept = [*proposal[:m], nxt][:remaining]  # the trim never bites while limit < remaining
+            seq.extend(kept)
+            pos += len(kept)
+            t2 = clock()
+            trace.append(StepRecord(len(proposal), m, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
+        return seq[start:], trace

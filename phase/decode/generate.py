@@ -1,0 +1,84 @@
+"""One generation from the command line: resolve models, run a strategy, return a record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from phase.decode.engine import Engine
+from phase.decode.result import compare_to_plain
+from phase.decode.strategy import parse_strategy
+from phase.errors import UsageProblem
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    model: str
+    draft: str | None
+    strategy: str
+    n_tokens: int
+    prompt: str
+    raw: bool = False
+    threads: int | None = None
+    n_ctx: int = 4096
+    compare_plain: bool = False
+
+
+def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run `req` and return its record: the DecodeResult fields plus model names, the strategy
+    and, with compare_plain, whether the output equals plain decoding's."""
+    from phase.models import resolve
+
+    say = progress or (lambda _m: None)
+    strategy = parse_strategy(req.strategy)
+    if strategy.name == "draft" and not req.draft:
+        raise UsageProblem(f"{strategy.label} needs a draft model: pass --draft NAME|PATH")
+    target = resolve(req.model, progress=lambda m: say(f"target: {m}"))
+    draft = None
+    if strategy.name == "draft" and req.draft:
+        draft = resolve(req.draft, progress=lambda m: say(f"draft: {m}"))
+    with Engine(target.path, draft.path if draft else None, n_ctx=req.n_ctx,
+                n_threads=req.threads, n_threads_batch=req.threads) as engine:
+        prompt = engine.format_prompt(req.prompt, chat_template=not req.raw)
+        result = engine.run(prompt, strategy, req.n_tokens)
+        record: dict[str, Any] = {
+            "model": target.name,
+            "model_path": str(target.path),
+            "draft": draft.name if draft else None,
+            "chat_template": not req.raw,
+            **result.to_dict(),
+        }
+        if req.compare_plain:
+            plain = (result if strategy.name == "plain"
+                     else engine.run(prompt, parse_strategy("plain"), req.n_tokens))
+            matches, divergence = compare_to_plain(result.token_ids, plain.token_ids)
+            record["matches_plain"] = matches
+            record["first_divergence"] = divergence
+            record["plain_tokens_per_s"] = plain.tokens_per_s
+    return record
+
+
+def summary_lines(record: dict[str, Any]) -> list[str]:
+    """The run's numbers, for people."""
+    lines = [
+        f"{record['strategy']}: {len(record['token_ids'])} tokens in {record['decode_s']:.3f} s "
+        f"= {record['tokens_per_s']:.1f} tok/s; prefill {record['prompt_tokens']} prompt tokens "
+        f"in {record['prefill_s']:.3f} s; {record['steps']} target steps; "
+        f"CPU {record['cpu_s']:.2f} s ({record['n_threads']} threads)"
+    ]
+    if record["acceptance"] is None:
+        lines.append(f"drafted {record['drafted']}, accepted {record['accepted']}: "
+                     f"acceptance n/a ({record['acceptance_reason']})")
+    else:
+        lines.append(f"drafted {record['drafted']}, accepted {record['accepted']}: "
+                     f"acceptance {record['acceptance']:.1%}")
+    if "matches_plain" in record:
+        if record["matches_plain"]:
+            lines.append(f"output matches plain decoding "
+                         f"(plain {record['plain_tokens_per_s']:.1f} tok/s)")
+        else:
+            lines.append(f"output DIFFERS from plain decoding from token "
+                         f"{record['first_divergence']} (plain {record['plain_tokens_per_s']:.1f} "
+                         "tok/s)")
+    return lines

@@ -1,0 +1,341 @@
+"""The one bridge to llama.cpp: a loaded model with its own context, KV cache and batch.
+
+Only the decode package imports `llama_cpp`, and within it only this module and
+`template.py` do. We use the C API (through llama-cpp-python's ctypes bindings) rather than
+the high-level `Llama` class for three reasons that matter to measurement:
+
+- the context is created with llama.cpp's own defaults for flash attention ("auto"), as
+  `llama-bench` does; `Llama` can only force it on or off;
+- `Llama` keeps an n_batch × n_vocab float32 `scores` array (≈300 MB for a 152k vocabulary)
+  and copies every logits row into it; we never copy logits at all;
+- greedy sampling is an argmax over a zero-copy numpy view of exactly the rows we need.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+
+from phase.decode.vocab import VocabInfo
+from phase.errors import PhaseError
+
+_backend_lock = threading.Lock()
+_backend_ready = False
+
+# File-type names from the binding's own constants (LLAMA_FTYPE_MOSTLY_Q4_K_M -> Q4_K_M), so
+# a new llama.cpp quant type is named without a table here going stale.
+_FTYPE_NAMES: dict[int, str] = {
+    value: name.removeprefix("LLAMA_FTYPE_").removeprefix("MOSTLY_").removeprefix("ALL_")
+    for name, value in vars(llama_cpp).items()
+    if name.startswith("LLAMA_FTYPE_") and isinstance(value, int) and name != "LLAMA_FTYPE_GUESSED"
+}
+_FTYPE_GUESSED = getattr(llama_cpp, "LLAMA_FTYPE_GUESSED", 1024)
+
+_FLASH_ATTN = {
+    "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
+    "on": llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+    "off": llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+}
+
+
+class DecodeFailed(PhaseError):
+    pass
+
+
+def _init_backend(verbose: bool) -> None:
+    global _backend_ready
+    # llama-cpp-python routes llama.cpp's log through this logger; below ERROR it is noise.
+    logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    with _backend_lock:
+        if not _backend_ready:
+            llama_cpp.llama_backend_init()
+            _backend_ready = True
+
+
+def physical_cores() -> int:
+    """Cores this process may use, counting SMT siblings once (like llama-bench's default).
+
+    llama.cpp's token generation is memory-bound; a second hyper-thread on the same core adds
+    contention, not bandwidth, which is why llama-bench defaults to physical cores.
+    """
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+    groups: set[str] = set()
+    for cpu in cpus:
+        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        try:
+            groups.add(path.read_text().strip())
+        except OSError:
+            return max(1, len(cpus))
+    return max(1, len(groups))
+
+
+def system_info() -> str:
+    """llama-cpp-python version, llama.cpp / ggml build, and the CPU features it was built with."""
+    parts = [f"llama-cpp-python {llama_cpp.__version__}"]
+    with contextlib.suppress(AttributeError, OSError):
+        parts.append(f"llama {llama_cpp.llama_version().decode()}")
+    try:
+        from llama_cpp import _ggml
+
+        lib = _ggml.libggml
+        lib.ggml_version.restype = ctypes.c_char_p
+        lib.ggml_commit.restype = ctypes.c_char_p
+        parts.append(f"ggml {lib.ggml_version().decode()} ({lib.ggml_commit().decode()})")
+    except (ImportError, AttributeError, OSError):
+        pass
+    parts.append(llama_cpp.llama_print_system_info().decode(errors="replace").strip())
+    return " | ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class ContextOptions:
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    n_threads_batch: int | None = None
+    flash_attn: str = "auto"
+    verbose: bool = False
+
+
+class NativeModel:
+    """A GGUF model with one context (sequence 0) and a reusable batch.
+
+    The KV cache holds positions 0..n_past-1 of one sequence. Callers decode tokens at explicit
+    positions and remove tails with `truncate`; nothing here tracks which tokens are cached.
+    """
+
+    def __init__(self, path: str | Path, options: ContextOptions) -> None:
+        _init_backend(options.verbose)
+        self.path = str(path)
+        if not Path(self.path).is_file():
+            raise PhaseError(f"{self.path}: no such model file")
+        mparams = llama_cpp.llama_model_default_params()
+        mparams.n_gpu_layers = 0  # phase measures the CPU path; GPU offload would be a new study
+        self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), mparams)
+        if not self._model:
+            raise PhaseError(f"{self.path}: llama.cpp could not load this GGUF file")
+        self._ctx = None
+        self._batch: llama_cpp.llama_batch | None = None
+        try:
+            self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+            self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
+            threads = options.n_threads or physical_cores()
+            threads_batch = options.n_threads_batch or threads
+            if options.flash_attn not in _FLASH_ATTN:
+                raise PhaseError(f"flash_attn must be one of {', '.join(_FLASH_ATTN)}")
+            cparams = llama_cpp.llama_context_default_params()
+            cparams.n_ctx = options.n_ctx
+            # One llama_decode call may carry a whole prompt; llama.cpp splits it into ubatches
+            # of 512 internally (llama-bench's default), so compute buffers stay small.
+            cparams.n_batch = options.n_ctx
+            cparams.n_ubatch = min(512, options.n_ctx)
+            cparams.n_seq_max = 1
+            cparams.n_threads = threads
+            cparams.n_threads_batch = threads_batch
+            cparams.flash_attn_type = _FLASH_ATTN[options.flash_attn]
+            cparams.no_perf = True
+            self._ctx = llama_cpp.llama_init_from_model(self._model, cparams)
+            if not self._ctx:
+                raise PhaseError(
+                    f"{self.path}: llama.cpp could not create a context of {options.n_ctx} tokens "
+                    "(out of memory?); try a smaller n_ctx"
+                )
+            self.n_ctx = int(llama_cpp.llama_n_ctx(self._ctx))
+            self.n_threads = threads
+            self.n_threads_batch = threads_batch
+            self._memory = llama_cpp.llama_get_memory(self._ctx)
+            self._capacity = self.n_ctx
+            self._batch = llama_cpp.llama_batch_init(self._capacity, 0, 1)
+            for i in range(self._capacity):
+                self._batch.n_seq_id[i] = 1
+                self._batch.seq_id[i][0] = 0
+        except BaseException:
+            self.close()
+            raise
+        self._views: dict[int, np.ndarray] = {}
+        self._get_logits_ith = llama_cpp.llama_get_logits_ith
+        self._decode = llama_cpp.llama_decode
+        self._addr = ctypes.addressof
+
+    # -- lifetime -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        if self._ctx:
+            llama_cpp.llama_free(self._ctx)
+            self._ctx = None
+        if self._model:
+            llama_cpp.llama_model_free(self._model)
+            self._model = None
+
+    def __del__(self) -> None:
+        # At interpreter shutdown the binding may already be gone.
+        with contextlib.suppress(Exception):
+            self.close()
+
+    # -- metadata -------------------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        size = 256
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = llama_cpp.llama_model_meta_val_str(self._model, key.encode(), buf, size)
+            if n < 0:
+                return None
+            if n < size:
+                return buf.value.decode("utf-8", errors="replace")
+            size = n + 1
+
+    def chat_template(self) -> str | None:
+        raw = llama_cpp.llama_model_chat_template(self._model, None)
+        return raw.decode("utf-8", errors="replace") if raw else None
+
+    def quant(self) -> str:
+        ftype = int(llama_cpp.llama_model_ftype(self._model))
+        guessed = bool(ftype & _FTYPE_GUESSED)
+        name = _FTYPE_NAMES.get(ftype & ~_FTYPE_GUESSED, f"ftype {ftype & ~_FTYPE_GUESSED}")
+        return f"{name} (guessed)" if guessed else name
+
+    def info(self) -> dict[str, object]:
+        buf = ctypes.create_string_buffer(256)
+        llama_cpp.llama_model_desc(self._model, buf, 256)
+        return {
+            "path": self.path,
+            "architecture": self.meta("general.architecture"),
+            "name": self.meta("general.name"),
+            "quant": self.quant(),
+            "n_vocab": self.n_vocab,
+            "n_params": int(llama_cpp.llama_model_n_params(self._model)),
+            "n_ctx_train": int(llama_cpp.llama_model_n_ctx_train(self._model)),
+            "description": buf.value.decode("utf-8", errors="replace"),
+        }
+
+    def token_text(self, token: int) -> bytes:
+        return llama_cpp.llama_vocab_get_text(self._vocab, token) or b""
+
+    def vocab_info(self) -> VocabInfo:
+        v = self._vocab
+        return VocabInfo(
+            vocab_type=int(llama_cpp.llama_vocab_type(v)),
+            n_vocab=self.n_vocab,
+            bos=int(llama_cpp.llama_vocab_bos(v)),
+            eos=int(llama_cpp.llama_vocab_eos(v)),
+            add_bos=bool(llama_cpp.llama_vocab_get_add_bos(v)),
+            add_eos=bool(llama_cpp.llama_vocab_get_add_eos(v)),
+            token_text=self.token_text,
+        )
+
+    @property
+    def bos_text(self) -> str:
+        bos = llama_cpp.llama_vocab_bos(self._vocab)
+        return self.token_text(bos).decode("utf-8", errors="replace") if bos >= 0 else ""
+
+    @property
+    def eos_text(self) -> str:
+        eos = llama_cpp.llama_vocab_eos(self._vocab)
+        return self.token_text(eos).decode("utf-8", errors="replace") if eos >= 0 else ""
+
+    # -- text <-> tokens ------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, add_special: bool, parse_special: bool) -> list[int]:
+        data = text.encode("utf-8")
+        cap = len(data) + 16
+        buf = (llama_cpp.llama_token * cap)()
+        n = llama_cpp.llama_tokenize(self._vocab, data, len(data), buf, cap, add_special,
+                                     parse_special)
+        if n < 0:  # buffer too small: llama.cpp returns minus the size it needs
+            cap = -n
+            buf = (llama_cpp.llama_token * cap)()
+            n = llama_cpp.llama_tokenize(self._vocab, data, len(data), buf, cap, add_special,
+                                         parse_special)
+        if n < 0:
+            raise PhaseError(f"tokenization failed ({n})")
+        return list(buf[:n])
+
+    def detokenize(self, tokens: list[int]) -> str:
+        """Text of `tokens` with special tokens rendered (generation ignores end-of-sequence,
+        so a generated <|im_end|> is part of what the model produced and stays visible)."""
+        if not tokens:
+            return ""
+        arr = (llama_cpp.llama_token * len(tokens))(*tokens)
+        cap = max(64, 8 * len(tokens))
+        for _ in range(2):
+            buf = ctypes.create_string_buffer(cap)
+            n = llama_cpp.llama_detokenize(self._vocab, arr, len(tokens), buf, cap, False, True)
+            if n >= 0:
+                return buf.raw[:n].decode("utf-8", errors="replace")
+            cap = -n + 1
+        raise PhaseError("detokenization failed")
+
+    # -- KV cache and forward passes ------------------------------------------------------
+
+    def clear(self) -> None:
+        # Metadata only: emptied cells are never attended to, so zeroing buffers is wasted time.
+        llama_cpp.llama_memory_clear(self._memory, False)
+
+    def truncate(self, n_keep: int) -> None:
+        """Drop every cached position >= n_keep."""
+        if not llama_cpp.llama_memory_seq_rm(self._memory, 0, n_keep, -1):
+            raise DecodeFailed(f"{self.path}: llama.cpp refused to remove KV positions >= {n_keep}")
+
+    def decode(self, tokens: list[int], pos0: int, n_logits: int) -> None:
+        """Forward `tokens` at positions pos0.., producing logits for the last `n_logits` rows.
+
+        Afterwards `argmax(i)` reads the i-th of those rows (0-based).
+        """
+        n = len(tokens)
+        if n == 0 or n > self._capacity:
+            raise DecodeFailed(f"cannot decode a batch of {n} tokens (capacity {self._capacity})")
+        b = self._batch
+        first_out = n - n_logits
+        tok, pos, lg = b.token, b.pos, b.logits
+        for i in range(n):
+            tok[i] = tokens[i]
+            pos[i] = pos0 + i
+            lg[i] = i >= first_out
+        b.n_tokens = n
+        rc = self._decode(self._ctx, b)
+        if rc != 0:
+            raise DecodeFailed(f"llama_decode failed with code {rc} at position {pos0} (n={n})")
+        self._first_out = first_out
+
+    def decode_one(self, token: int, pos: int) -> int:
+        """The hot path of plain decoding: one token in, the greedy next token out."""
+        b = self._batch
+        b.token[0] = token
+        b.pos[0] = pos
+        b.logits[0] = 1
+        b.n_tokens = 1
+        rc = self._decode(self._ctx, b)
+        if rc != 0:
+            raise DecodeFailed(f"llama_decode failed with code {rc} at position {pos}")
+        return self._argmax_batch_row(0)
+
+    def argmax(self, i: int) -> int:
+        """Greedy token for the i-th logits row of the last `decode`."""
+        return self._argmax_batch_row(self._first_out + i)
+
+    def _argmax_batch_row(self, row: int) -> int:
+        ptr = self._get_logits_ith(self._ctx, row)
+        if not ptr:
+            raise DecodeFailed(f"no logits for batch row {row}")
+        # A zero-copy view over llama.cpp's logits buffer, cached by address: the buffer is
+        # reused across decodes, so the same few row addresses come back every step.
+        addr = ctypes.cast(ptr, ctypes.c_void_p).value or 0
+        view = self._views.get(addr)
+        if view is None:
+            view = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+            self._views[addr] = view
+        return int(view.argmax())

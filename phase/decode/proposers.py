@@ -1,0 +1,110 @@
+"""Where speculative tokens come from: a draft model, or the text itself (n-gram lookup).
+
+A proposer sees the accepted sequence (prompt + generated so far) and guesses what the target
+will say next. Within one run that sequence only ever grows, which both proposers rely on to
+keep their state incremental. `begin` runs in the prefill phase, `propose` in decode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from phase.decode.native import NativeModel
+
+
+class Proposer(Protocol):
+    def begin(self, prompt: Sequence[int]) -> None:
+        """Start a run (drop all state), given the prompt."""
+
+    def propose(self, seq: list[int], max_tokens: int) -> list[int]:
+        """At most `max_tokens` guesses for the tokens after `seq`; [] for none."""
+
+
+class DraftProposer:
+    """Greedy proposals from a smaller model with its own KV cache, kept in step with the
+    target: before proposing, cached positions that disagree with the accepted sequence
+    (rejected guesses) are removed and the accepted tokens it has not seen are fed in."""
+
+    def __init__(self, model: NativeModel) -> None:
+        self.model = model
+        self._cached: list[int] = []  # the tokens at KV positions 0..len-1
+        self._stable = 0  # cached[:stable] is known to equal the accepted sequence
+
+    def begin(self, prompt: Sequence[int]) -> None:
+        self.model.clear()
+        self._cached = list(prompt[:-1])
+        if self._cached:
+            self.model.decode(self._cached, 0, 0)
+        self._stable = len(self._cached)
+
+    def propose(self, seq: list[int], max_tokens: int) -> list[int]:
+        if max_tokens <= 0:
+            return []
+        model, cached = self.model, self._cached
+        n = self._stable
+        limit = min(len(cached), len(seq))
+        while n < limit and cached[n] == seq[n]:
+            n += 1
+        if n == len(seq):
+            n -= 1  # every token is cached: re-feed the last one to get its logits back
+        if n < len(cached):
+            model.truncate(n)
+            del cached[n:]
+        feed = seq[n:]
+        model.decode(feed, n, 1)
+        cached.extend(feed)
+        guess = model.argmax(0)
+        out = [guess]
+        pos = len(seq)
+        while len(out) < max_tokens:
+            cached.append(guess)
+            guess = model.decode_one(guess, pos)
+            pos += 1
+            out.append(guess)
+        self._stable = len(seq)
+        return out
+
+
+class NgramProposer:
+    """Prompt-lookup decoding: find the most recent earlier occurrence of the sequence's last
+    n tokens (longest n first, n_max down to n_min) and propose what followed it.
+
+    An index per n maps each n-gram to its latest start, updated with only the tokens added
+    since the previous call, so a lookup costs O(n_max - n_min + 1) dict probes instead of a
+    scan of the whole history.
+    """
+
+    def __init__(self, n_min: int, n_max: int) -> None:
+        if not 1 <= n_min <= n_max:
+            raise ValueError(f"need 1 <= n_min <= n_max, got {n_min}..{n_max}")
+        self.n_min, self.n_max = n_min, n_max
+        self._index: dict[int, dict[tuple[int, ...], int]] = {}
+        self._indexed: dict[int, int] = {}
+
+    def begin(self, prompt: Sequence[int]) -> None:
+        ns = range(self.n_min, self.n_max + 1)
+        self._index = {n: {} for n in ns}
+        self._indexed = dict.fromkeys(ns, 0)
+        self._update(list(prompt))
+
+    def _update(self, seq: list[int]) -> None:
+        # Index every n-gram except the final one (the suffix being looked up): a match must
+        # be an *earlier* occurrence, with at least one token after it.
+        for n, table in self._index.items():
+            stop = len(seq) - n
+            for start in range(self._indexed[n], stop):
+                table[tuple(seq[start:start + n])] = start
+            self._indexed[n] = max(self._indexed[n], stop)
+
+    def propose(self, seq: list[int], max_tokens: int) -> list[int]:
+        self._update(seq)
+        if max_tokens <= 0:
+            return []
+        for n in range(self.n_max, self.n_min - 1, -1):
+            if len(seq) <= n:
+                continue
+            start = self._index[n].get(tuple(seq[-n:]))
+            if start is not None:
+                return seq[start + n:start + n + max_tokens]
+        return []

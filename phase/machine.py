@@ -1,0 +1,130 @@
+"""Facts about the machine and the software, recorded with every campaign."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from phase import __version__
+from phase.results import Provenance
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Model", "Hardware")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def ram_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def gpu_names() -> list[str]:
+    """GPU names through NVML; an empty list where there is no NVIDIA driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # no library, no driver, no device: all mean "no NVIDIA GPU here"
+        return []
+    try:
+        names = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        return names
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def host_class(gpus: list[str] | None = None) -> str:
+    """A short, file-name-safe label for the kind of machine: e.g. `x86_64-2c` or `h200`."""
+    gpus = gpu_names() if gpus is None else gpus
+    if gpus:
+        label = re.sub(r"^nvidia\s+", "", gpus[0].lower())
+        label = label.split()[0] if label else "gpu"
+        if len(gpus) > 1:
+            label += f"x{len(gpus)}"
+    else:
+        label = f"{platform.machine().lower() or 'cpu'}-{os.cpu_count() or 1}c"
+    return re.sub(r"[^a-z0-9._-]+", "-", label)
+
+
+def git_state() -> tuple[str | None, bool | None]:
+    """The commit of the phase checkout and whether its tracked files differ from it."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
+            capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return commit, bool(dirty)
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def temperatures_c(root: Path = Path("/sys/class/thermal")) -> dict[str, float]:
+    """Readable thermal zones, by type; unreadable zones are simply absent."""
+    temps: dict[str, float] = {}
+    for zone in sorted(root.glob("thermal_zone*")):
+        try:
+            kind = (zone / "type").read_text().strip() or zone.name
+            millideg = int((zone / "temp").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        temps[f"{kind}:{zone.name}"] = millideg / 1000.0
+    return temps
+
+
+def provenance(threads: int, threads_batch: int, llama_system_info: str | None) -> Provenance:
+    commit, dirty = git_state()
+    gpus = gpu_names()
+    return Provenance(
+        phase_version=__version__,
+        git_commit=commit,
+        git_dirty=dirty,
+        llama_cpp_python_version=package_version("llama_cpp_python"),
+        llama_cpp_system_info=llama_system_info,
+        python_version=sys.version.split()[0],
+        os=platform.platform(),
+        hostname=socket.gethostname(),
+        host_class=host_class(gpus),
+        cpu_model=cpu_model(),
+        cpu_cores=os.cpu_count() or 1,
+        ram_bytes=ram_bytes(),
+        gpus=gpus,
+        threads=threads,
+        threads_batch=threads_batch,
+        command_line=list(sys.argv),
+    )

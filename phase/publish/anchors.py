@@ -1,0 +1,37 @@
+"""Stable page names, anchors and links: the same input always gives the same URL.
+
+Generated pages link with plain relative `.html` URLs (the site is built with
+use_directory_urls false), so every link also works when the site is opened from file://.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _safe(text: str) -> str:
+    clean = _UNSAFE.sub("-", text).strip("-") or "x"
+    if clean != text:
+        # Two different ids must never share an anchor after cleaning.
+        clean += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+    return clean
+
+
+def run_anchor(run_id: str) -> str:
+    return "run-" + _safe(run_id)
+
+
+def row_anchor(prompt: str, strategy: str) -> str:
+    return f"row-{_safe(prompt)}--{_safe(strategy)}"
+
+
+def raw_page(stem: str, root: str) -> str:
+    """URL of a results file's data page from a page whose way back to the root is `root`."""
+    return f"{root}raw/{stem}.html"
+
+
+def note_page(slug: str, root: str, version: int | None = None) -> str:
+    return f"{root}notes/{slug}/" + (f"v{version}/index.html" if version else "index.html")

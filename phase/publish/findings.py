@@ -1,0 +1,74 @@
+"""Validation findings -> rows of a note's findings list.
+
+A rejected value is shown struck through next to its reason; it is never dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phase.results import ResultsFile
+from phase.validate import SEVERITIES, Finding
+
+from .anchors import raw_page, row_anchor, run_anchor
+from .datasets import Dataset
+from .tables import Cell, Link
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    severity: str
+    rule: str
+    condition: str | None
+    link: Link | None
+    sensor: str | None
+    value: Cell | None
+    message: str
+
+
+def _value(raw: ResultsFile | None, f: Finding) -> Cell | None:
+    if f.severity != "rejected" or f.sensor is None:
+        return None
+    if f.run_id is None:
+        return Cell(f"every reading of {f.sensor}", None, f.message, struck=True)
+    if raw is None:
+        return None
+    for run in raw.runs:
+        if run.id != f.run_id:
+            continue
+        for w in run.energy:
+            if w.sensor == f.sensor and w.energy_j is not None:
+                per_token = w.energy_j / run.tokens * 1000.0
+                return Cell(
+                    f"{w.energy_j:.4g} J ({per_token:.1f} mJ/token)", per_token, f.message, True
+                )
+    return None
+
+
+def finding_rows(ds: Dataset, root: str) -> list[FindingRow]:
+    raw = ds.raw
+    page = raw_page(ds.stem, root)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    rows = []
+    for f in sorted(ds.report.findings, key=lambda f: order[f.severity]):
+        link = None
+        if f.run_id is not None:
+            link = Link(f.run_id, f"{page}#{run_anchor(f.run_id)}", f"run {f.run_id}")
+        elif f.prompt is not None and f.strategy is not None and raw is None:
+            link = Link("row", f"{page}#{row_anchor(f.prompt, f.strategy)}", "summary row")
+        condition = (
+            f"{f.prompt} × {f.strategy}" if f.prompt is not None and f.strategy is not None
+            else None
+        )
+        rows.append(
+            FindingRow(
+                severity=f.severity,
+                rule=f.rule,
+                condition=condition,
+                link=link,
+                sensor=f.sensor,
+                value=_value(raw, f),
+                message=f.message,
+            )
+        )
+    return rows

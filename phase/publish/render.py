@@ -1,0 +1,299 @@
+"""Note versions -> Markdown pages (with inline HTML) for mkdocs.
+
+A note source's body is a Jinja template; these functions are what it can call:
+
+    {{ results_table() }}         the results table of every file in this version
+    {{ charts() }}                all three charts;  {{ chart("per_k") }} one of them
+    {{ findings() }}              the validation findings, rejected values struck through
+    {{ provenance() }}            machine, software, models + sha256, date, commit
+    {{ reproduce() }}             the reproduce command (and each campaign's exact command)
+    {{ value("code", "draft-4", "tokens_per_s") }}   one formatted figure, for prose
+
+Each takes an optional `file="name.json"` to restrict it to one results file. A page that
+does not call one of the first five gets it appended, so every page has all of them. Also
+available: `has_results`, `version` (its number) and `rows()` (summary rows).
+
+Every value that comes from data is HTML-escaped (Jinja autoescape): a prompt named
+`<script>` shows as text. A frozen page is a pure function of its own version's inputs, so
+publishing v2 leaves v1's page byte-identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from phase.results import SummaryRow
+
+from .anchors import note_page
+from .changes import compare
+from .charts import KINDS, build_chart, html_safe_json, render_png
+from .datasets import Dataset
+from .findings import finding_rows
+from .notes import NoteError, NoteSource, VersionMeta
+from .provenance import provenance_box
+from .tables import build_table, fmt, pct, ratio
+
+SECTIONS = ("results_table", "charts", "findings", "provenance", "reproduce")
+
+
+def environment(templates_dir: Path) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def block(html: str) -> Markup:
+    """An HTML block Markdown leaves alone: blank lines around it, none inside it."""
+    lines = [line for line in html.splitlines() if line.strip()]
+    return Markup("\n\n" + "\n".join(lines) + "\n\n")
+
+
+@dataclass
+class Page:
+    """One rendered page plus the files it refers to (chart PNGs), by path under docs_dir."""
+
+    path: str
+    text: str
+    assets: dict[str, bytes] = field(default_factory=dict)
+
+
+VALUE_METRICS: dict[str, Callable[[float | None], str]] = {
+    "tokens_per_s": fmt,
+    "acceptance": pct,
+    "chip_mj_per_token": fmt,
+    "ratio_vs_plain": ratio,
+    "board_mj_per_token": fmt,
+    "cpu_ms_per_token": fmt,
+    "tokens_per_s_spread": lambda v: pct(v, 1),
+    "chip_energy_spread": lambda v: pct(v, 1),
+}
+
+
+class _Calls:
+    """The functions a note body calls, bound to one page of one version."""
+
+    def __init__(
+        self,
+        env: jinja2.Environment,
+        note: NoteSource,
+        version: VersionMeta,
+        datasets: list[Dataset],
+        root: str,
+        asset_dir: str,
+        asset_href: str,
+    ) -> None:
+        self.env = env
+        self.note = note
+        self.version = version
+        self.datasets = datasets
+        self.root = root
+        self.asset_dir = asset_dir  # where PNGs are written, under docs_dir
+        self.asset_href = asset_href  # how this page refers to that directory
+        self.assets: dict[str, bytes] = {}
+        self.called: set[str] = set()
+        self.chart_count = 0
+
+    def _pick(self, file: str | None) -> list[Dataset]:
+        if file is None:
+            return self.datasets
+        picked = [d for d in self.datasets if d.name == file]
+        if not picked:
+            raise NoteError(
+                f"{self.note.path}: version {self.version.version} has no results file {file}"
+            )
+        return picked
+
+    def _render(self, template: str, **ctx: Any) -> Markup:
+        return block(self.env.get_template(template).render(**ctx))
+
+    def results_table(self, file: str | None = None) -> Markup:
+        self.called.add("results_table")
+        tables = [build_table(d, self.root) for d in self._pick(file)]
+        return self._render("results_table.html.j2", tables=tables)
+
+    def chart(self, kind: str, file: str | None = None) -> Markup:
+        self.called.add("charts")
+        if kind not in KINDS:
+            raise NoteError(f"{self.note.path}: unknown chart {kind!r}; known: {', '.join(KINDS)}")
+        parts = []
+        for d in self._pick(file):
+            c = build_chart(d.summary, kind)
+            png = None
+            if c.spec is not None:
+                name = f"{c.kind}-{c.key}.png"
+                self.assets[f"{self.asset_dir}/{name}"] = render_png(c.spec)
+                png = f"{self.asset_href}{name}"
+            self.chart_count += 1
+            parts.append(
+                self.env.get_template("chart.html.j2").render(
+                    chart=c,
+                    dataset=d.name,
+                    element_id=f"chart-{self.chart_count}-{c.kind}",
+                    png=png,
+                    spec=Markup(html_safe_json(c.spec)) if c.spec is not None else None,
+                )
+            )
+        return block("\n".join(parts))
+
+    def charts(self, file: str | None = None) -> Markup:
+        return Markup("").join(self.chart(kind, file) for kind in KINDS)
+
+    def findings(self, file: str | None = None) -> Markup:
+        self.called.add("findings")
+        groups = [(d, finding_rows(d, self.root)) for d in self._pick(file)]
+        return self._render("findings.html.j2", groups=groups)
+
+    def provenance(self, file: str | None = None) -> Markup:
+        self.called.add("provenance")
+        boxes = [
+            provenance_box(d, self.root, self.note.meta.source_provenance)
+            for d in self._pick(file)
+        ]
+        return self._render("provenance.html.j2", boxes=boxes)
+
+    def reproduce(self) -> Markup:
+        self.called.add("reproduce")
+        boxes = [provenance_box(d, self.root, {}) for d in self.datasets if d.raw is not None]
+        return self._render("reproduce.html.j2", command=self.note.meta.reproduce, boxes=boxes)
+
+    def rows(self, file: str | None = None) -> list[SummaryRow]:
+        return [r for d in self._pick(file) for r in d.summary.rows]
+
+    def value(self, prompt: str, strategy: str, metric: str, file: str | None = None) -> str:
+        show = VALUE_METRICS.get(metric)
+        if show is None:
+            raise NoteError(
+                f"{self.note.path}: value(): unknown metric {metric!r}; "
+                f"known: {', '.join(VALUE_METRICS)}"
+            )
+        for row in self.rows(file):
+            if row.prompt == prompt and row.strategy == strategy:
+                return show(getattr(row, metric))
+        raise NoteError(
+            f"{self.note.path}: value(): version {self.version.version} has no row "
+            f"{prompt} × {strategy}"
+        )
+
+    def context(self) -> dict[str, Any]:
+        return {
+            "results_table": self.results_table,
+            "chart": self.chart,
+            "charts": self.charts,
+            "findings": self.findings,
+            "provenance": self.provenance,
+            "reproduce": self.reproduce,
+            "value": self.value,
+            "rows": self.rows,
+            "has_results": bool(self.datasets),
+            "version": self.version.version,
+        }
+
+    def missing_sections(self) -> Markup:
+        calls = {"results_table": self.results_table, "charts": self.charts,
+                 "findings": self.findings, "provenance": self.provenance,
+                 "reproduce": self.reproduce}
+        out = Markup("")
+        for name in SECTIONS:
+            if name not in self.called:
+                heading = {"results_table": "Results", "charts": "Charts",
+                           "findings": "Findings", "provenance": "Provenance",
+                           "reproduce": "Reproduce"}[name]
+                out += Markup(f"\n\n## {heading}\n") + calls[name]()
+        return out
+
+
+def render_version(
+    env: jinja2.Environment,
+    note: NoteSource,
+    number: int,
+    by_version: list[list[Dataset]],
+    *,
+    latest_page: bool,
+) -> Page:
+    """Version `number`'s page: frozen (`vN/index.md`) or the note's latest (`index.md`).
+
+    A frozen page reads only versions `number` and `number - 1` (for its changes table).
+    """
+    version = note.meta.versions[number - 1]
+    datasets = by_version[number - 1]
+    previous = by_version[number - 2] if number > 1 else None
+    asset_dir = f"notes/{note.slug}/v{number}"
+    calls = _Calls(
+        env, note, version, datasets,
+        root="../../" if latest_page else "../../../",
+        asset_dir=asset_dir,
+        asset_href=f"v{number}/" if latest_page else "",
+    )
+    try:
+        body = env.from_string(note.body).render(**calls.context())
+    except jinja2.TemplateError as exc:
+        raise NoteError(f"{note.path}: cannot render version {number}: {exc}") from None
+    body_markup = Markup(body) + calls.missing_sections()
+    text = env.get_template("note.md.j2").render(
+        note=note,
+        meta=note.meta,
+        version=version,
+        latest_page=latest_page,
+        datasets=datasets,
+        body=body_markup,
+        changes=compare(previous, datasets) if previous is not None else None,
+        frozen_href=f"v{number}/index.html",
+        latest_href="../index.html",
+        versions=[
+            (v, f"v{v.version}/index.html") for v in note.meta.versions
+        ] if latest_page else [],
+        errata=note.meta.errata if latest_page else [],
+    )
+    path = f"notes/{note.slug}/index.md" if latest_page else f"{asset_dir}/index.md"
+    return Page(path, text, calls.assets)
+
+
+def render_note(
+    env: jinja2.Environment, note: NoteSource, by_version: list[list[Dataset]]
+) -> list[Page]:
+    pages = [
+        render_version(env, note, n, by_version, latest_page=False)
+        for n in range(1, len(note.meta.versions) + 1)
+    ]
+    pages.append(render_version(env, note, len(note.meta.versions), by_version, latest_page=True))
+    return pages
+
+
+@dataclass(frozen=True)
+class NoteEntry:
+    title: str
+    slug: str
+    date: str
+    finding: str
+    href: str
+    versions: list[tuple[int, str, str]]  # (number, date, href)
+    errata: int
+    draft: bool
+
+
+def note_entries(notes: list[NoteSource], root: str) -> list[NoteEntry]:
+    return [
+        NoteEntry(
+            title=n.meta.title,
+            slug=n.slug,
+            date=n.meta.date,
+            finding=n.meta.finding,
+            href=note_page(n.slug, root),
+            versions=[(v.version, v.date, note_page(n.slug, root, v.version))
+                      for v in n.meta.versions],
+            errata=len(n.meta.errata),
+            draft=n.latest.draft,
+        )
+        for n in notes
+    ]

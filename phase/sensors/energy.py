@@ -1,0 +1,193 @@
+"""Energy over a window from timestamped samples: pure functions, no clocks, no threads.
+
+Counter: the sum of wrap-safe deltas between consecutive reads from the window's start edge
+to its end edge. A wrap between two reads is handled when at most one can have happened,
+i.e. the reads are closer than the wrap time at the sensor's maximum power; otherwise the
+energy is unknown (None plus the reason), never guessed.
+
+Power: the trapezoidal integral of the samples, with the value at each edge taken from a
+sample exactly there or interpolated between the samples either side. Missing samples are
+gaps: too many of them, or too long a stretch without one, and the energy is unknown.
+"""
+
+from __future__ import annotations
+
+import itertools
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from phase.results import SensorKind, SensorTrace, SensorWindow
+
+
+@dataclass(frozen=True)
+class Limits:
+    """When a window's energy is refused. The defaults suit a 20 Hz sampler."""
+
+    # Power sensors: at most this fraction of the reads in a window may fail.
+    max_gap_fraction: float = 0.25
+    # Power sensors: the longest stretch without a sample, unless the sensor itself updates
+    # more slowly (then 2.5 of its update periods).
+    max_gap_s: float = 0.5
+    # Counters that declare no maximum power: the bound used to decide whether a wrap could
+    # have gone unseen. No RAPL zone, GPU or SoC in this project's range draws 1 kW.
+    unknown_max_power_w: float = 1000.0
+
+
+@dataclass
+class Series:
+    """One sensor's samples in time order (unix s); failed reads are kept as gap times."""
+
+    times: Sequence[float] = field(default_factory=list)
+    values: Sequence[float] = field(default_factory=list)
+    gap_times: Sequence[float] = field(default_factory=list)
+    last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """What the energy computation needs to know about one sensor."""
+
+    name: str
+    kind: SensorKind
+    wrap_j: float | None = None
+    max_power_w: float | None = None
+    max_interval_s: float = 0.5
+    # Live counters are read exactly at both edges; a failed edge read voids the window
+    # rather than being papered over by interpolation.
+    exact_edges: bool = True
+
+
+Outcome = tuple[float | None, str | None]
+
+
+def _count(times: Sequence[float], a: float, b: float) -> int:
+    return bisect_right(times, b) - bisect_left(times, a)
+
+
+def counter_energy(spec: WindowSpec, s: Series, a: float, b: float,
+                   limits: Limits = Limits()) -> Outcome:
+    if b <= a:
+        return None, "the window has zero length"
+    times, values = s.times, s.values
+    i0 = bisect_right(times, a) - 1  # last read at or before a
+    i1 = bisect_left(times, b)  # first read at or after b
+    for edge, ok, exact in (("start", i0 >= 0, i0 >= 0 and times[i0] == a),
+                            ("end", i1 < len(times), i1 < len(times) and times[i1] == b)):
+        if spec.exact_edges and not exact:
+            why = f": {s.last_error}" if s.last_error else ""
+            return None, f"the counter read at the window {edge} failed{why}"
+        if not ok:
+            return None, f"the trace has no reading at or beyond the window {edge}"
+    bound = spec.max_power_w or limits.unknown_max_power_w
+    wrap_time = spec.wrap_j / bound if spec.wrap_j else None
+    deltas = []
+    for k in range(i0 + 1, i1 + 1):
+        dt = times[k] - times[k - 1]
+        if wrap_time is not None and dt >= wrap_time:
+            return None, (
+                f"{dt:.3g} s passed between two reads, but the counter wraps every "
+                f"{spec.wrap_j:.4g} J, i.e. after {wrap_time:.3g} s at {bound:.4g} W: it may "
+                "have wrapped more than once unseen (sample faster, or use a shorter window)"
+            )
+        d = values[k] - values[k - 1]
+        if d < 0:
+            if spec.wrap_j is None:
+                return None, (f"the counter went backwards ({values[k - 1]:.6g} -> "
+                              f"{values[k]:.6g} J): reset or driver reload during the window")
+            d += spec.wrap_j
+        deltas.append(d)
+    if all(v == values[i0] for v in values[i0:i1 + 1]):
+        n = i1 - i0 + 1
+        return None, (f"the counter did not change over the {b - a:.3g} s window ({n} reads): "
+                      "a frozen sensor, or a window shorter than its update period")
+    total = sum(deltas)
+    if times[i0] != a:  # interpolate inside the bracketing interval (post-hoc traces)
+        span = times[i0 + 1] - times[i0]
+        if span > spec.max_interval_s:
+            return None, f"no reading within {spec.max_interval_s:.3g} s of the window start"
+        total -= deltas[0] * (a - times[i0]) / span
+    if times[i1] != b:
+        span = times[i1] - times[i1 - 1]
+        if span > spec.max_interval_s:
+            return None, f"no reading within {spec.max_interval_s:.3g} s of the window end"
+        total -= deltas[-1] * (times[i1] - b) / span
+    return total, None
+
+
+def _edge_value(times: Sequence[float], values: Sequence[float], t: float,
+                max_interval_s: float) -> float | None:
+    i = bisect_left(times, t)
+    if i < len(times) and times[i] == t:
+        return values[i]
+    if i == 0 or i == len(times) or times[i] - times[i - 1] > max_interval_s:
+        return None
+    f = (t - times[i - 1]) / (times[i] - times[i - 1])
+    return values[i - 1] + f * (values[i] - values[i - 1])
+
+
+def power_energy(spec: WindowSpec, s: Series, a: float, b: float,
+                 limits: Limits = Limits()) -> Outcome:
+    if b <= a:
+        return None, "the window has zero length"
+    times, values = s.times, s.values
+    lo, hi = bisect_left(times, a), bisect_right(times, b)
+    good, bad = hi - lo, _count(s.gap_times, a, b)
+    last = f"; last error: {s.last_error}" if s.last_error else ""
+    if bad and bad / (good + bad) > limits.max_gap_fraction:
+        return None, (f"{bad} of {good + bad} reads failed in the window "
+                      f"(more than {limits.max_gap_fraction:.0%}){last}")
+    va = _edge_value(times, values, a, spec.max_interval_s)
+    vb = _edge_value(times, values, b, spec.max_interval_s)
+    for edge, v in (("start", va), ("end", vb)):
+        if v is None:
+            return None, (f"no power reading within {spec.max_interval_s:.3g} s of the window "
+                          f"{edge}{last}")
+    ts = [a, *(times[k] for k in range(lo, hi) if a < times[k] < b), b]
+    vs = [va, *(values[k] for k in range(lo, hi) if a < times[k] < b), vb]
+    longest = max(t1 - t0 for t0, t1 in itertools.pairwise(ts))
+    if longest > spec.max_interval_s:
+        return None, (f"no power reading for {longest:.3g} s inside the window "
+                      f"(at most {spec.max_interval_s:.3g} s allowed){last}")
+    energy = 0.0
+    for k in range(1, len(ts)):
+        energy += (ts[k] - ts[k - 1]) * (vs[k] + vs[k - 1]) / 2  # type: ignore[operator]
+    return energy, None
+
+
+def energy_between(spec: WindowSpec, s: Series, a: float, b: float,
+                   limits: Limits = Limits()) -> Outcome:
+    compute = counter_energy if spec.kind == "counter" else power_energy
+    return compute(spec, s, a, b, limits)
+
+
+def window_result(spec: WindowSpec, s: Series, idle_start: float, start: float, end: float,
+                  limits: Limits = Limits()) -> tuple[SensorWindow, SensorTrace]:
+    """One sensor's SensorWindow (decode window [start, end], idle [idle_start, start]) and
+    its SensorTrace (every sample from idle_start to end, t_s relative to idle_start)."""
+    energy, reason = energy_between(spec, s, start, end, limits)
+    if idle_start < start:
+        idle_energy, idle_reason = energy_between(spec, s, idle_start, start, limits)
+    else:
+        idle_energy, idle_reason = None, "no idle window was recorded before this run"
+    idle_power = idle_energy / (start - idle_start) if idle_energy is not None else None
+    window = SensorWindow(
+        sensor=spec.name,
+        start_unix_s=start,
+        end_unix_s=end,
+        energy_j=energy,
+        energy_reason=reason,
+        mean_power_w=energy / (end - start) if energy is not None else None,
+        idle_power_w=idle_power,
+        idle_power_reason=None if idle_power is not None else f"idle window: {idle_reason}",
+        samples=_count(s.times, start, end),
+        gaps=_count(s.gap_times, start, end),
+    )
+    lo, hi = bisect_left(s.times, idle_start), bisect_right(s.times, end)
+    trace = SensorTrace(
+        sensor=spec.name,
+        t_s=[s.times[k] - idle_start for k in range(lo, hi)],
+        value=[s.values[k] for k in range(lo, hi)],
+    )
+    return window, trace
+

@@ -1,0 +1,354 @@
+"""The background sampler: timestamped samples of every sensor around each run.
+
+Usage (one window at a time):
+
+    sampler = Sampler(sensors, hz=20.0); sampler.start()   # measures update periods
+    win = sampler.begin(idle_s=2.0)   # samples an idle window, blocking idle_s
+    win.start(); ...decode...; win.stop()                # counters read exactly here
+    windows, traces = win.result()                       # SensorWindow, SensorTrace per sensor
+    sampler.close()
+
+The thread only reads while a window is open and sleeps otherwise. Each tick reads every
+live sensor once (pre-opened files, pread) and appends two floats per sensor to an array:
+no per-tick objects beyond the floats themselves, so its cost at 20 Hz stays far below the
+0.5% throughput budget. Sensor reads and edge reads share one lock, so a window edge never
+interleaves with a tick.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import threading
+import time
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from phase.errors import PhaseError
+from phase.results import SensorInfo, SensorTrace, SensorWindow
+from phase.sensors.base import UNIX_OFFSET, PostHocSensor, ReadError, Sensor, now
+from phase.sensors.energy import Limits, Series, WindowSpec, window_result
+
+DEFAULT_HZ = 20.0
+DEFAULT_PROBE_S = 1.0
+
+
+class _Track:
+    """Samples of one live sensor during one window (idle start to stop)."""
+
+    __slots__ = ("gaps", "last_error", "times", "values")
+
+    def __init__(self) -> None:
+        self.times = array("d")
+        self.values = array("d")
+        self.gaps = array("d")
+        self.last_error: str | None = None
+
+    def series(self) -> Series:
+        return Series(self.times, self.values, self.gaps, self.last_error)
+
+
+@dataclass(frozen=True)
+class WindowEdges:
+    """When the idle window, the decode window start and its end happened (unix s)."""
+
+    idle_start: float
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class UpdatePeriod:
+    seconds: float | None
+    reason: str | None
+
+
+def _period_from_changes(change_times: Sequence[float], span_s: float,
+                         what: str) -> UpdatePeriod:
+    diffs = [b - a for a, b in itertools.pairwise(change_times)]
+    if len(diffs) >= 2:
+        return UpdatePeriod(statistics.median(diffs), None)
+    if not change_times:
+        return UpdatePeriod(None, f"the value did not change in {span_s:.3g} s of {what}: "
+                            "a frozen sensor, or one that updates more slowly than that")
+    return UpdatePeriod(None, f"the value changed only {len(change_times)} time(s) in "
+                        f"{span_s:.3g} s of {what}: too slow to measure in that time")
+
+
+def post_hoc_update_period(series: Series) -> UpdatePeriod:
+    """How often a recorded trace's value changes (median interval between changes)."""
+    if len(series.times) < 2:
+        return UpdatePeriod(None, "the trace holds fewer than two values")
+    changes = [t for k, t in enumerate(series.times[1:], start=1)
+               if series.values[k] != series.values[k - 1]]
+    return _period_from_changes(changes, series.times[-1] - series.times[0], "the trace")
+
+
+class Sampler:
+    """Samples sensors in a background thread; owns (and finally closes) the sensors."""
+
+    def __init__(self, sensors: Sequence[Sensor], hz: float = DEFAULT_HZ, *,
+                 limits: Limits | None = None, probe_s: float = DEFAULT_PROBE_S,
+                 probe_hz: float = 1000.0) -> None:
+        if not (math.isfinite(hz) and hz > 0):
+            raise PhaseError(f"sampling rate must be a positive number of Hz, got {hz}")
+        names = [s.name for s in sensors]
+        if len(set(names)) != len(names):
+            raise PhaseError(f"sensor names must be unique, got {names}")
+        self.sensors = list(sensors)
+        self.live = [s for s in sensors if not isinstance(s, PostHocSensor)]
+        self.post_hoc = [s for s in sensors if isinstance(s, PostHocSensor)]
+        self.hz = hz
+        self.limits = limits or Limits()
+        self.probe_s = probe_s
+        self.probe_hz = probe_hz
+        self.periods: dict[str, UpdatePeriod] = {}
+        self._lock = threading.Lock()
+        self._armed = threading.Event()
+        self._closing = threading.Event()
+        self._tracks: list[_Track] | None = None
+        self._thread: threading.Thread | None = None
+        self._window: Window | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Measure each sensor's update period (blocks ~probe_s), then start the thread."""
+        if self._thread is not None:
+            raise PhaseError("the sampler is already started")
+        self.periods = self._measure_live_periods()
+        for sensor in self.post_hoc:
+            try:
+                self.periods[sensor.name] = post_hoc_update_period(sensor.series())
+            except PhaseError as exc:
+                self.periods[sensor.name] = UpdatePeriod(None, str(exc))
+        self._thread = threading.Thread(target=self._loop, name="phase-sampler", daemon=True)
+        self._thread.start()
+
+    def close(self, *, close_sensors: bool = True) -> None:
+        self._closing.set()
+        self._armed.set()  # wake the thread so it can see it is closing
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if close_sensors:
+            for sensor in self.sensors:
+                sensor.close()
+
+    def __enter__(self) -> Sampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- what the results file records about each sensor --------------------------------
+
+    def sensor_infos(self) -> list[SensorInfo]:
+        if not self.periods and self.sensors:
+            raise PhaseError("call Sampler.start() first: it measures the update periods")
+        out = []
+        for s in self.sensors:
+            period = self.periods[s.name]
+            out.append(SensorInfo(
+                name=s.name, backend=s.backend, scope=s.scope, kind=s.kind, unit=s.unit,
+                smoothing_s=s.smoothing_s, max_power_w=s.max_power_w,
+                update_period_s=period.seconds, update_period_reason=period.reason,
+            ))
+        return out
+
+    # --- windows -------------------------------------------------------------------------
+
+    def begin(self, idle_s: float = 2.0) -> Window:
+        """Open a window: record an idle window of idle_s seconds (blocking), then return."""
+        if self._thread is None or self._closing.is_set():
+            raise PhaseError("the sampler is not running: start() it first (and not after close())")
+        if self._window is not None:
+            raise PhaseError("a sampler window is still open: stop() it before begin()")
+        tracks = [_Track() for _ in self.live]
+        with self._lock:
+            idle_edges = self._read_all(tracks)
+            self._tracks = tracks
+        window = Window(self, tracks, idle_edges, now())
+        self._window = window
+        self._armed.set()
+        if idle_s > 0:
+            time.sleep(idle_s)
+        return window
+
+    def _end(self, window: Window) -> list[float]:
+        with self._lock:
+            edges = self._read_all(window.tracks)
+            self._tracks = None
+            self._armed.clear()
+        self._window = None
+        return edges
+
+    def _read_all(self, tracks: list[_Track]) -> list[float]:
+        """Read every live sensor once (caller holds the lock); return each read's time."""
+        mono = time.monotonic
+        times = []
+        for sensor, track in zip(self.live, tracks, strict=True):
+            t0 = mono()
+            try:
+                value = sensor.read_value()
+                if not math.isfinite(value):
+                    raise ReadError(f"{sensor.name}: read a non-finite value ({value})")
+            except Exception as exc:  # any failure is a gap; the sampler must keep going
+                t = UNIX_OFFSET + t0
+                track.gaps.append(t)
+                track.last_error = str(exc) if isinstance(exc, ReadError) \
+                    else f"{type(exc).__name__}: {exc}"
+            else:
+                t = UNIX_OFFSET + (t0 + mono()) / 2
+                track.times.append(t)
+                track.values.append(value)
+            times.append(t)
+        return times
+
+    def _loop(self) -> None:
+        period = 1.0 / self.hz
+        while True:
+            self._armed.wait()
+            if self._closing.is_set():
+                return
+            next_tick = time.monotonic()
+            while self._armed.is_set() and not self._closing.is_set():
+                with self._lock:
+                    if self._tracks is not None:
+                        self._read_all(self._tracks)
+                next_tick += period
+                delay = next_tick - time.monotonic()
+                if delay <= 0:  # fell behind (a slow read): skip ticks rather than burst
+                    next_tick = time.monotonic()
+                    continue
+                self._closing.wait(delay)
+
+    # --- update periods ------------------------------------------------------------------
+
+    def _measure_live_periods(self) -> dict[str, UpdatePeriod]:
+        """Poll every live sensor at ~probe_hz for probe_s; median interval between changes."""
+        n = len(self.live)
+        if n == 0:
+            return {}
+        last: list[float | None] = [None] * n
+        changes: list[list[float]] = [[] for _ in range(n)]
+        errors: list[str | None] = [None] * n
+        reads = [0] * n
+        pause = 1.0 / self.probe_hz
+        start = time.monotonic()
+        deadline = start + self.probe_s
+        while time.monotonic() < deadline:
+            for i, sensor in enumerate(self.live):
+                try:
+                    value = sensor.read_value()
+                except Exception as exc:
+                    errors[i] = str(exc)
+                    continue
+                t = time.monotonic()
+                reads[i] += 1
+                if last[i] is not None and value != last[i]:
+                    changes[i].append(t)
+                last[i] = value
+            time.sleep(pause)
+        span = time.monotonic() - start
+        what = f"polling at up to {self.probe_hz:g} Hz"
+        out = {}
+        for i, sensor in enumerate(self.live):
+            if reads[i] == 0:
+                out[sensor.name] = UpdatePeriod(None, f"every read failed while measuring the "
+                                                f"update period: {errors[i]}")
+            else:
+                out[sensor.name] = _period_from_changes(changes[i], span, what)
+        return out
+
+
+class Window:
+    """One run's sampling window; created by Sampler.begin()."""
+
+    def __init__(self, sampler: Sampler, tracks: list[_Track], idle_edges: list[float],
+                 idle_start: float) -> None:
+        self.sampler = sampler
+        self.tracks = tracks
+        self._idle_edges = idle_edges
+        self._start_edges: list[float] | None = None
+        self._end_edges: list[float] | None = None
+        self._idle_start = idle_start
+        self._start: float | None = None
+        self._end: float | None = None
+
+    def start(self) -> None:
+        """The decode begins: every counter is read exactly now."""
+        if self._start_edges is not None or self._end_edges is not None:
+            raise PhaseError("this window was already started")
+        with self.sampler._lock:
+            self._start_edges = self.sampler._read_all(self.tracks)
+        self._start = now()
+
+    def stop(self) -> None:
+        """The decode ends: every counter is read exactly now; sampling stops.
+
+        Also closes a window that was never started (a failed run), so begin() works again.
+        """
+        if self._end_edges is not None:
+            raise PhaseError("this window was already stopped")
+        self._end_edges = self.sampler._end(self)
+        self._end = now()
+
+    @property
+    def edges(self) -> WindowEdges:
+        """The window's edges on the unix clock, for aligning a meter trace later."""
+        if self._start is None or self._end is None:
+            raise PhaseError("the window has not been started and stopped yet")
+        return WindowEdges(self._idle_start, self._start, self._end)
+
+    def result(self) -> tuple[list[SensorWindow], list[SensorTrace]]:
+        """Per sensor: the window's energy (or why not) and the raw trace."""
+        if self._start_edges is None or self._end_edges is None:
+            raise PhaseError("result() needs a window that was started and then stopped")
+        windows, traces = [], []
+        tick = 1.0 / self.sampler.hz
+        for i, sensor in enumerate(self.sampler.live):
+            spec = window_spec(sensor, self.sampler.limits, self.sampler.periods.get(sensor.name),
+                               min_interval_s=2.5 * tick, exact_edges=True)
+            w, t = window_result(spec, self.tracks[i].series(), self._idle_edges[i],
+                                 self._start_edges[i], self._end_edges[i], self.sampler.limits)
+            windows.append(w)
+            traces.append(t)
+        for sensor in self.sampler.post_hoc:
+            w, t = align_post_hoc(sensor, self.edges, self.sampler.limits)
+            windows.append(w)
+            traces.append(t)
+        return windows, traces
+
+
+def window_spec(sensor: Sensor, limits: Limits, period: UpdatePeriod | None, *,
+                min_interval_s: float = 0.0, exact_edges: bool) -> WindowSpec:
+    # A power sensor may go max_gap_s without a sample, or longer when it updates slowly.
+    slowest = 2.5 * period.seconds if period and period.seconds else 0.0
+    return WindowSpec(
+        name=sensor.name, kind=sensor.kind, wrap_j=sensor.wrap_j, max_power_w=sensor.max_power_w,
+        max_interval_s=max(limits.max_gap_s, slowest, min_interval_s),
+        exact_edges=exact_edges,
+    )
+
+
+def align_post_hoc(sensor: PostHocSensor, edges: WindowEdges,
+                   limits: Limits | None = None) -> tuple[SensorWindow, SensorTrace]:
+    """A recorded trace (e.g. a meter file) over one run's window; callable long after it."""
+    limits = limits or Limits()
+    try:
+        series = sensor.series()
+    except PhaseError as exc:
+        series = Series(last_error=str(exc))
+    if not series.times:
+        why = series.last_error or f"{sensor.name}: the trace holds no values"
+        return (
+            SensorWindow(sensor=sensor.name, start_unix_s=edges.start, end_unix_s=edges.end,
+                         energy_j=None, energy_reason=why, mean_power_w=None, idle_power_w=None,
+                         idle_power_reason=f"idle window: {why}", samples=0, gaps=0),
+            SensorTrace(sensor=sensor.name, t_s=[], value=[]),
+        )
+    spec = window_spec(sensor, limits, post_hoc_update_period(series), exact_edges=False)
+    return window_result(spec, series, edges.idle_start, edges.start, edges.end, limits)

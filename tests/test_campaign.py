@@ -1,0 +1,230 @@
+"""Campaigns end to end with the real test model: schedule, crash safety, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from phase.campaign import Campaign, CampaignPlan, QuietObserver, Run, load_prompt, schedule
+from phase.cli import main
+from phase.errors import PhaseError
+from phase.experiment import EXPERIMENTS_DIR
+from phase.models import TEST_MODEL
+from phase.results import load_raw
+from phase.sensors import Sensor
+
+pytestmark = pytest.mark.model
+
+SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
+         "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
+
+
+def measure(*args: str) -> Result:
+    return CliRunner().invoke(main, ["measure", "speculative", *args])
+
+
+def test_schedule_covers_every_condition_in_a_fresh_order_per_repeat() -> None:
+    runs = schedule(["a", "b", "c"], ["plain", "draft-2", "ngram"], 3, seed=7, shuffle=True)
+    assert [r.order for r in runs] == list(range(27))
+    per_repeat = [[(r.prompt, r.strategy) for r in runs if r.repeat == i] for i in range(3)]
+    for block in per_repeat:
+        assert sorted(block) == sorted((p, s) for p in "abc" for s in ("plain", "draft-2", "ngram"))
+    assert len({tuple(b) for b in per_repeat}) == 3  # three different orders
+    assert schedule(["a", "b", "c"], ["plain", "draft-2", "ngram"], 3, 7, True) == runs
+    assert schedule(["a", "b", "c"], ["plain", "draft-2", "ngram"], 3, 8, True) != runs
+
+
+def test_edit_prompt_includes_the_input_file() -> None:
+    prompt = load_prompt(EXPERIMENTS_DIR / "prompts" / "edit.txt")
+    source = (EXPERIMENTS_DIR / "speculative_edit_input.py").read_text()
+    assert source.strip() in prompt.text
+    assert "{{include" not in prompt.text
+
+
+def test_cli_campaign_writes_a_complete_valid_file(tmp_path: Path) -> None:
+    out = tmp_path / "c.json"
+    result = measure(*SMALL, "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith(str(out))
+    results = load_raw(out)
+    assert results.status == "complete"
+    assert Counter((r.prompt, r.strategy) for r in results.runs) == {
+        ("code", "plain"): 2, ("code", "draft-2"): 2}
+    assert {m.role for m in results.models} == {"target", "draft"}
+    assert results.references[0].prompt == "code"
+    for run in results.runs:
+        assert run.tokens == 8 and len(run.token_ids) == 8
+        assert run.accepted <= run.drafted
+        assert run.energy == []  # no sensors: nothing invented
+    # The closing table is printed per prompt with the reason energy is missing.
+    assert "prompt: code" in result.stderr and "sensors disabled" in result.stderr
+    assert any(u.reason for u in results.sensors_unavailable)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--strategies", "plain,warp-3"], "unknown strategy 'warp-3'"),
+        (["--strategies", "draft-0"], "k must be >= 1"),
+        (["--prompts", "code,poetry"], "unknown prompt(s) poetry"),
+        (["--tokens", "0"], "--tokens"),
+        (["--target", "/nonexistent/model.gguf"], "no such model file"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, args: list[str], needle: str) -> None:
+    out = tmp_path / "never.json"
+    result = measure(*SMALL, *args, "-o", str(out))
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
+    assert "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_corrupt_model_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\xff" * 64)
+    out = tmp_path / "never.json"
+    result = measure(*SMALL, "--target", str(bad), "-o", str(out))
+    assert result.exit_code == 2, result.output
+    assert not out.exists()
+
+
+def test_missing_directory_and_existing_output_are_refused(tmp_path: Path) -> None:
+    result = measure(*SMALL, "-o", str(tmp_path / "no" / "such" / "dir.json"))
+    assert result.exit_code == 2 and "does not exist" in result.output
+    existing = tmp_path / "taken.json"
+    existing.write_text("precious")
+    result = measure(*SMALL, "-o", str(existing))
+    assert result.exit_code == 2 and "--resume" in result.output
+    assert existing.read_text() == "precious"
+
+
+class StopAfter(QuietObserver):
+    """Interrupts the campaign the way Ctrl-C does, after some runs have been saved."""
+
+    def __init__(self, runs: int) -> None:
+        self.left = runs
+
+    def run_finished(self, index: int, run: Run) -> None:
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
+def _plan(out: Path, **overrides: object) -> CampaignPlan:
+    fields: dict[str, object] = {
+        "experiment": "speculative", "note": None, "output": out,
+        "target": TEST_MODEL, "draft": TEST_MODEL,
+        "prompts": [load_prompt(EXPERIMENTS_DIR / "prompts" / "code.txt")],
+        "strategies": ["plain", "draft-2"], "tokens": 8, "repeats": 2,
+        "cooldown_s": 0.0, "idle_window_s": 0.0, "use_sensors": False,
+    }
+    fields.update(overrides)
+    return CampaignPlan(**fields)  # type: ignore[arg-type]
+
+
+def test_interrupted_campaign_keeps_runs_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    campaign = Campaign(_plan(out), StopAfter(2))
+    campaign.prepare()
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    partial = load_raw(out)
+    assert partial.status == "interrupted"
+    assert len(partial.runs) == 2
+    kept = [r.model_dump() for r in partial.runs]
+
+    # A different config is refused, naming what differs, and the file is untouched.
+    before = out.read_bytes()
+    changed = measure(*[a if a != "8" else "9" for a in SMALL], "--resume", str(out))
+    assert changed.exit_code == 2
+    assert "config.tokens: 8 → 9" in changed.output
+    assert out.read_bytes() == before
+
+    resumed = measure(*SMALL, "--resume", str(out))
+    assert resumed.exit_code == 0, resumed.output
+    final = load_raw(out)
+    assert final.status == "complete"
+    assert len(final.runs) == 4
+    assert [r.model_dump() for r in final.runs[:2]] == kept
+    # Once complete, the file is immutable: a further resume is refused.
+    again = measure(*SMALL, "--resume", str(out))
+    assert again.exit_code != 0
+    assert out.read_bytes() == final.model_dump_json(indent=1).encode() + b"\n"
+
+
+class FixtureSensor(Sensor):
+    """A test-only sensor: phase must refuse to record it."""
+
+    backend = "fixture"
+    synthetic = True
+
+    def read_value(self) -> float:
+        return 1.0
+
+
+def test_synthetic_sensor_is_never_written(tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    fake = FixtureSensor("fake", scope="chip", kind="counter", smoothing_s=0.0, max_power_w=None)
+    plan = _plan(out, use_sensors=True)
+    with pytest.raises(PhaseError, match="synthetic"):
+        Campaign(plan, sensors=[fake]).prepare()
+    assert not out.exists()
+
+
+def test_rapl_fixture_tree_feeds_energy_windows(tmp_path: Path) -> None:
+    """The real RAPL backend reading a sysfs-shaped tree whose counter a thread advances."""
+    zone = tmp_path / "powercap" / "intel-rapl:0"
+    zone.mkdir(parents=True)
+    (zone / "name").write_text("package-0\n")
+    (zone / "max_energy_range_uj").write_text("262143328850\n")
+    counter = zone / "energy_uj"
+    counter.write_text("1000000\n")
+    stop = threading.Event()
+
+    # Written in place, as the kernel does: the backend keeps the file open and re-reads it.
+    def advance_in_place() -> None:
+        value = 1_000_000
+        while not stop.wait(0.005):
+            value += 50_000
+            with counter.open("r+") as fh:
+                fh.write(f"{value:>15d}\n")
+
+    writer = threading.Thread(target=advance_in_place, daemon=True)
+    writer.start()
+    try:
+        out = tmp_path / "e.json"
+        plan = _plan(out, use_sensors=True, rapl_root=str(tmp_path / "powercap"),
+                     hwmon_root=str(tmp_path / "no-hwmon"), idle_window_s=0.2, repeats=1)
+        campaign = Campaign(plan)
+        campaign.prepare()
+        results = campaign.run()
+    finally:
+        stop.set()
+        writer.join()
+    assert [s.scope for s in results.sensors] == ["chip"]
+    for run in results.runs:
+        (window,) = run.energy
+        assert window.energy_j is not None and window.energy_j > 0
+        assert window.end_unix_s > window.start_unix_s
+    assert json.loads(out.read_text())["runs"][0]["samples"]
+
+
+def test_script_and_phase_measure_are_the_same_command(tmp_path: Path) -> None:
+    import subprocess
+
+    out = tmp_path / "script.json"
+    proc = subprocess.run(
+        [sys.executable, str(EXPERIMENTS_DIR / "speculative.py"), str(out), *SMALL,
+         "--strategies", "plain"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = load_raw(out)
+    assert results.experiment == "speculative" and len(results.runs) == 2

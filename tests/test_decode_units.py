@@ -1,0 +1,92 @@
+"""phase.decode logic that needs no model: strategy names, equivalence check, n-gram lookup."""
+
+from __future__ import annotations
+
+import pytest
+
+from phase.decode import (
+    NGRAM_K,
+    NGRAM_N_MAX,
+    NGRAM_N_MIN,
+    NgramProposer,
+    Strategy,
+    compare_to_plain,
+    parse_strategy,
+)
+from phase.errors import UsageProblem
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "k"),
+    [("plain", "plain", None), ("draft-4", "draft", 4), ("draft-1", "draft", 1),
+     ("draft-16", "draft", 16), ("ngram", "ngram", NGRAM_K), ("ngram-3", "ngram", 3),
+     (" draft-2 ", "draft", 2)],
+)
+def test_parse_strategy_accepts(text: str, name: str, k: int | None) -> None:
+    s = parse_strategy(text)
+    assert (s.name, s.k) == (name, k)
+    assert parse_strategy(s.label) == s
+
+
+@pytest.mark.parametrize(
+    "text", ["draft", "draft-0", "draft--1", "ngram-0", "plain-2", "beam-4", "", "draft-x"]
+)
+def test_parse_strategy_refuses_with_usage_exit(text: str) -> None:
+    with pytest.raises(UsageProblem) as info:
+        parse_strategy(text)
+    assert info.value.exit_code == 2
+
+
+def test_strategy_labels_and_ngram_range() -> None:
+    assert parse_strategy("ngram").label == f"ngram-{NGRAM_K}"
+    s = parse_strategy("ngram-5", ngram_n_min=1, ngram_n_max=6)
+    assert (s.ngram_n_min, s.ngram_n_max) == (1, 6)
+    assert (Strategy("ngram", 2).ngram_n_min, Strategy("ngram", 2).ngram_n_max) == (
+        NGRAM_N_MIN, NGRAM_N_MAX)
+    with pytest.raises(UsageProblem):
+        Strategy("ngram", 4, ngram_n_min=3, ngram_n_max=2)
+    with pytest.raises(UsageProblem):
+        Strategy("plain", 4)
+
+
+def test_compare_to_plain() -> None:
+    assert compare_to_plain([1, 2, 3], [1, 2, 3]) == (True, None)
+    assert compare_to_plain([1, 9, 3], [1, 2, 3]) == (False, 1)
+    assert compare_to_plain([5, 2, 3], [1, 2, 3]) == (False, 0)
+    assert compare_to_plain([1, 2], [1, 2, 3]) == (False, 2)
+    assert compare_to_plain((1, 2, 3, 4), [1, 2, 3]) == (False, 3)
+
+
+def test_ngram_prefers_longest_suffix_and_most_recent_occurrence() -> None:
+    p = NgramProposer(1, 3)
+    #          0  1  2  3  4  5  6  7  8  9
+    history = [7, 1, 2, 3, 8, 9, 2, 3, 4, 5, 1, 2, 3]
+    p.begin(history)
+    # suffix (1,2,3) last occurred at 1 -> continue with 8, 9, ...; the more recent (2,3) at 6
+    # would say 4, 5: the longer match wins.
+    assert p.propose(history, 3) == [8, 9, 2]
+    seq = [*history, 6, 2, 3]
+    # (6,2,3) never occurred before; (2,3) did, at 2, 6 and 11: the most recent (11) is
+    # followed by 6, 2.
+    assert p.propose(seq, 2) == [6, 2]
+
+
+def test_ngram_caps_and_misses() -> None:
+    p = NgramProposer(2, 2)
+    seq = [1, 2, 3, 4, 1, 2]
+    p.begin(seq)
+    assert p.propose(seq, 10) == [3, 4, 1, 2]  # only what follows, never padded
+    assert p.propose(seq, 1) == [3]
+    assert p.propose(seq, 0) == []
+    q = NgramProposer(2, 2)
+    q.begin([1, 2, 3])
+    assert q.propose([1, 2, 3], 4) == []  # (2,3) has no earlier occurrence
+    assert q.propose([1, 2, 3, 9, 2, 3], 4) == [9, 2, 3]  # incremental indexing of new tokens
+
+
+def test_ngram_begin_resets_state() -> None:
+    p = NgramProposer(2, 2)
+    p.begin([1, 2, 5, 1, 2])
+    assert p.propose([1, 2, 5, 1, 2], 3) == [5, 1, 2]
+    p.begin([1, 2])
+    assert p.propose([1, 2], 3) == []
