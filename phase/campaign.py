@@ -443,7 +443,12 @@ class Campaign:
         if self.sampler is None:
             yield _Window(None)
             return
-        yield _Window(self.sampler.begin(idle_s=self.plan.idle_window_s))
+        window = _Window(self.sampler.begin(idle_s=self.plan.idle_window_s))
+        try:
+            yield window
+        except BaseException:
+            window.stop()  # a failed run must not leave the sampler's window open
+            raise
 
 
 class _Window:

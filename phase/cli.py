@@ -265,6 +265,98 @@ def generate_cmd(model: str, draft: str | None, strategy: str, n_tokens: int,
         say(line)
 
 
+# --- publishing ---------------------------------------------------------------------------
+
+
+def _site_paths(**dirs: str | None) -> Any:
+    from phase.publish.site import SitePaths
+
+    return SitePaths.default(**{k: v for k, v in dirs.items() if v is not None})
+
+
+def _publish(build: Any, paths: Any) -> Any:
+    """Run a publish step; on blocking findings print each file's report, then fail (exit 1)."""
+    from phase.publish.site import BlockedError, describe
+    from phase.validate import format_report
+
+    try:
+        result = build(paths)
+    except BlockedError as exc:
+        for report in exc.reports:
+            say(format_report(report))
+        raise
+    for line in describe(result):
+        say(line)
+    return result
+
+
+_dir_options = [
+    click.option("--results-dir", default=None, help="Results files [results/]."),
+    click.option("--notes-dir", default=None, help="Note sources [phase/notes/]."),
+    click.option("--docs-dir", default=None, help="mkdocs docs dir to render into [docs/]."),
+]
+
+
+def _with_dirs(fn: Any) -> Any:
+    for option in reversed(_dir_options):
+        fn = option(fn)
+    return fn
+
+
+@main.command("build")
+@_with_dirs
+def build_cmd(results_dir: str | None, notes_dir: str | None, docs_dir: str | None) -> None:
+    """Validate every results file and render the notes into docs/ (no mkdocs build).
+
+    Refuses (exit 1) when any results file has a blocking finding. Writes the derived
+    summaries results/summary-<raw file>.json and the generated pages docs/notes/, docs/raw/.
+    """
+    from phase.publish.site import build_docs
+
+    paths = _site_paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir)
+    _publish(build_docs, paths)
+    click.echo(paths.docs_dir)
+
+
+@main.command("site")
+@_with_dirs
+@click.option("--site-dir", default=None, help="Where the static site goes [site/].")
+def site_cmd(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
+             site_dir: str | None) -> None:
+    """Validate, render the notes, and build the static site (mkdocs build --strict).
+
+    Refuses (exit 1) when any results file has a blocking finding. The site works offline
+    and from file://; open site/index.html or run `phase serve`.
+    """
+    from phase.publish.site import build_site
+
+    paths = _site_paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir,
+                        site_dir=site_dir)
+    _publish(build_site, paths)
+    click.echo(paths.site_dir / "index.html")
+
+
+@main.command("serve")
+@click.option("--site-dir", default=None, help="The built site [site/].")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--build", "rebuild", is_flag=True, help="Run `phase site` first.")
+def serve_cmd(site_dir: str | None, host: str, port: int, rebuild: bool) -> None:
+    """Serve the built site over HTTP until interrupted (Ctrl-C)."""
+    from phase.publish.site import build_site, serve
+
+    paths = _site_paths(site_dir=site_dir)
+    if rebuild:
+        _publish(build_site, paths)
+    say(f"serving {paths.site_dir} on http://{host}:{port}/ (Ctrl-C stops)")
+    try:
+        serve(paths.site_dir, host, port)
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        raise PhaseError(f"cannot serve on {host}:{port}: {exc.strerror}") from None
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """Entry point for tests: run the CLI and return its exit code instead of exiting."""
     try:

@@ -23,6 +23,24 @@ def repo_root() -> Path:
     return REPO
 
 
+@pytest.fixture(scope="session")
+def other_bos_model_path(test_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real copy of the test model whose GGUF header names a different BOS token id: the same
+    weights, but a vocabulary a draft must not be paired with (no second download needed)."""
+    import struct
+
+    data = bytearray(test_model_path.read_bytes())
+    key = b"tokenizer.ggml.bos_token_id"
+    at = data.find(key) + len(key)
+    gguf_uint32 = 4
+    assert at >= len(key) and struct.unpack_from("<I", data, at)[0] == gguf_uint32
+    bos = struct.unpack_from("<I", data, at + 4)[0]
+    struct.pack_into("<I", data, at + 4, bos + 3)
+    out = tmp_path_factory.mktemp("other-bos") / "smollm2-other-bos.gguf"
+    out.write_bytes(bytes(data))
+    return out
+
+
 @pytest.fixture
 def sysfs_tree(tmp_path: Path) -> Callable[..., Path]:
     """Build a fixture sysfs tree ("powercap" or "hwmon") from tests/fixtures/sensors as real
@@ -40,3 +58,12 @@ def sysfs_tree(tmp_path: Path) -> Callable[..., Path]:
         return root
 
     return build
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory):  # -> test_publish_inputs.BuiltSite
+    """The site built once per session (validate + render + mkdocs build --strict) from the
+    repository's notes and small generated results, all in temporary directories."""
+    from test_publish_inputs import build_test_site
+
+    return build_test_site(tmp_path_factory.mktemp("built-site"))

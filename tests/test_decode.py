@@ -47,6 +47,13 @@ def engine(test_model_path: Path) -> Iterator[Engine]:
 
 
 @pytest.fixture(scope="module")
+def small(test_model_path: Path) -> Iterator[Engine]:
+    """Target only, with a tiny context: for limits and refusals."""
+    with Engine(test_model_path, n_ctx=64, n_threads=1) as eng:
+        yield eng
+
+
+@pytest.fixture(scope="module")
 def story(engine: Engine) -> list[int]:
     return engine.format_prompt(STORY)
 
@@ -221,16 +228,17 @@ def test_one_token_and_one_token_prompt(engine: Engine) -> None:
         assert r.tokens == 1 and r.steps == 1 and r.drafted == 0
 
 
-def test_prompt_plus_tokens_must_fit_the_context(engine: Engine, story: list[int]) -> None:
-    too_many = engine.n_ctx - len(story) + 1
+def test_prompt_plus_tokens_must_fit_the_context(small: Engine, story: list[int]) -> None:
+    prompt = story[:50]
+    too_many = small.n_ctx - len(prompt) + 1
     with pytest.raises(UsageProblem) as info:
-        engine.run(story, parse_strategy("plain"), too_many)
+        small.run(prompt, parse_strategy("plain"), too_many)
     message = str(info.value)
-    assert str(len(story)) in message and str(too_many) in message
-    assert str(engine.n_ctx) in message
-    # exactly full is fine
-    r = engine.run(story[-4:], parse_strategy("plain"), 4)
-    assert r.tokens == 4
+    assert f"prompt ({len(prompt)} tokens) + {too_many} generated" in message
+    assert f"context of {small.n_ctx} tokens" in message
+    small.check_fits(len(prompt), too_many - 1)  # exactly full is fine
+    with pytest.raises(UsageProblem):
+        small.check_fits(small.n_ctx, 1)
 
 
 def test_bad_requests(engine: Engine, story: list[int]) -> None:
@@ -242,12 +250,11 @@ def test_bad_requests(engine: Engine, story: list[int]) -> None:
         engine.run([10**6], parse_strategy("plain"), 4)
 
 
-def test_draft_strategy_without_draft_model(test_model_path: Path) -> None:
-    with Engine(test_model_path, n_ctx=64, n_threads=1) as solo:
-        with pytest.raises(UsageProblem, match="draft"):
-            solo.run([1, 2, 3], parse_strategy("draft-2"), 2)
-        with pytest.raises(UsageProblem):
-            solo.model_info("draft")
+def test_draft_strategy_without_draft_model(small: Engine) -> None:
+    with pytest.raises(UsageProblem, match="draft"):
+        small.run([1, 2, 3], parse_strategy("draft-2"), 2)
+    with pytest.raises(UsageProblem):
+        small.model_info("draft")
 
 
 # -- vocabulary compatibility ------------------------------------------------------------
@@ -290,9 +297,8 @@ def test_tolerated_vocab_differences(vocab: VocabInfo) -> None:
     check_compatible(vocab, _with_text(vocab, 4, b"<other-special>"))
 
 
-def test_incompatible_pair_fails_before_anything_runs(test_model_path: Path) -> None:
-    from phase.models import resolve
-
-    gemma = resolve("gemma3-270m").path  # a real model with a different tokenizer
-    with pytest.raises(PhaseError, match="cannot be paired"):
-        Engine(test_model_path, gemma, n_ctx=64, n_threads=1)
+def test_incompatible_pair_fails_before_anything_runs(
+    test_model_path: Path, other_bos_model_path: Path
+) -> None:
+    with pytest.raises(PhaseError, match=r"cannot be paired.*BOS differs"):
+        Engine(test_model_path, other_bos_model_path, n_ctx=64, n_threads=1)

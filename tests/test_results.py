@@ -1,4 +1,4 @@
-"""The results contract: round trips, precise rejections, the committed JSON Schema, crash safety."""
+"""The results contract: round trips, precise rejections, the JSON Schema, crash safety."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_committed_json_schema_matches_the_models() -> None:
 def test_complete_campaign_is_immutable(tmp_path: Path) -> None:
     path = write_results(make_results(), tmp_path / "done.json")
     before = path.read_bytes()
-    with pytest.raises(ResultsError, match="immutable|already complete"):
+    with pytest.raises(ResultsError, match=r"immutable|already complete"):
         CampaignWriter.resume(path)
     assert path.read_bytes() == before
 

@@ -38,7 +38,8 @@ class Engine:
 
     n_threads defaults to the physical cores this process may use (llama-bench's default);
     n_threads_batch to n_threads. `seed` is recorded only: greedy decoding draws no random
-    numbers. `flash_attn` is auto|on|off (llama.cpp's default, auto, as llama-bench).
+    numbers. `flash_attn` is auto|on|off and `n_gpu_layers` -1 (all, where the build has an
+    accelerator): llama.cpp's and llama-bench's defaults, so the two measure the same thing.
     """
 
     def __init__(
@@ -51,6 +52,7 @@ class Engine:
         n_threads_batch: int | None = None,
         seed: int = 0,
         flash_attn: str = "auto",
+        n_gpu_layers: int = -1,
         verbose: bool = False,
     ) -> None:
         if n_ctx < 2:
@@ -61,7 +63,7 @@ class Engine:
         self.seed = seed
         options = ContextOptions(n_ctx=n_ctx, n_threads=n_threads,
                                  n_threads_batch=n_threads_batch, flash_attn=flash_attn,
-                                 verbose=verbose)
+                                 n_gpu_layers=n_gpu_layers, verbose=verbose)
         self.target = NativeModel(target_path, options)
         self.draft: NativeModel | None = None
         try:
@@ -208,17 +210,25 @@ class Engine:
             n_threads_batch=self.n_threads_batch,
         )
 
-    def _check(self, prompt: list[int], strategy: Strategy, n_tokens: int) -> None:
+    def check_fits(self, prompt_tokens: int, n_tokens: int) -> None:
+        """Raise UsageProblem unless a prompt of this length plus n_tokens fits the context.
+
+        `self.n_ctx` is the size llama.cpp actually allocated, which it rounds up (to a
+        multiple of 256), so it can exceed the n_ctx asked for.
+        """
         if n_tokens < 1:
             raise UsageProblem(f"tokens to generate must be >= 1 (got {n_tokens})")
-        if not prompt:
+        if prompt_tokens < 1:
             raise UsageProblem("the prompt has no tokens")
-        if len(prompt) + n_tokens > self.n_ctx:
+        if prompt_tokens + n_tokens > self.n_ctx:
             raise UsageProblem(
-                f"prompt ({len(prompt)} tokens) + {n_tokens} generated tokens = "
-                f"{len(prompt) + n_tokens} does not fit the context of {self.n_ctx} tokens; "
+                f"prompt ({prompt_tokens} tokens) + {n_tokens} generated tokens = "
+                f"{prompt_tokens + n_tokens} does not fit the context of {self.n_ctx} tokens; "
                 "shorten the prompt, generate fewer tokens, or raise n_ctx"
             )
+
+    def _check(self, prompt: list[int], strategy: Strategy, n_tokens: int) -> None:
+        self.check_fits(len(prompt), n_tokens)
         vocab = self.target.n_vocab
         bad = next((t for t in prompt if not 0 <= t < vocab), None)
         if bad is not None:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import logging
 import os
+import sys
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,11 +51,43 @@ class DecodeFailed(PhaseError):
     pass
 
 
+# ggml's log levels (ggml.h). llama-cpp-python 0.3.36 maps them with an older numbering in
+# which WARN (3) reads as ERROR, so its quiet mode still prints warnings; we filter here.
+_GGML_LOG_ERROR = 4
+_GGML_LOG_CONT = 5
+_log_verbose = False
+_log_level = 0
+# Quiet mode keeps llama.cpp's recent error lines to put in our own one-line error message.
+_log_errors: deque[str] = deque(maxlen=8)
+
+
+@llama_cpp.llama_log_callback
+def _log(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+    global _log_level
+    if level != _GGML_LOG_CONT:
+        _log_level = level
+    message = text.decode("utf-8", errors="replace")
+    if _log_verbose:
+        sys.stderr.write(message)
+    elif _log_level >= _GGML_LOG_ERROR and message.strip():
+        _log_errors.append(message.strip())
+
+
+def _native_error() -> str:
+    """The first error llama.cpp logged since the last call (quiet mode; the first names the
+    cause, later ones the callers that gave up), as a suffix for our message."""
+    if not _log_errors:
+        return ""
+    first = _log_errors[0]
+    _log_errors.clear()
+    return f" (llama.cpp: {first})"
+
+
 def _init_backend(verbose: bool) -> None:
-    global _backend_ready
-    # llama-cpp-python routes llama.cpp's log through this logger; below ERROR it is noise.
-    logging.getLogger("llama-cpp-python").setLevel(logging.DEBUG if verbose else logging.ERROR)
+    global _backend_ready, _log_verbose
+    _log_verbose = verbose
     with _backend_lock:
+        llama_cpp.llama_log_set(_log, ctypes.c_void_p(0))
         if not _backend_ready:
             llama_cpp.llama_backend_init()
             _backend_ready = True
@@ -104,6 +137,7 @@ class ContextOptions:
     n_threads: int | None = None
     n_threads_batch: int | None = None
     flash_attn: str = "auto"
+    n_gpu_layers: int = -1
     verbose: bool = False
 
 
@@ -120,10 +154,14 @@ class NativeModel:
         if not Path(self.path).is_file():
             raise PhaseError(f"{self.path}: no such model file")
         mparams = llama_cpp.llama_model_default_params()
-        mparams.n_gpu_layers = 0  # phase measures the CPU path; GPU offload would be a new study
+        # -1 = every layer on the accelerator when the build has one (llama-bench's default);
+        # a CPU-only build ignores it.
+        mparams.n_gpu_layers = options.n_gpu_layers
         self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), mparams)
         if not self._model:
-            raise PhaseError(f"{self.path}: llama.cpp could not load this GGUF file")
+            raise PhaseError(
+                f"{self.path}: llama.cpp could not load this GGUF file{_native_error()}"
+            )
         self._ctx = None
         self._batch: llama_cpp.llama_batch | None = None
         try:
@@ -148,7 +186,7 @@ class NativeModel:
             if not self._ctx:
                 raise PhaseError(
                     f"{self.path}: llama.cpp could not create a context of {options.n_ctx} tokens "
-                    "(out of memory?); try a smaller n_ctx"
+                    f"(out of memory?); try a smaller n_ctx{_native_error()}"
                 )
             self.n_ctx = int(llama_cpp.llama_n_ctx(self._ctx))
             self.n_threads = threads
@@ -288,7 +326,10 @@ class NativeModel:
     def truncate(self, n_keep: int) -> None:
         """Drop every cached position >= n_keep."""
         if not llama_cpp.llama_memory_seq_rm(self._memory, 0, n_keep, -1):
-            raise DecodeFailed(f"{self.path}: llama.cpp refused to remove KV positions >= {n_keep}")
+            raise DecodeFailed(
+                f"{self.path}: llama.cpp refused to remove KV positions >= {n_keep}"
+                f"{_native_error()}"
+            )
 
     def decode(self, tokens: list[int], pos0: int, n_logits: int) -> None:
         """Forward `tokens` at positions pos0.., producing logits for the last `n_logits` rows.
@@ -308,7 +349,9 @@ class NativeModel:
         b.n_tokens = n
         rc = self._decode(self._ctx, b)
         if rc != 0:
-            raise DecodeFailed(f"llama_decode failed with code {rc} at position {pos0} (n={n})")
+            raise DecodeFailed(
+                f"llama_decode failed with code {rc} at position {pos0} (n={n}){_native_error()}"
+            )
         self._first_out = first_out
 
     def decode_one(self, token: int, pos: int) -> int:
@@ -320,7 +363,9 @@ class NativeModel:
         b.n_tokens = 1
         rc = self._decode(self._ctx, b)
         if rc != 0:
-            raise DecodeFailed(f"llama_decode failed with code {rc} at position {pos}")
+            raise DecodeFailed(
+                f"llama_decode failed with code {rc} at position {pos}{_native_error()}"
+            )
         return self._argmax_batch_row(0)
 
     def argmax(self, i: int) -> int:

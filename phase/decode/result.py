@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,6 @@ class DecodeResult:
     decode_ended_unix_s: float
     n_threads: int = 0
     n_threads_batch: int = 0
-    notes: list[str] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:

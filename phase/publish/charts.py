@@ -114,7 +114,6 @@ def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
             x=alt.X("tokens_per_s:Q", title="tokens/s", scale=alt.Scale(zero=False)),
             y=alt.Y("chip_mj_per_token:Q", title="chip mJ per token", scale=alt.Scale(zero=False)),
             color=alt.Color("strategy:N", sort=strategies, title="strategy"),
-            shape=alt.Shape("strategy:N", sort=strategies, title="strategy"),
             tooltip=_tooltip(),
         )
         .properties(width=200, height=200)
@@ -173,7 +172,9 @@ def per_k(rows: list[SummaryRow]) -> Chart:
     k_axis = alt.X("k:Q", title="draft length k", scale=alt.Scale(type="log", base=2),
                    axis=alt.Axis(values=sorted({r.k for r in drafts if r.k}), format="d"))
 
-    def panel(field: str, label: str, kept: list[SummaryRow], base: list[SummaryRow]) -> alt.LayerChart:
+    def panel(
+        field: str, label: str, kept: list[SummaryRow], base: list[SummaryRow]
+    ) -> alt.LayerChart:
         lines = (
             alt.Chart(alt.Data(values=_records(kept)))
             .mark_line(point=True)
@@ -239,4 +240,5 @@ def vega_bundle() -> str:
         f"vega-embed {vlc.get_vega_embed_version()}"
     )
     body = vlc.javascript_bundle(vl_version=VL_VERSION)
-    return f"/* {versions}: bundled by vl-convert {vlc.__version__} */\n(function () {{\n{body}\n}})();\n"
+    header = f"/* {versions}: bundled by vl-convert {vlc.__version__} */"
+    return f"{header}\n(function () {{\n{body}\n}})();\n"

@@ -52,9 +52,12 @@ def sha256_file(path: Path) -> str:
 
 
 def load_dataset(path: Path, settings: RuleSettings) -> tuple[Report, Dataset | None]:
-    """Validate a file; the Dataset is None when it cannot be published (blocking findings)."""
+    """Validate a file; the Dataset is None when it cannot be published: blocking findings,
+    or a campaign that has not finished a single run yet (nothing to show, not an error)."""
     report = validate_file(path, settings)
     if report.blocking or report.results is None:
+        return report, None
+    if isinstance(report.results, ResultsFile) and not report.results.runs:
         return report, None
     data = path.read_bytes()
     results = report.results

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from phase.results import Run
 
-from .anchors import note_page, row_anchor, run_anchor
+from .anchors import note_page, run_anchor
 from .datasets import Dataset
 from .findings import FindingRow, finding_rows
 from .provenance import ProvenanceBox, provenance_box
@@ -61,7 +61,6 @@ class RawPage:
     sensors: list[str]
     runs: list[RunRow]
     summary_table: Table | None
-    summary_rows: list[tuple[str, str]] = field(default_factory=list)  # (anchor, label)
     used_by: list[UsedBy] = field(default_factory=list)
 
 
@@ -151,8 +150,6 @@ def build_raw_page(
             sensors=[],
             runs=[],
             summary_table=build_table(ds, ROOT),
-            summary_rows=[(row_anchor(r.prompt, r.strategy), f"{r.prompt} × {r.strategy}")
-                          for r in summary.rows],
             **common,
         )
     identity += [("created", raw.created.isoformat()), ("status", raw.status),

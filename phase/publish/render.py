@@ -11,7 +11,8 @@ A note source's body is a Jinja template; these functions are what it can call:
 
 Each takes an optional `file="name.json"` to restrict it to one results file. A page that
 does not call one of the first five gets it appended, so every page has all of them. Also
-available: `has_results`, `version` (its number) and `rows()` (summary rows).
+available: `has_results`, `version` (its number), `rows()` (summary rows) and
+`note_url("slug")` (a link target for another note, right from any version's page).
 
 Every value that comes from data is HTML-escaped (Jinja autoescape): a prompt named
 `<script>` shows as text. A frozen page is a pure function of its own version's inputs, so
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from phase.results import SummaryRow
 
@@ -43,7 +44,7 @@ SECTIONS = ("results_table", "charts", "findings", "provenance", "reproduce")
 
 
 def environment(templates_dir: Path) -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir)),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -51,6 +52,26 @@ def environment(templates_dir: Path) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters["pre"] = preformatted
+    env.filters["md"] = markdown_text
+    return env
+
+
+# Inline Markdown syntax (the text sits mid-line, so line-start markers like # - + need none).
+_MD_SPECIAL = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()|~<>&\"'!"}
+
+
+def markdown_text(text: str) -> Markup:
+    """Text placed where Markdown is parsed: HTML-escaped and with every character Markdown
+    could treat as syntax turned into a character reference, so it shows exactly as given."""
+    plain = text.unescape() if isinstance(text, Markup) else str(text)
+    return Markup("".join(_MD_SPECIAL.get(c, c) for c in plain))
+
+
+def preformatted(text: str) -> Markup:
+    """Escaped text for <pre> with newlines as character references, so no blank line can
+    end the Markdown HTML block it sits in, whatever the text holds."""
+    return Markup(str(escape(text)).replace("\n", "&#10;"))
 
 
 def block(html: str) -> Markup:
@@ -120,7 +141,7 @@ class _Calls:
     def results_table(self, file: str | None = None) -> Markup:
         self.called.add("results_table")
         tables = [build_table(d, self.root) for d in self._pick(file)]
-        return self._render("results_table.html.j2", tables=tables)
+        return self._render("results_table.html.j2", tables=tables, anchored=False)
 
     def chart(self, kind: str, file: str | None = None) -> Markup:
         self.called.add("charts")
@@ -185,6 +206,10 @@ class _Calls:
             f"{prompt} × {strategy}"
         )
 
+    def note_url(self, slug: str) -> str:
+        """A Markdown link target for another note's latest page (mkdocs checks it exists)."""
+        return f"{self.root}notes/{slug}/index.md"
+
     def context(self) -> dict[str, Any]:
         return {
             "results_table": self.results_table,
@@ -195,6 +220,7 @@ class _Calls:
             "reproduce": self.reproduce,
             "value": self.value,
             "rows": self.rows,
+            "note_url": self.note_url,
             "has_results": bool(self.datasets),
             "version": self.version.version,
         }

@@ -38,6 +38,7 @@ class Link:
 class TableRow:
     prompt: str
     strategy: str
+    anchor: str  # the row's id on a summary file's data page
     cells: dict[str, Cell]
     links: list[Link]
     unstable: str | None  # the variance finding's message when the condition is unstable
@@ -181,6 +182,7 @@ def build_table(ds: Dataset, root: str) -> Table:
             TableRow(
                 prompt=row.prompt,
                 strategy=row.strategy,
+                anchor=row_anchor(row.prompt, row.strategy),
                 cells={k: cells[k] for k in keys},
                 links=_links(ds, row, page),
                 unstable=unstable.get((row.prompt, row.strategy)),

@@ -72,13 +72,15 @@ def counter_energy(spec: WindowSpec, s: Series, a: float, b: float,
     times, values = s.times, s.values
     i0 = bisect_right(times, a) - 1  # last read at or before a
     i1 = bisect_left(times, b)  # first read at or after b
-    for edge, ok, exact in (("start", i0 >= 0, i0 >= 0 and times[i0] == a),
-                            ("end", i1 < len(times), i1 < len(times) and times[i1] == b)):
+    for edge, ok, exact, side in (
+        ("start", i0 >= 0, i0 >= 0 and times[i0] == a, "before"),
+        ("end", i1 < len(times), i1 < len(times) and times[i1] == b, "after"),
+    ):
         if spec.exact_edges and not exact:
             why = f": {s.last_error}" if s.last_error else ""
             return None, f"the counter read at the window {edge} failed{why}"
         if not ok:
-            return None, f"the trace has no reading at or beyond the window {edge}"
+            return None, f"the trace has no reading at or {side} the window {edge}"
     bound = spec.max_power_w or limits.unknown_max_power_w
     wrap_time = spec.wrap_j / bound if spec.wrap_j else None
     deltas = []
@@ -105,25 +107,33 @@ def counter_energy(spec: WindowSpec, s: Series, a: float, b: float,
     if times[i0] != a:  # interpolate inside the bracketing interval (post-hoc traces)
         span = times[i0 + 1] - times[i0]
         if span > spec.max_interval_s:
-            return None, f"no reading within {spec.max_interval_s:.3g} s of the window start"
+            return None, (f"no reading within {span:.3g} s around the window start "
+                          f"(at most {spec.max_interval_s:.3g} s allowed)")
         total -= deltas[0] * (a - times[i0]) / span
     if times[i1] != b:
         span = times[i1] - times[i1 - 1]
         if span > spec.max_interval_s:
-            return None, f"no reading within {spec.max_interval_s:.3g} s of the window end"
+            return None, (f"no reading within {span:.3g} s around the window end "
+                          f"(at most {spec.max_interval_s:.3g} s allowed)")
         total -= deltas[-1] * (times[i1] - b) / span
     return total, None
 
 
 def _edge_value(times: Sequence[float], values: Sequence[float], t: float,
-                max_interval_s: float) -> float | None:
+                max_interval_s: float, edge: str) -> tuple[float | None, str]:
+    """The power at t: a sample exactly there, or interpolated between its neighbours."""
     i = bisect_left(times, t)
     if i < len(times) and times[i] == t:
-        return values[i]
-    if i == 0 or i == len(times) or times[i] - times[i - 1] > max_interval_s:
-        return None
+        return values[i], ""
+    if i == 0:
+        return None, f"no power reading at or before the window {edge}"
+    if i == len(times):
+        return None, f"no power reading at or after the window {edge}"
+    if times[i] - times[i - 1] > max_interval_s:
+        return None, (f"no power reading within {times[i] - times[i - 1]:.3g} s around the "
+                      f"window {edge} (at most {max_interval_s:.3g} s allowed)")
     f = (t - times[i - 1]) / (times[i] - times[i - 1])
-    return values[i - 1] + f * (values[i] - values[i - 1])
+    return values[i - 1] + f * (values[i] - values[i - 1]), ""
 
 
 def power_energy(spec: WindowSpec, s: Series, a: float, b: float,
@@ -137,12 +147,10 @@ def power_energy(spec: WindowSpec, s: Series, a: float, b: float,
     if bad and bad / (good + bad) > limits.max_gap_fraction:
         return None, (f"{bad} of {good + bad} reads failed in the window "
                       f"(more than {limits.max_gap_fraction:.0%}){last}")
-    va = _edge_value(times, values, a, spec.max_interval_s)
-    vb = _edge_value(times, values, b, spec.max_interval_s)
-    for edge, v in (("start", va), ("end", vb)):
-        if v is None:
-            return None, (f"no power reading within {spec.max_interval_s:.3g} s of the window "
-                          f"{edge}{last}")
+    va, why_a = _edge_value(times, values, a, spec.max_interval_s, "start")
+    vb, why_b = _edge_value(times, values, b, spec.max_interval_s, "end")
+    if va is None or vb is None:
+        return None, f"{why_a or why_b}{last}"
     ts = [a, *(times[k] for k in range(lo, hi) if a < times[k] < b), b]
     vs = [va, *(values[k] for k in range(lo, hi) if a < times[k] < b), vb]
     longest = max(t1 - t0 for t0, t1 in itertools.pairwise(ts))
@@ -151,7 +159,7 @@ def power_energy(spec: WindowSpec, s: Series, a: float, b: float,
                       f"(at most {spec.max_interval_s:.3g} s allowed){last}")
     energy = 0.0
     for k in range(1, len(ts)):
-        energy += (ts[k] - ts[k - 1]) * (vs[k] + vs[k - 1]) / 2  # type: ignore[operator]
+        energy += (ts[k] - ts[k - 1]) * (vs[k] + vs[k - 1]) / 2
     return energy, None
 
 

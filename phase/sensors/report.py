@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from phase.sensors.base import ReadError
+from phase.sensors.base import PostHocSensor, ReadError
 from phase.sensors.discovery import Discovery
 from phase.sensors.sampler import DEFAULT_HZ, Sampler
 
@@ -31,6 +31,7 @@ def survey(found: Discovery, sample_s: float | None = None, hz: float = DEFAULT_
             windows = {w.sensor: w for w in win.result()[0]}
         for sensor, info in zip(found.sensors, infos, strict=True):
             row: dict[str, Any] = info.model_dump()
+            row["post_hoc"] = isinstance(sensor, PostHocSensor)
             if sample_s is not None:
                 row["window"] = windows[sensor.name].model_dump()
             else:
@@ -52,6 +53,8 @@ def survey(found: Discovery, sample_s: float | None = None, hz: float = DEFAULT_
 def _seconds(value: float | None) -> str:
     if value is None:
         return "?"
+    if value == 0:
+        return "0"
     return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:.3g} s"
 
 
@@ -67,7 +70,8 @@ def _cell(row: dict[str, Any]) -> str:
     r = row["reading"]
     if r["error"]:
         return f"read failed: {r['error']}"
-    return f"{r['value']:.3f} {row['unit']}"
+    recorded = " (last value in the trace)" if row["post_hoc"] else ""
+    return f"{r['value']:.3f} {row['unit']}{recorded}"
 
 
 def format_survey(data: dict[str, Any]) -> str:
@@ -87,9 +91,12 @@ def format_survey(data: dict[str, Any]) -> str:
         for row in table:
             lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False))
                          + "  " + row[-1])
-        notes = [r for r in sensors if r["update_period_s"] is None]
-        for r in notes:
-            lines.append(f"  {r['name']}: update period unknown: {r['update_period_reason']}")
+        unknown: dict[str, list[str]] = {}
+        for r in sensors:
+            if r["update_period_s"] is None:
+                unknown.setdefault(r["update_period_reason"], []).append(r["name"])
+        for reason, names in unknown.items():
+            lines.append(f"Update period unknown for {', '.join(names)}: {reason}")
     else:
         lines.append("No energy sensors found on this machine. Runs will still record speed, "
                      "acceptance and CPU time; their energy will be null with the reasons below.")

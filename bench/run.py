@@ -1,0 +1,148 @@
+"""phase benchmarks: speed against native llama.cpp, and the overheads phase adds.
+
+    .venv/bin/python bench/run.py [--only plain,draft,ngram,sampler,bandwidth,site]
+        [--repeats N] [--tokens N] [--model NAME] [--draft NAME] [--threads T] [--quick]
+        [--out DIR] [--strict]
+
+Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
+native tools built by bench/native.py), sampler (bench/sampler_bench.py), bandwidth
+(bench/bandwidth.py), site (bench/site_bench.py). Writes bench/results/<date>-<host>.json and
+a Markdown table beside it, and prints a table with PASS/FAIL against the project's targets.
+--quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
+site counts: a smoke run of every section in a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# Run as a script, Python puts bench/ first on sys.path; the sections import as `bench.*`.
+sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
+
+SECTIONS = ("plain", "draft", "ngram", "sampler", "bandwidth", "site")
+NATIVE_SECTIONS = {"plain", "draft", "ngram"}
+
+
+def _csv(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", default=",".join(SECTIONS),
+                   help=f"comma-separated sections (default: all of {','.join(SECTIONS)})")
+    p.add_argument("--repeats", type=int, default=None, help="repeats per arm (default 3)")
+    p.add_argument("--tokens", type=int, default=None, help="tokens per run (default 128)")
+    p.add_argument("--model", default=None, help="target model (default qwen2.5-coder-1.5b)")
+    p.add_argument("--draft", default=None, help="draft model (default qwen2.5-coder-0.5b)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads on both sides (default: physical cores, as llama-bench)")
+    p.add_argument("--ctx", type=int, default=4096, help="context size on both sides")
+    p.add_argument("--ks", default="2,4,8", help="draft lengths for the draft section")
+    p.add_argument("--site-counts", default=None,
+                   help="campaign counts for the site section (default 1,10,50; quick 1,3)")
+    p.add_argument("--quick", action="store_true",
+                   help="small test model as target and draft, 32 tokens, 3 repeats")
+    p.add_argument("--out", type=Path, default=REPO / "bench" / "results",
+                   help="directory for the JSON and Markdown files")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any target fails")
+    args = p.parse_args(argv)
+    args.only = _csv(args.only)
+    unknown = [s for s in args.only if s not in SECTIONS]
+    if unknown:
+        p.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    quick = args.quick
+    args.model = args.model or ("smollm2-135m" if quick else "qwen2.5-coder-1.5b")
+    args.draft = args.draft or (args.model if quick else "qwen2.5-coder-0.5b")
+    args.tokens = args.tokens or (32 if quick else 128)
+    args.repeats = args.repeats or 3
+    args.site_counts = [int(c) for c in _csv(args.site_counts or ("1,3" if quick else "1,10,50"))]
+    args.ks = [int(k) for k in _csv(args.ks)]
+    for name in ("tokens", "repeats", "ctx"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        p.error("--threads must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench import bandwidth, decode_bench, native, report, sampler_bench, site_bench
+    from bench.common import Context, Section
+    from phase.decode.native import physical_cores
+    from phase.models import resolve
+
+    args = parse_args(argv)
+    threads = args.threads or physical_cores()
+    print(f"phase bench: {', '.join(args.only)}; target {args.model}, draft {args.draft}, "
+          f"{args.tokens} tokens, {args.repeats} repeats, {threads} threads", file=sys.stderr)
+
+    bin_path, problem, build = None, None, None
+    if NATIVE_SECTIONS & set(args.only):
+        try:
+            bin_path = native.ensure_built(lambda m: print(f"  native: {m}", file=sys.stderr))
+            build = native.build_info(bin_path)
+        except (native.NativeError, OSError) as exc:
+            problem = str(exc)
+            print(f"native llama.cpp unavailable: {problem}", file=sys.stderr)
+
+    needs_models = set(args.only) - {"site"}
+    target = resolve(args.model) if needs_models else None
+    draft = resolve(args.draft) if "draft" in args.only else target
+
+    runners = {
+        "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
+        "ngram": decode_bench.run_ngram, "sampler": sampler_bench.run,
+        "bandwidth": bandwidth.run, "site": site_bench.run,
+    }
+    sections: list[Section] = []
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="phase-bench-") as tmp:
+        ctx = Context(
+            repeats=args.repeats, tokens=args.tokens, threads=threads, n_ctx=args.ctx,
+            target_name=args.model, draft_name=args.draft,
+            target_path=target.path if target else Path(),
+            draft_path=draft.path if draft else Path(),
+            ks=tuple(args.ks), quick=args.quick, native_bin=bin_path, native_problem=problem,
+            workdir=Path(tmp), site_counts=tuple(args.site_counts),
+            sampler_hz=(20.0, 100.0),
+        )
+        for name in SECTIONS:
+            if name not in args.only:
+                continue
+            print(f"[{name}]", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            sections.append(runners[name](ctx))
+            print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+    data = {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": ["bench/run.py", *(argv if argv is not None else sys.argv[1:])],
+        "wall_s": time.time() - started,
+        "machine": report.machine_info(threads, build),
+        "config": {"target": args.model, "draft": args.draft, "tokens": args.tokens,
+                   "repeats": args.repeats, "threads": threads, "n_ctx": args.ctx,
+                   "ks": args.ks, "quick": args.quick, "chat_template": False,
+                   "site_counts": args.site_counts, "sections": args.only},
+        "sections": [s.as_dict() for s in sections],
+        "checks": [{"item": r.item, "target": r.target, "passed": r.passed, "noise": r.noise}
+                   for s in sections for r in s.rows if r.target is not None],
+    }
+    json_path, md_path = report.write(args.out, data, sections)
+    print()
+    print(report.terminal_table(sections))
+    print(f"\nwrote {json_path} and {md_path.name}")
+    failed = [c["item"] for c in data["checks"] if c["passed"] is False]
+    if failed:
+        print(f"FAIL: {', '.join(failed)}")
+    return 1 if failed and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

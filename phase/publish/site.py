@@ -1,0 +1,382 @@
+"""Orchestration: validate every results file, render the notes, build and serve the site.
+
+    build_docs(paths)   validate (refuse on blocking findings) -> derived summaries ->
+                        docs_dir/{notes,raw,assets/vendor} (generated, git-ignored)
+    build_site(paths)   build_docs + `mkdocs build --strict` (mkdocs' own Python API) -> site_dir
+    serve(paths.site_dir)
+
+Every directory is configurable through SitePaths, so tests build into temporary directories and
+never touch the repository's docs/, site/ or results/.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import logging
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from phase.errors import PhaseError
+from phase.results import SummaryFile
+from phase.validate import Report, RuleSettings, format_report
+
+from .charts import vega_bundle
+from .datasets import Dataset, load_dataset, sha256_file
+from .notes import NoteError, NoteSource, discover_notes, resolve_results
+from .rawpages import Download, build_raw_page
+from .render import block, environment, note_entries, render_note
+from .summary import summary_path, write_summary
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+# Paths under docs_dir that the build owns: removed and rewritten on every build.
+GENERATED = ("notes", "raw", "assets/vendor")
+HOME_SNIPPET = "notes/_list.md"
+VEGA_JS = "assets/vendor/vega.js"
+
+
+@dataclass(frozen=True)
+class SitePaths:
+    root: Path
+    notes_dir: Path
+    templates_dir: Path
+    results_dir: Path
+    docs_src: Path  # hand-written pages (the repository's docs/)
+    docs_dir: Path  # what mkdocs reads: hand-written + generated
+    site_dir: Path
+    mkdocs_yml: Path
+
+    @classmethod
+    def default(cls, root: Path = REPO_ROOT, **overrides: Path | None) -> SitePaths:
+        """The repository's layout; any path given (not None) replaces the default."""
+        paths = cls(
+            root=root,
+            notes_dir=root / "phase" / "notes",
+            templates_dir=root / "templates",
+            results_dir=root / "results",
+            docs_src=root / "docs",
+            docs_dir=root / "docs",
+            site_dir=root / "site",
+            mkdocs_yml=root / "mkdocs.yml",
+        )
+        given = {k: Path(v) for k, v in overrides.items() if v is not None}
+        return replace(paths, **given)
+
+
+class BlockedError(PhaseError):
+    """Some results file has blocking findings; nothing was published."""
+
+    def __init__(self, reports: list[Report]) -> None:
+        self.reports = reports
+        names = ", ".join(Path(r.file).name for r in reports)
+        super().__init__(f"blocking findings in {names}; nothing was published "
+                         "(run `phase validate` on the file for details)")
+
+
+@dataclass
+class BuildResult:
+    reports: list[Report]
+    datasets: list[Dataset]
+    notes: list[NoteSource]
+    pages: list[str] = field(default_factory=list)  # written, relative to docs_dir
+    summaries_written: list[Path] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"blocking": 0, "rejected": 0, "warning": 0}
+        for r in self.reports:
+            for sev, n in r.counts().items():
+                out[sev] += n
+        return out
+
+
+def results_files(results_dir: Path) -> list[Path]:
+    """Every results file in the directory (schema.json is the JSON Schema, not results)."""
+    if not results_dir.is_dir():
+        return []
+    return sorted(p for p in results_dir.glob("*.json") if p.name != "schema.json")
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data, encoding="utf-8")
+
+
+def _prepare_docs_dir(paths: SitePaths) -> None:
+    docs = paths.docs_dir
+    docs.mkdir(parents=True, exist_ok=True)
+    for name in GENERATED:
+        target = docs / name
+        if target.is_dir():
+            shutil.rmtree(target)
+    if docs.resolve() == paths.docs_src.resolve() or not paths.docs_src.is_dir():
+        return
+    for src in sorted(paths.docs_src.rglob("*")):
+        rel = src.relative_to(paths.docs_src)
+        if src.is_dir() or any(rel.is_relative_to(g) for g in GENERATED):
+            continue
+        dest = docs / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+
+
+def validate_all(
+    paths: SitePaths, notes: list[NoteSource], settings: RuleSettings
+) -> tuple[list[Report], dict[Path, Dataset], list[list[list[Path]]]]:
+    """Validate every results file and every file a note cites; blocking findings raise."""
+    cited = [[resolve_results(n, v, paths.results_dir) for v in n.meta.versions] for n in notes]
+    files = list(results_files(paths.results_dir))
+    for per_note in cited:
+        for per_version in per_note:
+            files += [p for p in per_version if p not in files]
+    reports: list[Report] = []
+    datasets: dict[Path, Dataset] = {}
+    for path in files:
+        report, ds = load_dataset(path, settings)
+        reports.append(report)
+        if ds is not None:
+            datasets[path] = ds
+    blocked = [r for r in reports if r.blocking]
+    if blocked:
+        raise BlockedError(blocked)
+    # A campaign with no finished run yet has nothing to publish: notes show "no results yet".
+    cited = [[[p for p in files if p in datasets] for files in per_note] for per_note in cited]
+    return reports, datasets, cited
+
+
+def build_docs(
+    paths: SitePaths,
+    settings: RuleSettings | None = None,
+    *,
+    write_summaries: bool = True,
+) -> BuildResult:
+    settings = settings or RuleSettings()
+    notes = discover_notes(paths.notes_dir) if paths.notes_dir.is_dir() else []
+    reports, by_path, cited = validate_all(paths, notes, settings)
+    result = BuildResult(reports, list(by_path.values()), notes)
+
+    derived: dict[Path, Path] = {}  # raw file -> its derived summary file
+    for path, ds in by_path.items():
+        if ds.raw is None:
+            continue
+        target = summary_path(paths.results_dir, path)
+        if write_summaries and write_summary(ds.summary, target):
+            result.summaries_written.append(target)
+        if target.is_file():
+            derived[path] = target
+
+    _prepare_docs_dir(paths)
+    docs = paths.docs_dir
+    env = environment(paths.templates_dir)
+    _write(docs / VEGA_JS, vega_bundle())
+
+    used_by: dict[Path, list[tuple[str, str, int]]] = {}
+    for note, per_version in zip(notes, cited, strict=True):
+        by_version = [[by_path[p] for p in files] for files in per_version]
+        for number, files in enumerate(per_version, start=1):
+            for p in files:
+                used_by.setdefault(p, []).append((note.meta.title, note.slug, number))
+        for page in render_note(env, note, by_version):
+            _write(docs / page.path, page.text)
+            result.pages.append(page.path)
+            for rel, data in page.assets.items():
+                _write(docs / rel, data)
+
+    published = _published(by_path, used_by, derived)
+    _check_names(published)
+    for ds in published:
+        _write(docs / "raw" / ds.name, ds.path.read_bytes())
+        summary_dl = None
+        if ds.path in derived:
+            s_path = derived[ds.path]
+            _write(docs / "raw" / s_path.name, s_path.read_bytes())
+            summary_dl = Download(s_path.name, s_path.name, sha256_file(s_path),
+                                  s_path.stat().st_size)
+        page = build_raw_page(ds, _extra_provenance(ds, notes, cited),
+                              used_by.get(ds.path, []), summary_dl)
+        text = env.get_template("raw_page.md.j2").render(page=page, page_dataset=ds)
+        rel = f"raw/{ds.stem}.md"
+        _write(docs / rel, text)
+        result.pages.append(rel)
+
+    index = env.get_template("raw_index.md.j2").render(datasets=published)
+    _write(docs / "raw/index.md", index)
+    result.pages.append("raw/index.md")
+    home = block(env.get_template("home_list.html.j2").render(entries=note_entries(notes, "")))
+    _write(docs / HOME_SNIPPET, str(home).strip() + "\n")
+    return result
+
+
+def _published(
+    by_path: dict[Path, Dataset],
+    used_by: dict[Path, list[tuple[str, str, int]]],
+    derived: dict[Path, Path],
+) -> list[Dataset]:
+    """Raw and transcribed files get a data page; a derived summary only when a note cites it
+    (otherwise it is offered as a download on its raw file's page)."""
+    derived_files = set(derived.values())
+    out = []
+    for path, ds in by_path.items():
+        if path in derived_files and path not in used_by:
+            continue
+        if ds.derived_summary and path not in used_by:
+            continue
+        out.append(ds)
+    return out
+
+
+def _check_names(datasets: list[Dataset]) -> None:
+    seen: dict[str, Dataset] = {}
+    for ds in datasets:
+        for key in (ds.stem, ds.name):
+            other = seen.get(key)
+            if other is not None and other is not ds:
+                raise PhaseError(f"{ds.path} and {other.path} would share the data page {key}; "
+                                 "rename one")
+            seen[key] = ds
+
+
+def _extra_provenance(
+    ds: Dataset, notes: list[NoteSource], cited: list[list[list[Path]]]
+) -> dict[str, str]:
+    """A transcribed file's provenance comes from the first note that cites it."""
+    if not isinstance(ds.results, SummaryFile):
+        return {}
+    for note, per_version in zip(notes, cited, strict=True):
+        if any(ds.path in files for files in per_version):
+            return note.meta.source_provenance
+    return {}
+
+
+# --- mkdocs -------------------------------------------------------------------------------
+
+
+def nav(paths: SitePaths, notes: list[NoteSource]) -> list[Any]:
+    # Titles are escaped here because mkdocs' theme templates do not escape nav titles.
+    items: list[Any] = [{"Home": "index.md"}]
+    if notes:
+        items.append({"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
+                                for n in notes]})
+    items.append({"Data": "raw/index.md"})
+    if (paths.docs_dir / "about.md").is_file():
+        items.append({"About": "about.md"})
+    return items
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def mkdocs_build(paths: SitePaths, notes: list[NoteSource]) -> None:
+    """`mkdocs build --strict` through mkdocs' Python API, with this build's directories."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    collect = _Collect()
+    logger = logging.getLogger("mkdocs")
+    logger.addHandler(collect)
+    try:
+        config = load_config(
+            str(paths.mkdocs_yml),
+            docs_dir=str(paths.docs_dir),
+            site_dir=str(paths.site_dir),
+            strict=True,
+            nav=nav(paths, notes),
+        )
+        snippets = config["mdx_configs"].setdefault("pymdownx.snippets", {})
+        snippets["base_path"] = [str(paths.docs_dir)]
+        build(config)
+    except MkDocsException as exc:
+        detail = "; ".join(collect.messages) or str(exc)
+        raise PhaseError(f"mkdocs build --strict failed: {detail}") from None
+    finally:
+        logger.removeHandler(collect)
+
+
+def build_site(paths: SitePaths, settings: RuleSettings | None = None) -> BuildResult:
+    result = build_docs(paths, settings)
+    mkdocs_build(paths, result.notes)
+    return result
+
+
+def describe(result: BuildResult) -> list[str]:
+    """Lines for the CLI: what was validated and rendered."""
+    lines = [format_report(r) for r in result.reports if r.failed]
+    c = result.counts
+    lines.append(
+        f"validated {len(result.reports)} results file(s): {c['rejected']} rejected value(s), "
+        f"{c['warning']} warning(s), no blocking findings"
+    )
+    for note in result.notes:
+        versions = ", ".join(f"v{v.version}" + (" (draft)" if v.draft else "")
+                             for v in note.meta.versions)
+        lines.append(f"note {note.slug}: {versions}")
+    for p in result.summaries_written:
+        lines.append(f"wrote derived summary {p}")
+    published = {d.path for d in result.datasets}
+    for r in result.reports:
+        if Path(r.file) not in published:
+            lines.append(f"skipped {r.file}: no finished runs yet")
+    return lines
+
+
+# --- serving ------------------------------------------------------------------------------
+
+
+@contextmanager
+def serving(site_dir: Path, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Serve site_dir over HTTP in a background thread; yields the base URL."""
+    if not (site_dir / "index.html").is_file():
+        raise PhaseError(f"{site_dir}/index.html does not exist; run `phase site` first")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer((host, port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def serve(site_dir: Path, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve until interrupted (what `phase serve` runs)."""
+    if not (site_dir / "index.html").is_file():
+        raise PhaseError(f"{site_dir}/index.html does not exist; run `phase site` first")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site_dir))
+    with http.server.ThreadingHTTPServer((host, port), handler) as server:
+        server.serve_forever()
+
+
+__all__ = [
+    "BlockedError",
+    "BuildResult",
+    "NoteError",
+    "SitePaths",
+    "build_docs",
+    "build_site",
+    "describe",
+    "mkdocs_build",
+    "serve",
+    "serving",
+]

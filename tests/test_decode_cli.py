@@ -1,0 +1,84 @@
+"""`phase generate` end to end with the real test model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from phase.cli import main
+
+pytestmark = pytest.mark.model
+
+
+def generate(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["generate", "--threads", "1", "--ctx", "256", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_generate_json_plain(test_model_path: Path) -> None:
+    code, out, _ = generate("--model", str(test_model_path), "--tokens", "12",
+                            "--prompt", "Name a fruit.", "--json")
+    assert code == 0
+    record = json.loads(out)
+    assert len(record["token_ids"]) == 12
+    assert record["strategy"] == "plain" and record["acceptance"] is None
+    assert record["drafted"] == 0 and record["accepted"] == 0
+    assert record["tokens_per_s"] > 0 and record["text"]
+    assert record["chat_template"] is True
+
+
+def test_generate_draft_matches_plain_and_prints_numbers(test_model_path: Path) -> None:
+    code, out, err = generate("--model", str(test_model_path), "--draft", str(test_model_path),
+                              "--strategy", "draft-3", "--tokens", "16",
+                              "--prompt", "Name a fruit.", "--compare-plain")
+    assert code == 0
+    assert out.strip()  # the generated text on stdout
+    assert "draft-3: 16 tokens" in err
+    assert "acceptance 100.0%" in err
+    assert "matches plain" in err
+
+
+def test_generate_ngram_from_file_raw(test_model_path: Path, tmp_path: Path) -> None:
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("one two three four one two three four one two", encoding="utf-8")
+    code, out, _ = generate("--model", str(test_model_path), "--strategy", "ngram-4",
+                            "--tokens", "8", "--prompt-file", str(prompt), "--raw", "--json")
+    assert code == 0
+    record = json.loads(out)
+    assert record["chat_template"] is False and record["k"] == 4
+    assert record["prompt_tokens"] <= 12  # no template around the text
+    assert record["drafted"] >= 1 and 0 <= record["accepted"] <= record["drafted"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--strategy", "beam-2", "--prompt", "x"], "unknown strategy"),
+        (["--strategy", "draft-0", "--prompt", "x"], "k must be >= 1"),
+        (["--strategy", "draft-2", "--prompt", "x"], "needs a draft model"),
+        (["--prompt", "x", "--tokens", "300"], "does not fit the context of 256"),
+    ],
+)
+def test_generate_refuses_with_usage_exit(test_model_path: Path, args: list[str],
+                                          needle: str) -> None:
+    code, _, err = generate("--model", str(test_model_path), *args)
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_generate_needs_exactly_one_prompt(test_model_path: Path) -> None:
+    code, _, err = generate("--model", str(test_model_path))
+    assert code == 2 and "--prompt" in err
+
+
+def test_incompatible_draft_is_one_error_line(test_model_path: Path,
+                                              other_bos_model_path: Path) -> None:
+    code, out, err = generate("--model", str(test_model_path), "--draft",
+                              str(other_bos_model_path), "--strategy", "draft-2", "--prompt", "x")
+    assert code == 1 and out == ""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "cannot be paired" in lines[0]

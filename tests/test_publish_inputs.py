@@ -1,0 +1,289 @@
+"""Inputs for the publishing tests: small results files, note sources, a site build.
+
+The builders here are shared by test_publish.py, test_site.py and test_browser.py (the session
+fixture `built_site` in conftest.py calls `build_test_site`). The tests at the bottom pin down
+that the inputs really trigger what the other tests rely on (a rejected board value, an
+unstable condition, a rejected chip value, no energy at all), so a change in the validation
+rules cannot silently turn those tests into no-ops.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+
+from factories import RunSlot, make_results, make_sensor, replaced, write_results
+
+from phase.publish.site import BuildResult, SitePaths, build_site
+from phase.results import ResultsFile, UnavailableBackend
+from phase.validate import validate_results
+
+REPO = Path(__file__).resolve().parent.parent
+XSS_PROMPT = "<script>alert('prompt')</script>"
+XSS_OUTPUT = "before <script>alert('output')</script> after"
+GPU_FILE = "speculative-fixture-gpu.json"
+CPU_FILE = "speculative-fixture-cpu.json"
+SEED_SUMMARY = "summary-speculative-7b.json"
+
+SPEED = {"plain": 2.0, "draft-2": 1.5, "draft-4": 1.2, "ngram": 2.1}  # decode seconds
+ACCEPT = {"draft-2": (2, 0.75), "draft-4": (4, 0.5), "ngram": (None, 0.25)}
+
+
+def _speculative(results: ResultsFile) -> ResultsFile:
+    """Give draft and n-gram runs the k, drafted/accepted counts a real campaign records."""
+    runs = []
+    for run in results.runs:
+        if run.strategy in ACCEPT:
+            k, share = ACCEPT[run.strategy]
+            drafted = 16
+            accepted = round(drafted * share)
+            run = replaced(run, k=k, drafted=drafted, accepted=accepted,
+                           acceptance=accepted / drafted, acceptance_reason=None)
+        runs.append(run)
+    return replaced(results, runs=runs)
+
+
+def gpu_results() -> ResultsFile:
+    """Chip counter + fast board sensor. Planted: a chip reading of 0 J (rejected) in
+    XSS × draft-4, board readings below the chip's for code × draft-2 (rejected), an unstable
+    condition (code × ngram repeats differ by 20%), a run whose output diverges from plain,
+    and markup in a prompt name and an output."""
+    sensors = [
+        make_sensor("gpu", scope="chip", kind="counter"),
+        make_sensor("board", scope="board", kind="power", smoothing_s=0.02),
+    ]
+
+    def decode_s(slot: RunSlot) -> float:
+        base = SPEED[slot.strategy]
+        if slot.prompt == "code" and slot.strategy == "ngram":
+            return base * (1.0 + 0.1 * slot.repeat)  # 0%, 10%, 20%: unstable
+        return base * (1.0 + 0.005 * slot.repeat)
+
+    def energy(slot: RunSlot, sensor, window_s: float) -> float:
+        chip = 30.0 * window_s
+        if sensor.name == "gpu":
+            if slot.prompt == XSS_PROMPT and slot.strategy == "draft-4" and slot.repeat == 1:
+                return 0.0  # a counter that did not move
+            return chip
+        if slot.prompt == "code" and slot.strategy == "draft-2":
+            # Board below chip: impossible. (Planted on a mid-length condition, so the ratio
+            # board/chip does not also correlate with window length and trip lag-confound.)
+            return chip * 0.9
+        return chip * 1.5
+
+    results = make_results(
+        sensors=sensors,
+        prompts=["code", XSS_PROMPT],
+        strategies=list(SPEED),
+        repeats=3,
+        decode_s=decode_s,
+        energy=energy,
+        id="fixture-gpu",
+        experiment="speculative",
+        note="speculative-decoding-cpu",
+    )
+    results = _speculative(results)
+    runs = list(results.runs)
+    for i, run in enumerate(runs):
+        if run.prompt == XSS_PROMPT and run.strategy == "draft-2" and run.repeat == 0:
+            runs[i] = replaced(run, output_text=XSS_OUTPUT)
+        if run.prompt == "code" and run.strategy == "draft-4" and run.repeat == 2:
+            runs[i] = replaced(run, matches_plain=False, first_divergence=7)
+    return replaced(results, runs=runs)
+
+
+def cpu_results() -> ResultsFile:
+    """A host with no energy sensor at all: energy is missing, with the reason."""
+    results = make_results(
+        sensors=[],
+        prompts=["code", "prose"],
+        strategies=list(SPEED),
+        repeats=3,
+        decode_s=lambda slot: SPEED[slot.strategy] * (1.0 + 0.01 * slot.repeat),
+        id="fixture-cpu",
+        experiment="speculative",
+        note="speculative-decoding-cpu",
+        sensors_unavailable=[
+            UnavailableBackend(backend="rapl", reason="energy_uj is readable by root only"),
+            UnavailableBackend(backend="nvml", reason="no NVIDIA driver"),
+        ],
+    )
+    return _speculative(results)
+
+
+VERSIONED_NOTE = """---
+title: Fixture note with two versions
+date: 2026-01-15
+finding: A note whose second version adds a results file.
+reproduce: make measure
+versions:
+  - version: 1
+    date: 2026-01-15
+    results: [{gpu}]
+    changes: First version.
+{v2}errata: []
+---
+
+Some prose about {{{{ "the data" }}}}.
+
+{{{{ results_table() }}}}
+
+{{{{ charts() }}}}
+"""
+
+V2 = """  - version: 2
+    date: 2026-02-01
+    results: [{gpu}, {cpu}]
+    changes: Adds the CPU-host campaign.
+"""
+
+
+def versioned_note(versions: int) -> str:
+    v2 = V2.format(gpu=GPU_FILE, cpu=CPU_FILE) if versions >= 2 else ""
+    return VERSIONED_NOTE.format(gpu=GPU_FILE, v2=v2)
+
+
+@dataclass
+class Inputs:
+    results_dir: Path
+    notes_dir: Path
+
+
+def make_inputs(base: Path, *, versions: int = 2, repo_notes: bool = True) -> Inputs:
+    """A results dir (the seed's transcribed summary + both fixture campaigns) and a notes
+    dir (the repository's notes + a two-version fixture note)."""
+    results_dir = base / "results"
+    notes_dir = base / "notes"
+    results_dir.mkdir(parents=True)
+    notes_dir.mkdir(parents=True)
+    shutil.copyfile(REPO / "results" / SEED_SUMMARY, results_dir / SEED_SUMMARY)
+    write_results(gpu_results(), results_dir / GPU_FILE)
+    write_results(cpu_results(), results_dir / CPU_FILE)
+    if repo_notes:
+        for note in (REPO / "phase" / "notes").glob("*.md"):
+            shutil.copyfile(note, notes_dir / note.name)
+    (notes_dir / "2026-01-fixture-versions.md").write_text(versioned_note(versions))
+    return Inputs(results_dir, notes_dir)
+
+
+def site_paths(base: Path, inputs: Inputs) -> SitePaths:
+    return SitePaths.default(
+        REPO,
+        results_dir=inputs.results_dir,
+        notes_dir=inputs.notes_dir,
+        docs_dir=base / "docs",
+        site_dir=base / "site",
+    )
+
+
+@dataclass
+class BuiltSite:
+    paths: SitePaths
+    inputs: Inputs
+    result: BuildResult
+
+
+def build_test_site(base: Path) -> BuiltSite:
+    inputs = make_inputs(base / "in")
+    paths = site_paths(base, inputs)
+    return BuiltSite(paths, inputs, build_site(paths))
+
+
+# --- the inputs do what the other tests rely on -------------------------------------------
+
+
+def test_gpu_fixture_plants_the_findings_the_page_tests_need() -> None:
+    report = validate_results(gpu_results(), GPU_FILE)
+    assert not report.blocking
+    assert report.chip_sensor == "gpu"
+    xss_draft4 = [r.id for r in gpu_results().runs
+                  if r.prompt == XSS_PROMPT and r.strategy == "draft-4"]
+    assert report.is_rejected(xss_draft4[1], "gpu") is not None
+    assert report.is_rejected(xss_draft4[0], "gpu") is None
+    for repeat in range(3):
+        assert report.is_rejected(f"code-draft-2-r{repeat}", "board") is not None
+    assert report.is_rejected("code-plain-r0", "board") is None
+    assert ("code", "ngram") in report.unstable_conditions()
+    assert ("code", "plain") not in report.unstable_conditions()
+    assert any(f.rule == "equivalence" for f in report.findings)
+
+
+def test_cpu_fixture_has_no_energy() -> None:
+    results = cpu_results()
+    report = validate_results(results, CPU_FILE)
+    assert not report.blocking
+    assert report.chip_sensor is None
+    assert all(not run.energy for run in results.runs)
+
+
+# --- reading rendered pages back ------------------------------------------------------------
+
+
+@dataclass
+class ParsedCell:
+    text: str
+    value: str | None
+    title: str | None
+    struck: bool
+
+
+@dataclass
+class ParsedRow:
+    prompt: str
+    strategy: str
+    cls: str
+    cells: dict[str, ParsedCell]
+    links: list[str]
+
+
+class _TableParser(HTMLParser):
+    """Rows of the results tables in a page: {dataset: {(prompt, strategy): ParsedRow}}."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: dict[str, dict[tuple[str, str], ParsedRow]] = {}
+        self.dataset: str | None = None
+        self.row: ParsedRow | None = None
+        self.cell: tuple[str, dict[str, str | None]] | None = None
+        self.text: list[str] = []
+        self.struck = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "div" and "phase-table" in (a.get("class") or "").split():
+            self.dataset = a.get("data-dataset")
+            self.tables.setdefault(self.dataset or "", {})
+        elif tag == "tr" and self.dataset is not None and "data-prompt" in a:
+            self.row = ParsedRow(a["data-prompt"] or "", a["data-strategy"] or "",
+                                 a.get("class") or "", {}, [])
+        elif tag == "td" and self.row is not None and "data-key" in a:
+            self.cell = (a["data-key"] or "", a)
+            self.text, self.struck = [], False
+        elif tag == "del" and self.cell is not None:
+            self.struck = True
+        elif tag == "a" and self.row is not None and "phase-raw-link" in (a.get("class") or ""):
+            self.row.links.append(a.get("href") or "")
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self.cell is not None and self.row is not None:
+            key, a = self.cell
+            self.row.cells[key] = ParsedCell("".join(self.text), a.get("data-value"),
+                                             a.get("title"), self.struck)
+            self.cell = None
+        elif tag == "tr" and self.row is not None and self.dataset is not None:
+            self.tables[self.dataset][(self.row.prompt, self.row.strategy)] = self.row
+            self.row = None
+        elif tag == "table":
+            self.dataset = None if self.row is None else self.dataset
+
+
+def parse_tables(text: str) -> dict[str, dict[tuple[str, str], ParsedRow]]:
+    parser = _TableParser()
+    parser.feed(text)
+    return parser.tables
