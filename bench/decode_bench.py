@@ -55,6 +55,7 @@ def _phase_arm(engine: Engine, prompt: list[int], label: str,
     def arm() -> dict[str, Any]:
         r = engine.run(prompt, strategy, tokens)
         return {"tokens_per_s": r.tokens_per_s, "tokens": len(r.token_ids),
+                "token_ids": r.token_ids,
                 "drafted": r.drafted, "accepted": r.accepted, "acceptance": r.acceptance,
                 "text": r.text}
 
@@ -108,6 +109,9 @@ def run_plain(ctx: Context) -> Section:
             "llama-completion": lambda: native.llama_completion(bin_path, ctx.target_path, text,
                                                                 common),
         }
+        highlevel = _highlevel_arm(ctx, prompt)
+        if highlevel is not None:
+            arms["Llama.generate"] = highlevel
         runs = alternate(ctx.repeats, arms, ctx.log)
     phase_tps = median(_values(runs["phase"], "tokens_per_s"))
     ctx.shared["plain_tokens_per_s"] = phase_tps
@@ -139,7 +143,38 @@ def run_plain(ctx: Context) -> Section:
         {"phase": _values(runs["phase"], "tokens_per_s"),
          "llama-completion": _values(runs["llama-completion"], "tokens_per_s")},
     ))
+    if "Llama.generate" not in runs:
+        return section
+    hl = runs["Llama.generate"]
+    hl_tps = median(_values(hl, "tokens_per_s"))
+    same = hl[0]["token_ids"] == runs["phase"][0]["token_ids"]
+    section.rows.append(Row(
+        "plain", f"plain {ctx.tokens} tokens", phase_tps, hl_tps, "Llama.generate", "tok/s",
+        ratio(phase_tps, hl_tps), None, None,
+        "llama-cpp-python's high-level loop (copies each logits row, samples through the "
+        f"sampler chain); same tokens as phase: {'yes' if same else 'no'}",
+        {"phase": _values(runs["phase"], "tokens_per_s"),
+         "Llama.generate": _values(hl, "tokens_per_s")},
+    ))
     return section
+
+
+def _highlevel_arm(ctx: Context, prompt: list[int]) -> Callable[[], dict[str, Any]] | None:
+    """llama-cpp-python's own `Llama.generate` loop on the same tokens (as in
+    bench/decode_overhead.py): loaded per repeat, like a native process. It cannot say "auto"
+    for flash attention; on the CPU, auto resolves to on. None where phase has no baseline."""
+    try:
+        from phase.decode.baseline import highlevel_generate
+    except ImportError:
+        return None
+
+    def arm() -> dict[str, Any]:
+        [(ids, seconds)] = highlevel_generate(ctx.target_path, prompt, ctx.tokens,
+                                              n_ctx=ctx.n_ctx, n_threads=ctx.threads,
+                                              flash_attn=True, repeats=1)
+        return {"tokens_per_s": len(ids) / seconds, "token_ids": ids}
+
+    return arm
 
 
 # --- speculation -----------------------------------------------------------------------------

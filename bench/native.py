@@ -88,45 +88,61 @@ def _run(cmd: list[str], log: Any, cwd: Path | None = None) -> None:
         raise NativeError(f"`{' '.join(cmd)}` failed ({proc.returncode}):\n" + "\n".join(tail))
 
 
+def fetch_sources(version: str, log: Any = print) -> Path:
+    """The vendored llama.cpp of llama-cpp-python==version, from its sdist (cached)."""
+    src = source_dir(version)
+    if (src / "CMakeLists.txt").is_file():
+        return src
+    root = native_root()
+    root.mkdir(parents=True, exist_ok=True)
+    archive = root / f"llama_cpp_python-{version}.tar.gz"
+    if not archive.is_file():
+        _run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+              "--disable-pip-version-check", "-q", f"llama-cpp-python=={version}",
+              "-d", str(root)], log)
+    if not archive.is_file():
+        raise NativeError(f"pip download reported success but {archive} is missing")
+    log(f"extracting {archive.name}")
+    with tarfile.open(archive) as tf:
+        tf.extractall(root, filter="data")
+    if not (src / "CMakeLists.txt").is_file():
+        raise NativeError(f"{archive.name} holds no vendored llama.cpp at {src}")
+    return src
+
+
+def configure(src: Path, build: Path, log: Any = print) -> None:
+    if shutil.which("cmake") is None:
+        raise NativeError("cmake is not installed (apt-get install cmake, or pip install cmake)")
+    _run(["cmake", "-S", str(src), "-B", str(build), *CMAKE_OPTIONS], log)
+
+
+def compile_targets(build: Path, log: Any = print) -> Path:
+    _run(["cmake", "--build", str(build), "-j", str(os.cpu_count() or 1), "--target", *TARGETS],
+         log)
+    missing = [t for t in TARGETS if not (build / "bin" / t).is_file()]
+    if missing:
+        raise NativeError(f"the build finished without {', '.join(missing)} in {build / 'bin'}")
+    return build / "bin"
+
+
 def ensure_built(log: Any = print) -> Path:
     """The directory holding the four binaries, building them first where needed."""
     version = binding_version()
     src = source_dir(version)
     build = native_root() / "build"
-    binaries = [build / "bin" / t for t in TARGETS]
     configured = _configured_source(build)
-    if all(b.is_file() for b in binaries) and configured is not None \
-            and configured.resolve() == src.resolve():
+    same_source = configured is not None and configured.resolve() == src.resolve()
+    if same_source and all((build / "bin" / t).is_file() for t in TARGETS):
         return build / "bin"
-    if configured is not None and configured.resolve() != src.resolve():
+    if configured is not None and not same_source:
         # Built from another llama-cpp-python version's sources: comparing against it would
         # compare two different llama.cpp builds. CMake cannot re-point a build dir; start over.
         log(f"native build in {build} is from {configured}, not {src}: rebuilding")
         shutil.rmtree(build)
-    if not (src / "CMakeLists.txt").is_file():
-        root = native_root()
-        root.mkdir(parents=True, exist_ok=True)
-        archive = root / f"llama_cpp_python-{version}.tar.gz"
-        if not archive.is_file():
-            _run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-                  "--disable-pip-version-check", "-q", f"llama-cpp-python=={version}",
-                  "-d", str(root)], log)
-        if not archive.is_file():
-            raise NativeError(f"pip download reported success but {archive} is missing")
-        log(f"extracting {archive.name}")
-        with tarfile.open(archive) as tf:
-            tf.extractall(root, filter="data")
-        if not (src / "CMakeLists.txt").is_file():
-            raise NativeError(f"{archive.name} holds no vendored llama.cpp at {src}")
-    if shutil.which("cmake") is None:
-        raise NativeError("cmake is not installed (apt-get install cmake, or pip install cmake)")
-    _run(["cmake", "-S", str(src), "-B", str(build), *CMAKE_OPTIONS], log)
-    _run(["cmake", "--build", str(build), "-j", str(os.cpu_count() or 1), "--target", *TARGETS],
-         log)
-    missing = [b.name for b in binaries if not b.is_file()]
-    if missing:
-        raise NativeError(f"the build finished without {', '.join(missing)} in {build / 'bin'}")
-    return build / "bin"
+    log(f"building llama.cpp from llama-cpp-python {version}'s sdist (once; ~10 min on 2 cores)")
+    src = fetch_sources(version, log)
+    configure(src, build, log)
+    return compile_targets(build, log)
 
 
 def build_info(bin_path: Path) -> str | None:

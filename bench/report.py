@@ -74,8 +74,11 @@ HEADER = ("item", "phase", "reference", "vs", "ratio", "target", "result", "spre
 
 
 def _cells(row: Row) -> tuple[str, ...]:
-    unit = "" if row.unit == "fraction" else f" {row.unit}"
-    return (row.item, _fmt(row.phase, row.unit) + unit, _fmt(row.reference, row.unit) + unit,
+    def show(value: float | None) -> str:
+        text = _fmt(value, row.unit)
+        return text if value is None or row.unit == "fraction" else f"{text} {row.unit}"
+
+    return (row.item, show(row.phase), show(row.reference),
             row.reference_name, _ratio(row), row.target or "", _verdict(row), _noise(row))
 
 
@@ -90,7 +93,8 @@ def terminal_table(sections: list[Section]) -> str:
             out.append(f"{s.name}: skipped ({s.skipped})")
         for r in s.rows:
             out.append("  ".join(c.ljust(w) for c, w in zip(_cells(r), widths, strict=True)))
-    return "\n".join(out)
+    notes = [f"  {r.item}: {r.detail}" for s in sections for r in s.rows if r.detail]
+    return "\n".join([*out, "", "details:", *notes] if notes else out)
 
 
 def _md(text: str) -> str:
@@ -106,7 +110,7 @@ def markdown(data: dict[str, Any], sections: list[Section]) -> str:
         f"- CPU: {_md(str(m['cpu_model']))}, {m['physical_cores']} physical cores / "
         f"{m['logical_cpus']} logical CPUs; {m['threads_used']} threads used on both sides",
         f"- llama-cpp-python {m['llama_cpp_python']}; native llama.cpp from its sdist: "
-        f"{_md(str(m['native_build']))}",
+        f"{_md(str(m['native_build'] or 'not used in this run'))}",
         f"- models: target {c['target']}, draft {c['draft']}; {c['tokens']} tokens per run, "
         f"median of {c['repeats']} alternating repeats; prompts sent raw (no chat template) "
         "on both sides" + ("; **--quick**" if c["quick"] else ""),

@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import bandwidth, decode_bench, native, report, sampler_bench, site_bench
     from bench.common import Context, Section
     from phase.decode.native import physical_cores
+    from phase.errors import PhaseError
     from phase.models import resolve
 
     args = parse_args(argv)
@@ -93,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"native llama.cpp unavailable: {problem}", file=sys.stderr)
 
     needs_models = set(args.only) - {"site"}
-    target = resolve(args.model) if needs_models else None
-    draft = resolve(args.draft) if "draft" in args.only else target
+    try:
+        target = resolve(args.model) if needs_models else None
+        draft = resolve(args.draft) if "draft" in args.only else target
+    except PhaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
     runners = {
         "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
@@ -118,7 +123,13 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"[{name}]", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
-            sections.append(runners[name](ctx))
+            try:
+                sections.append(runners[name](ctx))
+            except (PhaseError, native.NativeError, OSError, RuntimeError) as exc:
+                # One broken section (a tool that crashed, a missing file) must not cost the
+                # others' measurements; the reason is recorded in place of its rows.
+                print(f"  {name} failed: {exc}", file=sys.stderr)
+                sections.append(Section(name, skipped=f"failed: {exc}"))
             print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
     data = {

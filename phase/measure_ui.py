@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -131,56 +129,51 @@ def run(exp: Experiment, output: Path | None, resume: bool, args: dict[str, Any]
     return 0
 
 
-def _energy_per_token_mj(run: Run, chip: str | None) -> float | None:
-    for window in run.energy:
-        if window.sensor == chip and window.energy_j is not None:
-            return window.energy_j / run.tokens * 1000.0
-    return None
-
-
 def print_summary(results: ResultsFile) -> None:
-    """Means of repeats per prompt × strategy, with ratios to plain on the same prompt."""
-    chip = next((s.name for s in results.sensors if s.scope == "chip"), None)
-    why = (
-        "; ".join(f"{u.backend}: {u.reason}" for u in results.sensors_unavailable)
-        if chip is None else None
-    )
-    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in results.runs:
-        groups[(run.prompt, run.strategy)].append(run)
+    """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
+    from phase.publish.summary import summarize
+    from phase.validate import validate_results
+
+    report = validate_results(results, results.id)
+    summary = summarize(results, report, results.id)
+    unstable = report.unstable_conditions()
+    plain_speed = {r.prompt: r.tokens_per_s for r in summary.rows if r.strategy == "plain"}
+    matches = {
+        (p, s): sum(1 for r in results.runs if (r.prompt, r.strategy) == (p, s) and r.matches_plain)
+        for p, s in {(r.prompt, r.strategy) for r in results.runs}
+    }
     for prompt in [p.name for p in results.config.prompts]:
         table = Table(title=f"prompt: {prompt}", title_justify="left")
-        for col in ("strategy", "tok/s", "vs plain", "accepted", "chip mJ/tok", "E vs plain",
-                    "matches plain", "n"):
+        for col in ("strategy", "tok/s", "×plain", "accept", "CPU ms/t", "mJ/tok", "E×plain",
+                    "=plain"):
             table.add_column(col, justify="left" if col == "strategy" else "right")
-        plain_tps = _mean([r.tokens_per_s for r in groups.get((prompt, "plain"), [])])
-        plain_e = _mean([_energy_per_token_mj(r, chip) for r in groups.get((prompt, "plain"), [])])
-        for strategy in results.config.strategies:
-            runs = groups.get((prompt, strategy), [])
-            if not runs:
-                continue
-            tps = _mean([r.tokens_per_s for r in runs])
-            acc = _mean([r.acceptance for r in runs])
-            e = _mean([_energy_per_token_mj(r, chip) for r in runs])
-            same = sum(1 for r in runs if r.matches_plain)
+        for row in (r for r in summary.rows if r.prompt == prompt):
+            base = plain_speed.get(prompt)
+            flag = " *" if (prompt, row.strategy) in unstable else ""
             table.add_row(
-                strategy,
-                _fmt(tps, "{:.1f}"),
-                _fmt(tps / plain_tps if tps and plain_tps else None, "{:.2f}×"),
-                _fmt(acc * 100 if acc is not None else None, "{:.0f}%"),
-                _fmt(e, "{:.1f}"),
-                _fmt(e / plain_e if e and plain_e else None, "{:.2f}"),
-                f"{same}/{len(runs)}",
-                str(len(runs)),
+                row.strategy + flag,
+                _fmt(row.tokens_per_s, "{:.1f}"),
+                _fmt(row.tokens_per_s / base if row.tokens_per_s and base else None, "{:.2f}×"),
+                _fmt(row.acceptance * 100 if row.acceptance is not None else None, "{:.0f}%"),
+                _fmt(row.cpu_ms_per_token, "{:.1f}"),
+                _fmt(row.chip_mj_per_token, "{:.1f}"),
+                _fmt(row.ratio_vs_plain, "{:.2f}"),
+                f"{matches.get((prompt, row.strategy), 0)}/{row.n}",
             )
         console.print(table)
-    if why:
-        console.print(f"[yellow]chip energy —[/yellow] {why}")
-
-
-def _mean(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present else None
+    console.print(
+        "×plain: speed vs plain · accept: drafted tokens kept · mJ/tok: chip energy · "
+        "=plain: runs whose output equals plain's · * unstable: spread over the variance limit"
+    )
+    reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
+                      if r.chip_mj_per_token_reason})
+    for reason in reasons:
+        console.print(f"[yellow]chip energy —[/yellow] {reason}")
+    counts = report.counts()
+    console.print(
+        f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "
+        f"rejected, {counts.get('warning', 0)} warnings (details: phase validate FILE)"
+    )
 
 
 def _fmt(value: float | None, pattern: str) -> str:

@@ -222,9 +222,9 @@ def test_callbacks_bracket_the_decode_window(engine: Engine, story: list[int]) -
 
 
 def test_one_token_and_one_token_prompt(engine: Engine) -> None:
-    bos_free = engine.format_prompt("Hi", chat_template=False)[-1:]
+    one = engine.format_prompt("Hi", chat_template=False)[-1:]
     for name in ("plain", "draft-4", "ngram"):
-        r = engine.run(bos_free, parse_strategy(name), 1)
+        r = engine.run(one, parse_strategy(name), 1)
         assert r.tokens == 1 and r.steps == 1 and r.drafted == 0
 
 

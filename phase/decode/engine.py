@@ -153,7 +153,8 @@ class Engine:
 
         started_unix = time.time()
         t0 = time.perf_counter()
-        self.target.clear()
+        for model in self._models():  # runs are independent: nothing cached survives
+            model.clear()
         if len(prompt) > 1:
             self.target.decode(prompt[:-1], 0, 0)
         if proposer is not None:

@@ -267,8 +267,9 @@ def nav(paths: SitePaths, notes: list[NoteSource]) -> list[Any]:
         items.append({"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
                                 for n in notes]})
     items.append({"Data": "raw/index.md"})
-    if (paths.docs_dir / "about.md").is_file():
-        items.append({"About": "about.md"})
+    for title, page in (("About", "about.md"), ("Results format", "results-format.md")):
+        if (paths.docs_dir / page).is_file():
+            items.append({title: page})
     return items
 
 
