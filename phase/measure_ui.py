@@ -55,6 +55,14 @@ class ProgressObserver:
 
     def run_finished(self, index: int, run: Run) -> None:
         self.progress.advance(self.task)
+        if not console.is_terminal:
+            # Redirected to a log: the bar only draws at the end, so leave a line per run.
+            done = int(self.progress.tasks[0].completed)
+            accepted = "" if run.acceptance is None else f", {run.acceptance:.0%} accepted"
+            console.print(
+                f"[{done}/{int(self.progress.tasks[0].total or 0)}] {run.id}: "
+                f"{run.tokens_per_s:.1f} tok/s{accepted}"
+            )
 
     def close(self) -> None:
         if self.task is not None:
