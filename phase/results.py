@@ -403,6 +403,10 @@ def atomic_write_text(path: Path | str, text: str) -> None:
     p = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
+        # mkstemp creates 0600; results are meant to be shared, so honour the umask instead.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
