@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import statistics
 from pathlib import Path
@@ -22,6 +23,7 @@ from test_publish_inputs import (
     cpu_results,
     gpu_results,
     make_inputs,
+    note_results,
     parse_tables,
     site_paths,
     versioned_note,
@@ -132,22 +134,25 @@ def test_rejected_values_are_struck_through_with_their_reason(built_site) -> Non
 
 
 def test_missing_energy_says_why_instead_of_plotting_zeros(built_site) -> None:
+    # The CPU-host note, built from the campaign this repository measured without a sensor.
+    (measured,) = note_results("2026-11-speculative-decoding-cpu.md")
     page = _page(built_site, "notes/speculative-decoding-cpu/index.md")
-    rows = parse_tables(page)[CPU_FILE]
+    rows = parse_tables(page)[measured]
+    assert len(rows) == 18
     for row in rows.values():
         chip = row.cells["chip"]
         assert chip.text == "—" and chip.value is None
-        assert "energy_uj is readable by root only" in chip.title
+        assert "no chip-level energy sensor on this machine" in chip.title
         assert row.cells["ratio"].value is None
         assert "board" not in row.cells  # no board sensor, no board column
         assert row.cells["cpu"].value is not None
     assert "Chip energy not available: no chip-level energy sensor on this machine" in page
     # The energy charts of the CPU file are replaced by a sentence; tokens/s vs k is drawn.
-    missing = page.split(f'data-dataset="{CPU_FILE}"')
+    missing = page.split(f'data-dataset="{measured}"')
     assert sum('class="phase-chart-missing" data-kind="energy_vs_speed"' in part[-200:]
                for part in missing) == 1
     assert "Not drawn: it needs chip energy, which is missing" in page
-    assert f'data-kind="per_k" data-dataset="{CPU_FILE}"' in page
+    assert f'data-kind="per_k" data-dataset="{measured}"' in page
     assert "The energy panel is left out: chip energy is missing" in page
 
 
@@ -241,8 +246,12 @@ def test_adding_a_version_leaves_the_frozen_page_byte_identical(tmp_path: Path) 
 def test_note_without_results_yet_still_builds(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
-    shutil.copyfile(REPO / "phase/notes/2026-11-speculative-decoding-cpu.md",
-                    notes / "2026-11-speculative-decoding-cpu.md")
+    # The CPU-host note as it stood before its first campaign: a draft whose results entry is
+    # a pattern that matches nothing yet.
+    source = (REPO / "phase/notes/2026-11-speculative-decoding-cpu.md").read_text()
+    draft = r'\1results: ["speculative-*.json"]\n\1draft: true'
+    source = re.sub(r"(?m)^(\s+)results: \[.*\]$", draft, source, count=1)
+    (notes / "2026-11-speculative-decoding-cpu.md").write_text(source)
     results = tmp_path / "results"
     results.mkdir()
     paths = site_paths(tmp_path, type("I", (), {"results_dir": results, "notes_dir": notes})())

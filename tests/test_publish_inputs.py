@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+import yaml
 from factories import RunSlot, make_results, make_sensor, replaced, write_results
 
 from phase.publish.site import BuildResult, SitePaths, build_site
@@ -162,10 +163,26 @@ def make_inputs(base: Path, *, versions: int = 2, repo_notes: bool = True) -> In
     write_results(gpu_results(), results_dir / GPU_FILE)
     write_results(cpu_results(), results_dir / CPU_FILE)
     if repo_notes:
+        # The repository's notes are built from the repository's own raw campaigns.
         for note in (REPO / "phase" / "notes").glob("*.md"):
             shutil.copyfile(note, notes_dir / note.name)
+        for raw in repo_raw_files():
+            shutil.copyfile(raw, results_dir / raw.name)
     (notes_dir / "2026-01-fixture-versions.md").write_text(versioned_note(versions))
     return Inputs(results_dir, notes_dir)
+
+
+def repo_raw_files() -> list[Path]:
+    """The committed raw campaign files (not summaries, not the schema)."""
+    return sorted(p for p in (REPO / "results").glob("*.json")
+                  if p.name != "schema.json" and not p.name.startswith("summary-"))
+
+
+def note_results(slug_file: str) -> list[str]:
+    """The results files the latest version of a repository note lists."""
+    text = (REPO / "phase" / "notes" / slug_file).read_text(encoding="utf-8")
+    meta = yaml.safe_load(text.split("---", 2)[1])
+    return list(meta["versions"][-1]["results"])
 
 
 def site_paths(base: Path, inputs: Inputs) -> SitePaths:

@@ -17,6 +17,7 @@ import http.server
 import logging
 import shutil
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from typing import Any
 
 from phase.errors import PhaseError
 from phase.results import SummaryFile
-from phase.validate import Report, RuleSettings, format_report
+from phase.validate import Report, RuleSettings, format_finding
 
 from .charts import vega_bundle
 from .datasets import Dataset, load_dataset, sha256_file
@@ -315,9 +316,19 @@ def build_site(paths: SitePaths, settings: RuleSettings | None = None) -> BuildR
     return result
 
 
+def _brief(report: Report) -> list[str]:
+    """Rejected values in full (they change what is published); warnings counted per rule."""
+    lines = [format_finding(f) for f in report.findings if f.severity == "rejected"]
+    per_rule = Counter(f.rule for f in report.findings if f.severity == "warning")
+    if per_rule:
+        counted = ", ".join(f"{n} {rule}" for rule, n in sorted(per_rule.items()))
+        lines.append(f"{report.file}: warnings: {counted} (details: phase validate {report.file})")
+    return lines
+
+
 def describe(result: BuildResult) -> list[str]:
     """Lines for the CLI: what was validated and rendered."""
-    lines = [format_report(r) for r in result.reports if r.failed]
+    lines = [line for r in result.reports if r.failed for line in _brief(r)]
     c = result.counts
     lines.append(
         f"validated {len(result.reports)} results file(s): {c['rejected']} rejected value(s), "
