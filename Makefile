@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml uv.lock
 	  $(PYTHON) -m pip install --user --quiet uv || \
 	  $(PYTHON) -m pip install --user --quiet --break-system-packages uv; }
 	@echo "syncing $(VENV) (first time: llama-cpp-python compiles, ~5 min on 2 cores)"
-	$(UV) sync --frozen
+	$(UV) sync --frozen --extra test
 	@touch $@
 
 measure: setup ## run the speculative-decoding campaign -> results/speculative-<host>-<date>.json

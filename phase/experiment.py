@@ -87,7 +87,8 @@ def measure_command(exp: Experiment) -> click.Command:
     @click.option("--resume", "resume", type=click.Path(dir_okay=False, path_type=Path),
                   help="Continue an interrupted campaign in this file (same options as before).")
     @click.option("--quick", is_flag=True,
-                  help="Smoke campaign: small test model, short generations, fewer strategies.")
+                  help="Smoke campaign: small test model, short generations, fewer strategies; "
+                  "written under results/quick/, which the site does not publish.")
     @click.option("--target", help=f"Target model: embedded name, .gguf path or hf:REPO/FILE "
                   f"[default: {exp.target}]")
     @click.option("--draft", help=f"Draft model for draft-k [default: {exp.draft}]")
@@ -137,7 +138,7 @@ def measure_command(exp: Experiment) -> click.Command:
         plan_args["strategies"] = _csv(chosen.get("strategies")) or plan_args["strategies"]
         plan_args["prompts"] = _csv(chosen.get("prompts")) or plan_args["prompts"]
         target = resume or output_arg or output
-        code = measure_ui.run(exp, target, resume is not None, plan_args, opts)
+        code = measure_ui.run(exp, target, resume is not None, plan_args, opts, quick=quick)
         sys.exit(code)
 
     return command

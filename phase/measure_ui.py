@@ -69,8 +69,15 @@ class ProgressObserver:
             self.progress.stop()
 
 
+def _default_output(exp: Experiment, quick: bool) -> Path:
+    # Smoke campaigns are not studies: keep them out of results/, which the site publishes.
+    directory = Path("results") / "quick" if quick else Path("results")
+    directory.mkdir(parents=True, exist_ok=True)
+    return default_output(exp.name, directory)
+
+
 def _plan(exp: Experiment, output: Path | None, resume: bool, args: dict[str, Any],
-          opts: dict[str, Any]) -> CampaignPlan:
+          opts: dict[str, Any], quick: bool) -> CampaignPlan:
     known = {p.stem for p in exp.prompts_dir.glob("*.txt")}
     unknown = [p for p in args["prompts"] if p not in known]
     if unknown:
@@ -81,7 +88,7 @@ def _plan(exp: Experiment, output: Path | None, resume: bool, args: dict[str, An
     return CampaignPlan(
         experiment=exp.name,
         note=exp.note,
-        output=output or default_output(exp.name),
+        output=output or _default_output(exp, quick),
         target=args["target"],
         draft=args["draft"],
         prompts=prompts,
@@ -105,11 +112,11 @@ def _plan(exp: Experiment, output: Path | None, resume: bool, args: dict[str, An
 
 
 def run(exp: Experiment, output: Path | None, resume: bool, args: dict[str, Any],
-        opts: dict[str, Any]) -> int:
+        opts: dict[str, Any], *, quick: bool = False) -> int:
     """Prepare (errors here are bad input: exit 2, nothing written), run, summarise."""
     observer = ProgressObserver()
     try:
-        plan = _plan(exp, output, resume, args, opts)
+        plan = _plan(exp, output, resume, args, opts, quick)
         campaign = Campaign(plan, observer)
         campaign.prepare()
     except PhaseError as exc:
