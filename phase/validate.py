@@ -493,7 +493,7 @@ def _pick_chip(
 # --- completeness ---------------------------------------------------------------------------
 
 
-def _conditions(results: ResultsFile) -> list[tuple[str, str]]:
+def conditions(results: ResultsFile) -> list[tuple[str, str]]:
     """Configured prompt x strategy pairs in config order, then any the runs add."""
     pairs = [(p.name, s) for p in results.config.prompts for s in results.config.strategies]
     for run in results.runs:
@@ -502,12 +502,17 @@ def _conditions(results: ResultsFile) -> list[tuple[str, str]]:
     return pairs
 
 
+def runs_by_condition(results: ResultsFile) -> dict[tuple[str, str], list[Run]]:
+    grouped: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in results.runs:
+        grouped[(run.prompt, run.strategy)].append(run)
+    return grouped
+
+
 def _check_completeness(results: ResultsFile, settings: RuleSettings, out: _Findings) -> None:
     repeats = settings.repeats or results.config.repeats
     configured = {(p.name, s) for p in results.config.prompts for s in results.config.strategies}
-    by_condition: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in results.runs:
-        by_condition[(run.prompt, run.strategy)].append(run)
+    by_condition = runs_by_condition(results)
 
     if results.status != "complete":
         out.add(
@@ -516,7 +521,7 @@ def _check_completeness(results: ResultsFile, settings: RuleSettings, out: _Find
             f"campaign status is {results.status!r}, not 'complete'",
             numbers={"runs": len(results.runs)},
         )
-    for prompt, strategy in _conditions(results):
+    for prompt, strategy in conditions(results):
         runs = by_condition.get((prompt, strategy), [])
         if (prompt, strategy) not in configured:
             out.add(
@@ -791,10 +796,8 @@ def _check_confound(
 def _check_variance(
     results: ResultsFile, chip: str | None, settings: RuleSettings, out: _Findings
 ) -> None:
-    by_condition: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in results.runs:
-        by_condition[(run.prompt, run.strategy)].append(run)
-    for prompt, strategy in _conditions(results):
+    by_condition = runs_by_condition(results)
+    for prompt, strategy in conditions(results):
         runs = by_condition.get((prompt, strategy), [])
         per_token: list[float] = []
         if chip is not None:

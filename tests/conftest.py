@@ -67,3 +67,14 @@ def built_site(tmp_path_factory: pytest.TempPathFactory):  # -> test_publish_inp
     from test_publish_inputs import build_test_site
 
     return build_test_site(tmp_path_factory.mktemp("built-site"))
+
+
+@pytest.fixture
+def powercap(sysfs_tree: Callable[..., Path]) -> Path:
+    """A RAPL powercap tree (tests/fixtures/sensors/sysfs_trees.json) written as real files."""
+    return sysfs_tree("powercap")
+
+
+@pytest.fixture
+def hwmon(sysfs_tree: Callable[..., Path]) -> Path:
+    return sysfs_tree("hwmon")

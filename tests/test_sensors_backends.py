@@ -21,16 +21,6 @@ from phase.sensors.meter import MeterSpec, MeterTrace, load_meter
 FIXTURES = Path(__file__).parent / "fixtures" / "sensors"
 
 
-@pytest.fixture
-def powercap(sysfs_tree: Callable[..., Path]) -> Path:
-    return sysfs_tree("powercap")
-
-
-@pytest.fixture
-def hwmon(sysfs_tree: Callable[..., Path]) -> Path:
-    return sysfs_tree("hwmon")
-
-
 # --- RAPL ----------------------------------------------------------------------------------
 
 

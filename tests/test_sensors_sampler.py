@@ -70,16 +70,6 @@ def set_counter(path: Path, microjoules: int) -> None:
 
 
 @pytest.fixture
-def powercap(sysfs_tree: Callable[..., Path]) -> Path:
-    return sysfs_tree("powercap")
-
-
-@pytest.fixture
-def hwmon(sysfs_tree: Callable[..., Path]) -> Path:
-    return sysfs_tree("hwmon")
-
-
-@pytest.fixture
 def running() -> Iterator[Callable[..., Sampler]]:
     """Start samplers and make sure each is closed, even when a test fails."""
     made: list[Sampler] = []

@@ -15,7 +15,6 @@ energy over total tokens. A missing figure is None with a reason, never 0.
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from phase.results import (
     dump_json,
     load,
 )
-from phase.validate import Report
+from phase.validate import Report, conditions, runs_by_condition
 
 PLAIN = "plain"
 # Enclosing scopes in the order we prefer one for the "board" column.
@@ -42,22 +41,6 @@ def spread(values: Sequence[float]) -> float | None:
         return None
     mean = statistics.fmean(values)
     return (max(values) - min(values)) / mean if mean > 0 else None
-
-
-def conditions(raw: ResultsFile) -> list[tuple[str, str]]:
-    """Prompt x strategy pairs in config order, then any extra pair the runs contain."""
-    pairs = [(p.name, s) for p in raw.config.prompts for s in raw.config.strategies]
-    for run in raw.runs:
-        if (run.prompt, run.strategy) not in pairs:
-            pairs.append((run.prompt, run.strategy))
-    return pairs
-
-
-def runs_by_condition(raw: ResultsFile) -> dict[tuple[str, str], list[Run]]:
-    out: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for run in raw.runs:
-        out[(run.prompt, run.strategy)].append(run)
-    return out
 
 
 def board_sensor(raw: ResultsFile) -> str | None:

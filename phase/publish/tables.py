@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from phase.results import ResultsFile, SummaryRow
+from phase.validate import runs_by_condition
 
 from .anchors import raw_page, row_anchor, run_anchor
 from .datasets import Dataset
-from .summary import PLAIN, energy_mj_per_token, runs_by_condition
+from .summary import PLAIN, energy_mj_per_token
 
 DASH = "—"
 
