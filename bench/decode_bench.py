@@ -160,8 +160,8 @@ def run_plain(ctx: Context) -> Section:
 
 
 def _highlevel_arm(ctx: Context, prompt: list[int]) -> Callable[[], dict[str, Any]] | None:
-    """llama-cpp-python's own `Llama.generate` loop on the same tokens (as in
-    bench/decode_overhead.py): loaded per repeat, like a native process. It cannot say "auto"
+    """llama-cpp-python's own `Llama.generate` loop on the same tokens: loaded per repeat,
+    like a native process. It cannot say "auto"
     for flash attention; on the CPU, auto resolves to on. None where phase has no baseline."""
     try:
         from phase.decode.baseline import highlevel_generate
