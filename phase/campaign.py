@@ -285,7 +285,7 @@ class Campaign:
         )
 
     def _prepare_sensors(self) -> None:
-        from phase.sensors import Sampler, assert_publishable, discover, parse_meter_spec
+        from phase.sensors import Sampler, assert_publishable, discover, meter, parse_meter_spec
 
         plan = self.plan
         if not plan.use_sensors:
@@ -303,6 +303,11 @@ class Campaign:
         else:
             found = discover(**kwargs)
             sensors, self.unavailable = list(found.sensors), list(found.unavailable)
+            # A meter the user named explicitly is not optional: missing, it is bad input.
+            meter_problems = [u.reason for u in found.unavailable if u.backend == meter.BACKEND]
+            if plan.meters and meter_problems:
+                found.close()
+                raise UsageProblem(f"--meter: {'; '.join(meter_problems)}")
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(sensors)
         if sensors:

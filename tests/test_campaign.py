@@ -86,6 +86,15 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path: Path, args: list[str], n
     assert not out.exists()
 
 
+def test_missing_meter_file_is_bad_input(tmp_path: Path) -> None:
+    out = tmp_path / "never.json"
+    with_sensors = [a for a in SMALL if a != "--no-sensor"]
+    result = measure(*with_sensors, "--meter", f"{tmp_path}/wall.csv:wall:1.0", "-o", str(out))
+    assert result.exit_code == 2, result.output
+    assert "--meter" in result.output and "wall.csv" in result.output
+    assert not out.exists()
+
+
 def test_corrupt_model_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\xff" * 64)
