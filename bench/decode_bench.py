@@ -92,10 +92,17 @@ def _pct(x: float | None) -> str:
 # --- plain -----------------------------------------------------------------------------------
 
 
-def run_plain(ctx: Context) -> Section:
-    section = Section("plain")
+def _skip_without_native(ctx: Context, section: Section) -> bool:
+    """Every native comparison needs the built llama.cpp tools; mark the section skipped."""
     if ctx.native_bin is None:
         section.skipped = f"no native binaries: {ctx.native_problem}"
+        return True
+    return False
+
+
+def run_plain(ctx: Context) -> Section:
+    section = Section("plain")
+    if _skip_without_native(ctx, section):
         return section
     text = prompt_text(PLAIN_PROMPT)
     common = _common(ctx)
@@ -213,8 +220,7 @@ def _speculation_rows(section: Section, item: str, runs: dict[str, list[dict[str
 
 def run_draft(ctx: Context) -> Section:
     section = Section("draft")
-    if ctx.native_bin is None:
-        section.skipped = f"no native binaries: {ctx.native_problem}"
+    if _skip_without_native(ctx, section):
         return section
     text = prompt_text(PLAIN_PROMPT)
     common = _common(ctx)
@@ -245,8 +251,7 @@ def run_draft(ctx: Context) -> Section:
 
 def run_ngram(ctx: Context) -> Section:
     section = Section("ngram")
-    if ctx.native_bin is None:
-        section.skipped = f"no native binaries: {ctx.native_problem}"
+    if _skip_without_native(ctx, section):
         return section
     text = prompt_text(NGRAM_PROMPT)
     common = _common(ctx)

@@ -24,6 +24,7 @@ from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.errors import PhaseError, UsageProblem
 from phase.models import resolve
 from phase.results import (
+    SCHEMA_VERSION,
     CampaignConfig,
     CampaignWriter,
     ModelInfo,
@@ -36,8 +37,6 @@ from phase.results import (
     UnavailableBackend,
     load_raw,
 )
-
-SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -250,6 +249,10 @@ class Campaign:
                 )
         if plan.resume:
             self.previous = load_raw(plan.output)
+            if self.previous.status == "complete":
+                raise UsageProblem(
+                    f"{plan.output}: campaign already complete; results files are immutable"
+                )
             diffs = _differences(self.previous, _config(plan), self.models)
             if diffs:
                 raise UsageProblem(
@@ -367,7 +370,9 @@ class Campaign:
         """Run every scheduled run not yet recorded. Ctrl-C saves and re-raises."""
         plan = self.plan
         if self.previous is not None:
-            writer = CampaignWriter.resume(plan.output)
+            # Loaded and checked in prepare(); reading the file again would be wasted I/O.
+            self.previous.status = "running"
+            writer = CampaignWriter(plan.output, self.previous)
         else:
             writer = CampaignWriter(plan.output, self._header())
         done = {r.id for r in writer.results.runs}

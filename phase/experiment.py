@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from phase.errors import PhaseError, UsageProblem
+from phase.errors import UsageProblem
 from phase.machine import REPO_ROOT
 
 EXPERIMENTS_DIR = REPO_ROOT / "experiments"
@@ -163,4 +163,4 @@ def resume_hint(argv: list[str], output: Path) -> str:
     return " ".join([head, *map(shlex.quote, cleaned), "--resume", shlex.quote(str(output))])
 
 
-__all__ = ["Experiment", "PhaseError", "load_experiment", "measure_command", "resume_hint"]
+__all__ = ["Experiment", "load_experiment", "measure_command", "resume_hint"]

@@ -147,15 +147,15 @@ def run(exp: Experiment, output: Path | None, resume: bool, args: dict[str, Any]
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     from phase.publish.summary import summarize
-    from phase.validate import validate_results
+    from phase.validate import runs_by_condition, validate_results
 
     report = validate_results(results, results.id)
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
     plain_speed = {r.prompt: r.tokens_per_s for r in summary.rows if r.strategy == "plain"}
     matches = {
-        (p, s): sum(1 for r in results.runs if (r.prompt, r.strategy) == (p, s) and r.matches_plain)
-        for p, s in {(r.prompt, r.strategy) for r in results.runs}
+        condition: sum(1 for r in runs if r.matches_plain)
+        for condition, runs in runs_by_condition(results).items()
     }
     for prompt in [p.name for p in results.config.prompts]:
         table = Table(title=f"prompt: {prompt}", title_justify="left")
