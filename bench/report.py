@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Row, Section
-from phase import machine
+from phase.campaign import machine
 
 
 def machine_info(threads: int, native_build: str | None) -> dict[str, Any]:

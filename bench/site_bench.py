@@ -54,11 +54,11 @@ def _trace(f: ModuleType, k: int | None, acceptance: float | None, decode_s: flo
 
     if k is None or acceptance is None:
         ms = 1e3 * decode_s / TOKENS
-        return [Step(proposed=0, accepted=0, draft_ms=0.0, verify_ms=ms)] * TOKENS
+        return [Step(proposed=0, accepted=0, propose_ms=0.0, verify_ms=ms)] * TOKENS
     kept = min(k, round(acceptance * k))
     steps = math.ceil(TOKENS / (1 + kept))
     ms = 1e3 * decode_s / steps
-    return [Step(proposed=k, accepted=kept, draft_ms=0.3 * ms, verify_ms=0.7 * ms)] * steps
+    return [Step(proposed=k, accepted=kept, propose_ms=0.3 * ms, verify_ms=0.7 * ms)] * steps
 
 
 def campaign(f: ModuleType, index: int) -> Any:

@@ -4,19 +4,29 @@
     phase measure speculative -o results/NAME.json      # the same command
 
 Three prompts (experiments/prompts/): new code, prose, and an edit of
-experiments/speculative_edit_input.py whose answer mostly repeats the input.
+experiments/speculative_edit_input.py whose answer mostly repeats the input. This file only
+declares the plan; `phase.cli.measure` parses the options and runs it.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
 
-from phase.experiment import Experiment, measure_command  # noqa: E402
+from phase.campaign import DEFAULT_PLAN, Experiment  # noqa: E402
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
+
+PLAN = replace(
+    DEFAULT_PLAN,
+    target=DEFAULT_TARGET,
+    draft=DEFAULT_DRAFT,
+    prompts=("code", "prose", "edit"),
+    strategies=("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram"),
+)
 
 EXPERIMENT = Experiment(
     name="speculative",
@@ -26,25 +36,21 @@ EXPERIMENT = Experiment(
         "shuffled order, greedy, a fixed number of generated tokens, every energy sensor sampled."
     ),
     prompts_dir=HERE / "prompts",
-    prompts=("code", "prose", "edit"),
-    strategies=("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram"),
-    target=DEFAULT_TARGET,
-    draft=DEFAULT_DRAFT,
-    tokens=384,
-    repeats=3,
+    plan=PLAN,
     # A few minutes end to end: the small test model drafts for itself.
-    quick={
-        "target": TEST_MODEL,
-        "draft": TEST_MODEL,
-        "tokens": 48,
-        "repeats": 2,
-        "strategies": ["plain", "draft-4", "ngram"],
-        "cooldown_s": 0.2,
-        "idle_window_s": 0.2,
-    },
+    quick=replace(
+        PLAN,
+        target=TEST_MODEL,
+        draft=TEST_MODEL,
+        tokens=48,
+        repeats=2,
+        strategies=("plain", "draft-4", "ngram"),
+        cooldown_s=0.2,
+        idle_window_s=0.2,
+    ),
 )
 
-command = measure_command(EXPERIMENT)
-
 if __name__ == "__main__":
-    command()
+    from phase.cli.measure import run_script
+
+    run_script(EXPERIMENT)

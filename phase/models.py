@@ -270,12 +270,14 @@ def _fetch_hf(spec: str, progress: Progress) -> ResolvedModel:
 
 
 def _resolve_local(path: Path, source: str | None = None) -> ResolvedModel:
+    # A path that is not a model is bad input (exit 2), like an unknown name.
     if not path.is_file():
-        raise ModelError(f"{path}: no such model file")
+        raise ModelError(f"{path}: no such model file", exit_code=2)
     with path.open("rb") as fh:
         magic = fh.read(4)
     if magic != b"GGUF":
-        raise ModelError(f"{path}: not a GGUF file (starts with {magic!r}); convert it first")
+        raise ModelError(f"{path}: not a GGUF file (starts with {magic!r}); convert it first",
+                         exit_code=2)
     stamp = _stamp_path(path)
     sha = None
     if stamp.exists():

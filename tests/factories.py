@@ -42,6 +42,7 @@ from typing import Any, NamedTuple, TypeVar
 from pydantic import BaseModel
 
 from phase.results import (
+    SCHEMA_VERSION,
     CampaignConfig,
     ModelInfo,
     PlainReference,
@@ -183,7 +184,7 @@ def make_window(
 
 def make_trace(sensor: str, values: Sequence[float], *, dt_s: float = 0.1) -> SensorTrace:
     """Raw samples at a fixed period, starting at t = 0 (the run's idle window start)."""
-    return SensorTrace(sensor=sensor, t_s=[i * dt_s for i in range(len(values))], value=values)
+    return SensorTrace(sensor=sensor, t_s=[i * dt_s for i in range(len(values))], values=values)
 
 
 def fixture_token_ids(tokens: int) -> list[int]:
@@ -361,7 +362,7 @@ def make_results(
             energy=energy,
         )
     fields: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "id": "fixture-campaign",
         "experiment": "fixture",
         "note": None,
@@ -390,7 +391,7 @@ def make_summary_row(prompt: str = "p1", strategy: str = "plain", **overrides: A
         "tokens_per_s": 20.0,
         "acceptance": None,
         "chip_mj_per_token": 500.0,
-        "ratio_vs_plain": 1.0,
+        "energy_ratio_vs_plain": 1.0,
     }
     fields.update(overrides)
     return SummaryRow(**fields)
@@ -399,7 +400,7 @@ def make_summary_row(prompt: str = "p1", strategy: str = "plain", **overrides: A
 def make_summary(rows: Sequence[SummaryRow] | None = None, **overrides: Any) -> SummaryFile:
     """A summary file; rows default to one plain row for prompt p1."""
     fields: dict[str, Any] = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "id": "fixture-summary",
         "experiment": "fixture",
         "note": None,

@@ -6,18 +6,31 @@ import json
 import sys
 import threading
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
-from phase.campaign import Campaign, CampaignPlan, QuietObserver, Run, load_prompt, schedule
+from phase.campaign import (
+    DEFAULT_PLAN,
+    EXPERIMENTS_DIR,
+    Campaign,
+    CampaignPlan,
+    Destination,
+    QuietObserver,
+    SensorOptions,
+    discover_sensors,
+    load_experiment,
+    load_prompt,
+    prepare,
+    schedule,
+)
 from phase.cli import main
 from phase.errors import PhaseError
-from phase.experiment import EXPERIMENTS_DIR
 from phase.models import TEST_MODEL
-from phase.results import load_raw
-from phase.sensors import Sensor
+from phase.results import Run, load_raw
+from phase.sensors import Discovery, Sensor
 
 pytestmark = pytest.mark.model
 
@@ -126,23 +139,33 @@ class StopAfter(QuietObserver):
             raise KeyboardInterrupt
 
 
-def _plan(out: Path, **overrides: object) -> CampaignPlan:
-    fields: dict[str, object] = {
-        "experiment": "speculative", "note": None, "output": out,
-        "target": TEST_MODEL, "draft": TEST_MODEL,
-        "prompts": [load_prompt(EXPERIMENTS_DIR / "prompts" / "code.txt")],
-        "strategies": ["plain", "draft-2"], "tokens": 8, "repeats": 2,
-        "cooldown_s": 0.0, "idle_window_s": 0.0, "use_sensors": False,
-    }
-    fields.update(overrides)
-    return CampaignPlan(**fields)  # type: ignore[arg-type]
+SPECULATIVE = load_experiment("speculative")
+# The same campaign as SMALL, as a plan (typed: a misspelt field is a TypeError).
+SMALL_PLAN = replace(
+    DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
+    strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
+)
+NO_SENSORS = SensorOptions(use=False)
+
+
+def _prepare(out: Path, plan: CampaignPlan = SMALL_PLAN, sensors: Discovery | None = None,
+             observer: QuietObserver | None = None) -> Campaign:
+    discovery = sensors if sensors is not None else discover_sensors(NO_SENSORS)
+    return prepare(SPECULATIVE, plan, Destination(out), discovery, observer)
+
+
+def test_quick_plan_and_overrides_are_typed() -> None:
+    with pytest.raises(TypeError, match="tokns"):
+        replace(SMALL_PLAN, tokns=9)  # type: ignore[call-arg]
+    quick = SPECULATIVE.quick
+    assert quick is not None and quick.target == TEST_MODEL and quick.tokens < DEFAULT_PLAN.tokens
+    assert SPECULATIVE.plan.tokens == DEFAULT_PLAN.tokens  # the one default, not a copy
 
 
 def test_interrupted_campaign_keeps_runs_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    campaign = Campaign(_plan(out), StopAfter(2))
-    campaign.prepare()
-    with pytest.raises(KeyboardInterrupt):
+    campaign = _prepare(out, observer=StopAfter(2))
+    with pytest.raises(KeyboardInterrupt), campaign:
         campaign.run()
     partial = load_raw(out)
     assert partial.status == "interrupted"
@@ -181,9 +204,8 @@ class FixtureSensor(Sensor):
 def test_synthetic_sensor_is_never_written(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     fake = FixtureSensor("fake", scope="chip", kind="counter", smoothing_s=0.0, max_power_w=None)
-    plan = _plan(out, use_sensors=True)
     with pytest.raises(PhaseError, match="synthetic"):
-        Campaign(plan, sensors=[fake]).prepare()
+        _prepare(out, sensors=Discovery(sensors=[fake]))
     assert not out.exists()
 
 
@@ -209,11 +231,11 @@ def test_rapl_fixture_tree_feeds_energy_windows(tmp_path: Path) -> None:
     writer.start()
     try:
         out = tmp_path / "e.json"
-        plan = _plan(out, use_sensors=True, rapl_root=str(tmp_path / "powercap"),
-                     hwmon_root=str(tmp_path / "no-hwmon"), idle_window_s=0.2, repeats=1)
-        campaign = Campaign(plan)
-        campaign.prepare()
-        results = campaign.run()
+        options = SensorOptions(rapl_root=str(tmp_path / "powercap"),
+                                hwmon_root=str(tmp_path / "no-hwmon"))
+        plan = replace(SMALL_PLAN, idle_window_s=0.2, repeats=1)
+        with _prepare(out, plan, discover_sensors(options)) as campaign:
+            results = campaign.run()
     finally:
         stop.set()
         writer.join()

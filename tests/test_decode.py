@@ -73,7 +73,7 @@ def assert_accounting(r: DecodeResult, n: int, k: int) -> None:
     # each step yields its accepted tokens plus one from the target
     assert r.accepted + r.steps == n
     assert all(0 <= s.accepted <= s.proposed <= k for s in r.trace)
-    assert all(s.draft_ms >= 0 and s.verify_ms > 0 for s in r.trace)
+    assert all(s.propose_ms >= 0 and s.verify_ms > 0 for s in r.trace)
     assert r.decode_s > 0 and r.prefill_s >= 0 and r.cpu_s >= 0
     assert r.tokens_per_s == pytest.approx(n / r.decode_s)
     assert r.started_unix_s <= r.decode_started_unix_s <= r.decode_ended_unix_s

@@ -217,11 +217,11 @@ def test_gpu_fixture_plants_the_findings_the_page_tests_need() -> None:
     assert report.chip_sensor == "gpu"
     xss_draft4 = [r.id for r in gpu_results().runs
                   if r.prompt == XSS_PROMPT and r.strategy == "draft-4"]
-    assert report.is_rejected(xss_draft4[1], "gpu") is not None
-    assert report.is_rejected(xss_draft4[0], "gpu") is None
+    assert report.rejection_of(xss_draft4[1], "gpu") is not None
+    assert report.rejection_of(xss_draft4[0], "gpu") is None
     for repeat in range(3):
-        assert report.is_rejected(f"code-draft-2-r{repeat}", "board") is not None
-    assert report.is_rejected("code-plain-r0", "board") is None
+        assert report.rejection_of(f"code-draft-2-r{repeat}", "board") is not None
+    assert report.rejection_of("code-plain-r0", "board") is None
     assert ("code", "ngram") in report.unstable_conditions()
     assert ("code", "plain") not in report.unstable_conditions()
     assert any(f.rule == "equivalence" for f in report.findings)

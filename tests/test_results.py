@@ -11,12 +11,22 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from factories import make_results, make_run, replaced, write_results
+from factories import (
+    make_results,
+    make_run,
+    make_summary,
+    make_summary_row,
+    make_trace,
+    replaced,
+    write_results,
+)
 
 from phase.results import (
+    SCHEMA_VERSION,
     CampaignWriter,
     ResultsError,
     ResultsFile,
+    Step,
     json_schema_text,
     load,
     load_raw,
@@ -55,6 +65,48 @@ def test_wrong_schema_version_is_named(tmp_path: Path) -> None:
     path = _mutated(tmp_path, lambda d: d.update(schema_version=99))
     with pytest.raises(ResultsError, match=r"\$\.schema_version: 99 is newer"):
         load(path)
+
+
+def _as_v1(data: dict) -> dict:  # type: ignore[type-arg]
+    """A current file's JSON written the way schema version 1 named things."""
+    data["schema_version"] = 1
+    for run in data.get("runs", []):
+        for step in run["trace"]:
+            step["draft_ms"] = step.pop("propose_ms")
+        for trace in run["samples"]:
+            trace["value"] = trace.pop("values")
+    for row in data.get("rows", []):
+        row["ratio_vs_plain"] = row.pop("energy_ratio_vs_plain")
+    return data
+
+
+def test_version_1_files_read_as_the_current_schema(tmp_path: Path) -> None:
+    base = make_results()
+    runs = list(base.runs)
+    runs[0] = replaced(
+        runs[0],
+        trace=[Step(proposed=2, accepted=1, propose_ms=0.5, verify_ms=3.0)],
+        samples=[make_trace(base.sensors[0].name, [1.0, 1.5])],
+    )
+    original = replaced(base, runs=runs)
+    v1 = _as_v1(json.loads(original.model_dump_json()))
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(v1))
+    before = path.read_bytes()
+    assert load_raw(path) == original
+    assert path.read_bytes() == before  # read, never rewritten
+    summary = make_summary(rows=[make_summary_row(energy_ratio_vs_plain=0.8)])
+    v1_summary = tmp_path / "v1-summary.json"
+    v1_summary.write_text(json.dumps(_as_v1(json.loads(summary.model_dump_json()))))
+    assert load(v1_summary) == summary
+
+
+def test_committed_results_files_still_read() -> None:
+    files = sorted(p for p in (REPO / "results").glob("*.json") if p.name != "schema.json")
+    assert files
+    for path in files:
+        assert json.loads(path.read_text())["schema_version"] == 1  # committed as written
+        assert load(path).schema_version == SCHEMA_VERSION
 
 
 def test_nan_is_rejected_with_its_path(tmp_path: Path) -> None:

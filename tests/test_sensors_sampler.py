@@ -112,8 +112,8 @@ def test_rapl_counter_wraps_during_the_window(powercap: Path, running: Callable[
     assert window.energy_j == pytest.approx(0.9)  # 0.5 J up to the wrap, 0.4 J after it
     assert window.mean_power_w == pytest.approx(0.9 / (window.end_unix_s - window.start_unix_s))
     assert window.gaps == 0
-    assert trace.value[-window.samples] == pytest.approx((wrap - 500_000) * 1e-6)
-    assert trace.value[-1] == pytest.approx(0.4)  # the raw trace keeps the wrapped values
+    assert trace.values[-window.samples] == pytest.approx((wrap - 500_000) * 1e-6)
+    assert trace.values[-1] == pytest.approx(0.4)  # the raw trace keeps the wrapped values
     # the counter stood still through the idle window: no idle power, and it says why
     assert window.idle_power_w is None and "did not change" in window.idle_power_reason
 
@@ -164,7 +164,7 @@ def test_jetson_rails_window_and_idle_power(hwmon: Path, running: Callable[..., 
         assert w.gaps == 0 and w.samples >= 2
     for trace in traces:
         assert trace.t_s[0] == 0.0 and trace.t_s == sorted(trace.t_s)
-        assert trace.value == pytest.approx([expected[trace.sensor]] * len(trace.value))
+        assert trace.values == pytest.approx([expected[trace.sensor]] * len(trace.values))
 
 
 def test_failed_reads_are_gaps_and_void_the_window(hwmon: Path, running: Callable[..., Sampler]):
@@ -181,7 +181,7 @@ def test_failed_reads_are_gaps_and_void_the_window(hwmon: Path, running: Callabl
     assert window.energy_j is None and window.mean_power_w is None
     assert "reads failed" in window.energy_reason and "not an integer" in window.energy_reason
     assert window.gaps >= 1 and window.gaps > window.samples  # the end edge at least
-    assert 0.0 not in trace.value  # a gap is never written down as zero
+    assert 0.0 not in trace.values  # a gap is never written down as zero
     assert window.idle_power_w == pytest.approx(6.0)  # the idle window read fine
 
 
@@ -205,14 +205,14 @@ def test_replayed_nvml_like_trace(running: Callable[..., Sampler]) -> None:
     w_energy, w_power = windows
     t_energy, t_power = traces
     # the counter's energy is exactly its value at the end edge minus at the start edge
-    at_start, at_end = t_energy.value[-w_energy.samples], t_energy.value[-1]
+    at_start, at_end = t_energy.values[-w_energy.samples], t_energy.values[-1]
     assert w_energy.energy_j == pytest.approx(at_end - at_start)
     span = w_energy.end_unix_s - w_energy.start_unix_s
     step = 300.0 * 0.05  # the most one 50 ms counter update can hold
     assert 70.0 * span - 2 * step <= w_energy.energy_j <= 300.0 * span + 2 * step
     assert 70.0 * span * 0.999 <= w_power.energy_j <= 300.0 * span * 1.001
     replayed = np.loadtxt(trace_file, delimiter=",", comments="#", skiprows=4, usecols=2) * 1e-3
-    assert all(np.isclose(replayed, v).any() for v in t_power.value)
+    assert all(np.isclose(replayed, v).any() for v in t_power.values)
 
 
 def test_synthetic_sensors_are_refused_for_publishing(powercap: Path) -> None:
@@ -255,7 +255,7 @@ def test_meter_csv_written_during_the_run_is_aligned(tmp_path: Path,
         win.start()
         time.sleep(0.1)
         win.stop()
-        wait_for_row_after(win.edges.end)  # the meter logs past the end of the window
+        wait_for_row_after(win.edges.end_unix_s)  # the meter logs past the end of the window
     finally:
         stop.set()
         writer.join()
@@ -263,23 +263,24 @@ def test_meter_csv_written_during_the_run_is_aligned(tmp_path: Path,
     assert window.sensor == "meter:wall"
     assert window.mean_power_w == pytest.approx(100.0)
     assert window.idle_power_w == pytest.approx(100.0)
-    assert window.samples >= 1 and set(trace.value) == {100.0}
+    assert window.samples >= 1 and set(trace.values) == {100.0}
 
 
 def test_recorded_meter_trace_aligned_after_the_run(tmp_path: Path) -> None:
     # The fixture's timestamps (unix s) are used as they are; its empty row is a gap.
     meter = MeterTrace(MeterSpec(FIXTURES / "wall_meter.csv", "wall", 1.0))
     t0 = 1764490000.0
-    edges = WindowEdges(idle_start=t0 + 0.2, start=t0 + 1.3, end=t0 + 6.1)
+    edges = WindowEdges(idle_start_unix_s=t0 + 0.2, start_unix_s=t0 + 1.3, end_unix_s=t0 + 6.1)
     window, trace = align_post_hoc(meter, edges)
     data = meter.series()
-    grid = np.linspace(edges.start, edges.end, 200_001)
+    grid = np.linspace(edges.start_unix_s, edges.end_unix_s, 200_001)
     expected = np.trapezoid(np.interp(grid, data.times, data.values), grid)
     assert window.energy_j == pytest.approx(expected, rel=1e-6)
     assert window.gaps == 1 and window.samples == 9
-    idle_grid = np.linspace(edges.idle_start, edges.start, 200_001)
+    idle_grid = np.linspace(edges.idle_start_unix_s, edges.start_unix_s, 200_001)
     idle_j = np.trapezoid(np.interp(idle_grid, data.times, data.values), idle_grid)
-    assert window.idle_power_w == pytest.approx(idle_j / (edges.start - edges.idle_start), rel=1e-6)
+    idle_s = edges.start_unix_s - edges.idle_start_unix_s
+    assert window.idle_power_w == pytest.approx(idle_j / idle_s, rel=1e-6)
     assert trace.t_s[0] == pytest.approx(0.3)  # first reading after the idle start
     late = align_post_hoc(meter, WindowEdges(t0 + 6.0, t0 + 7.0, t0 + 9.0))[0]
     assert late.energy_j is None and "window end" in late.energy_reason
@@ -290,11 +291,11 @@ def test_recorded_meter_trace_aligned_after_the_run(tmp_path: Path) -> None:
 
 def test_sampler_misuse_is_a_clear_error(hwmon: Path, running: Callable[..., Sampler]) -> None:
     sensors = jetson.probe(hwmon).sensors
-    idle = Sampler(sensors, **QUICK)
+    idle = Sampler(sensors, hz=20.0, **QUICK)
     with pytest.raises(PhaseError, match="start"):
         idle.begin(idle_s=0)
     with pytest.raises(PhaseError, match="unique"):
-        Sampler([sensors[0], sensors[0]])
+        Sampler([sensors[0], sensors[0]], hz=20.0)
     sampler = running(sensors)
     win = sampler.begin(idle_s=0)
     with pytest.raises(PhaseError, match="still open"):

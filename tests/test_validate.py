@@ -52,7 +52,7 @@ def test_a_clean_campaign_has_no_findings() -> None:
     )
     report = validate_results(results, "clean.json")
     assert report.findings == []
-    assert not report.failed and not report.blocking
+    assert not report.has_findings and not report.blocking
     assert report.chip_sensor == "rapl"
 
 
@@ -195,7 +195,7 @@ def test_rejected_chip_values_are_left_out_of_the_variance() -> None:
         sensors=[CHIP], repeats=3, energy=lambda slot, s, w: 0.0 if slot.repeat == 2 else 10.0
     )
     report = validate_results(results, "r.json")
-    assert report.is_rejected("p1-plain-r2", "rapl") is not None
+    assert report.rejection_of("p1-plain-r2", "rapl") is not None
     assert rules(report, "variance") == []
 
 
@@ -216,8 +216,8 @@ def test_board_reading_no_more_than_chip_is_rejected() -> None:
         "p1-plain-r0",
     )
     assert finding.numbers["energy_j"] == 10.0 and finding.numbers["chip_energy_j"] == 10.0
-    assert report.is_rejected("p1-plain-r0", "ina-in") is finding
-    assert report.is_rejected("p1-plain-r0", "rapl") is None
+    assert report.rejection_of("p1-plain-r0", "ina-in") is finding
+    assert report.rejection_of("p1-plain-r0", "rapl") is None
 
     above = one_run_file(
         make_window("rapl", energy_j=10.0),

@@ -86,7 +86,7 @@ def test_rejections_happen_exactly_where_b_exceeds_five_percent() -> None:
         if f.rule == "sensor-lag":
             assert f.severity == "rejected" and f.sensor == "board-power"
             assert f.numbers["bias"] == pytest.approx(lag_bias(window_of[f.run_id], TAU_S))
-            assert report.is_rejected(f.run_id, "board-power") is f
+            assert report.rejection_of(f.run_id, "board-power") is f
 
 
 def test_the_lag_threshold_edge_and_the_setting() -> None:
@@ -161,14 +161,14 @@ def test_board_sensor_reading_low_on_short_runs_is_rejected_campaign_wide() -> N
     assert finding.numbers["runs"] == 12
     assert finding.numbers["r"] == pytest.approx(ratio_r(results)) and finding.numbers["r"] > 0.5
     for run in results.runs:
-        assert report.is_rejected(run.id, "ina-in") is finding
-        assert report.is_rejected(run.id, "rapl") is None
+        assert report.rejection_of(run.id, "ina-in") is finding
+        assert report.rejection_of(run.id, "rapl") is None
 
 
 def test_confound_needs_the_minimum_number_of_runs() -> None:
     results = confound_campaign(prompts=("a",), repeats=2)  # 6 runs
     assert len(results.runs) == 6
-    assert validate_results(results, "c.json").is_rejected(results.runs[0].id, "ina-in")
+    assert validate_results(results, "c.json").rejection_of(results.runs[0].id, "ina-in")
 
     five = replaced(results, runs=results.runs[:5])
     report = validate_results(five, "c.json")

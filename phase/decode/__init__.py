@@ -5,7 +5,7 @@ This package is the only place in phase that imports `llama_cpp`.
 
 from phase.decode.engine import Engine
 from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
-from phase.decode.result import DecodeResult, StepRecord, compare_to_plain
+from phase.decode.result import DecodeResult, compare_to_plain
 from phase.decode.strategy import (
     DEFAULT_DRAFT_KS,
     NGRAM_K,
@@ -27,7 +27,6 @@ __all__ = [
     "IncompatibleVocab",
     "NgramProposer",
     "Proposer",
-    "StepRecord",
     "Strategy",
     "VocabInfo",
     "check_compatible",

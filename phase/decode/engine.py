@@ -21,16 +21,32 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from phase.decode.native import ContextOptions, NativeModel, system_info
 from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
-from phase.decode.result import DecodeResult, StepRecord
+from phase.decode.result import DecodeResult
 from phase.decode.strategy import Strategy
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.errors import UsageProblem
+from phase.results import Step
 
 Callback = Callable[[], object] | None
+# One target pass as timed in the hot loop: proposed, accepted, propose ms, verify ms. Steps
+# are built from these after the decode window closes, so validation stays out of the timing.
+RawStep = tuple[int, int, float, float]
+
+
+class _Timed(NamedTuple):
+    """The decode window: tokens, raw steps, wall and CPU seconds, unix start and end."""
+
+    generated: list[int]
+    raw_trace: list[RawStep]
+    decode_s: float
+    cpu_s: float
+    started_unix_s: float
+    ended_unix_s: float
 
 
 class Engine:
@@ -47,7 +63,7 @@ class Engine:
         target_path: str | Path,
         draft_path: str | Path | None = None,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int,
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
         seed: int = 0,
@@ -152,6 +168,18 @@ class Engine:
             raise UsageProblem("plain decoding takes no proposer")
 
         started_unix = time.time()
+        prefill_s = self._prefill(prompt, proposer)
+        if on_decode_start is not None:
+            on_decode_start()
+        try:
+            timed = self._decode(prompt, n_tokens, strategy, proposer)
+        finally:
+            if on_decode_end is not None:
+                on_decode_end()
+        return self._result(strategy, prompt, timed, started_unix, prefill_s)
+
+    def _prefill(self, prompt: list[int], proposer: Proposer | None) -> float:
+        """Every model in play takes the prompt but its last token; returns the seconds."""
         t0 = time.perf_counter()
         for model in self._models():  # runs are independent: nothing cached survives
             model.clear()
@@ -159,26 +187,26 @@ class Engine:
             self.target.decode(prompt[:-1], 0, 0)
         if proposer is not None:
             proposer.begin(prompt)
-        prefill_s = time.perf_counter() - t0
+        return time.perf_counter() - t0
 
-        if on_decode_start is not None:
-            on_decode_start()
-        try:
-            decode_started_unix = time.time()
-            cpu0 = time.process_time()
-            d0 = time.perf_counter()
-            if proposer is None:
-                generated, trace = self._plain(prompt, n_tokens)
-            else:
-                generated, trace = self._speculate(prompt, n_tokens, strategy.max_proposal,
+    def _decode(self, prompt: list[int], n_tokens: int, strategy: Strategy,
+                proposer: Proposer | None) -> _Timed:
+        started_unix = time.time()
+        cpu0 = time.process_time()
+        d0 = time.perf_counter()
+        if proposer is None:
+            generated, raw_trace = self._plain(prompt, n_tokens)
+        else:
+            generated, raw_trace = self._speculate(prompt, n_tokens, strategy.max_proposal,
                                                    proposer)
-            decode_s = time.perf_counter() - d0
-            cpu_s = time.process_time() - cpu0
-            decode_ended_unix = time.time()
-        finally:
-            if on_decode_end is not None:
-                on_decode_end()
+        decode_s = time.perf_counter() - d0
+        cpu_s = time.process_time() - cpu0
+        return _Timed(generated, raw_trace, decode_s, cpu_s, started_unix, time.time())
 
+    def _result(self, strategy: Strategy, prompt: list[int], timed: _Timed,
+                started_unix: float, prefill_s: float) -> DecodeResult:
+        trace = [Step(proposed=p, accepted=a, propose_ms=p_ms, verify_ms=v_ms)
+                 for p, a, p_ms, v_ms in timed.raw_trace]
         drafted = sum(s.proposed for s in trace)
         accepted = sum(s.accepted for s in trace)
         if strategy.name == "plain":
@@ -187,6 +215,7 @@ class Engine:
             acceptance, reason = None, "no tokens were proposed in this run"
         else:
             acceptance, reason = accepted / drafted, None
+        generated, decode_s = timed.generated, timed.decode_s
         return DecodeResult(
             strategy=strategy.label,
             k=strategy.k,
@@ -202,11 +231,11 @@ class Engine:
             acceptance=acceptance,
             acceptance_reason=reason,
             trace=trace,
-            cpu_s=cpu_s,
+            cpu_s=timed.cpu_s,
             started_unix_s=started_unix,
             ended_unix_s=time.time(),
-            decode_started_unix_s=decode_started_unix,
-            decode_ended_unix_s=decode_ended_unix,
+            decode_started_unix_s=timed.started_unix_s,
+            decode_ended_unix_s=timed.ended_unix_s,
             n_threads=self.n_threads,
             n_threads_batch=self.n_threads_batch,
         )
@@ -237,7 +266,7 @@ class Engine:
         if not isinstance(strategy, Strategy):
             raise UsageProblem(f"not a Strategy: {strategy!r}; use parse_strategy()")
 
-    def _plain(self, prompt: list[int], n_tokens: int) -> tuple[list[int], list[StepRecord]]:
+    def _plain(self, prompt: list[int], n_tokens: int) -> tuple[list[int], list[RawStep]]:
         # The hot loop: locals only, one ctypes decode and one argmax over a zero-copy view per
         # token; step records are built after the loop.
         decode_one = self.target.decode_one
@@ -253,16 +282,16 @@ class Engine:
             tick(clock() - t)
             append(token)
             pos += 1
-        return out, [StepRecord(0, 0, 0.0, dt * 1e3) for dt in times]
+        return out, [(0, 0, 0.0, dt * 1e3) for dt in times]
 
     def _speculate(self, prompt: list[int], n_tokens: int, k: int,
-                   proposer: Proposer) -> tuple[list[int], list[StepRecord]]:
+                   proposer: Proposer) -> tuple[list[int], list[RawStep]]:
         target = self.target
         clock = time.perf_counter
         seq = list(prompt)
         start = len(seq)
         pos = start - 1  # KV position of seq[-1], the one token the target has not seen
-        trace: list[StepRecord] = []
+        trace: list[RawStep] = []
         while (remaining := n_tokens - (len(seq) - start)) > 0:
             limit = min(k, remaining - 1)
             t0 = clock()
@@ -280,5 +309,5 @@ class Engine:
             seq.extend(kept)
             pos += len(kept)
             t2 = clock()
-            trace.append(StepRecord(len(proposal), m, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
+            trace.append((len(proposal), m, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
         return seq[start:], trace

@@ -19,9 +19,9 @@ class GenerateRequest:
     strategy: str
     n_tokens: int
     prompt: str
+    n_ctx: int
     raw: bool = False
     threads: int | None = None
-    n_ctx: int = 4096
     compare_plain: bool = False
 
 

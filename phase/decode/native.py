@@ -133,7 +133,7 @@ def system_info() -> str:
 
 @dataclass(frozen=True)
 class ContextOptions:
-    n_ctx: int = 4096
+    n_ctx: int
     n_threads: int | None = None
     n_threads_batch: int | None = None
     flash_attn: str = "auto"
@@ -152,7 +152,7 @@ class NativeModel:
         _init_backend(options.verbose)
         self.path = str(path)
         if not Path(self.path).is_file():
-            raise PhaseError(f"{self.path}: no such model file")
+            raise PhaseError(f"{self.path}: no such model file", exit_code=2)
         mparams = llama_cpp.llama_model_default_params()
         # -1 = every layer on the accelerator when the build has one (llama-bench's default);
         # a CPU-only build ignores it.
@@ -160,7 +160,8 @@ class NativeModel:
         self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), mparams)
         if not self._model:
             raise PhaseError(
-                f"{self.path}: llama.cpp could not load this GGUF file{_native_error()}"
+                f"{self.path}: llama.cpp could not load this GGUF file{_native_error()}",
+                exit_code=2,
             )
         self._ctx = None
         self._batch: llama_cpp.llama_batch | None = None

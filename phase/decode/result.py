@@ -1,20 +1,12 @@
-"""What one decoding run returns, and the greedy-equivalence check against plain."""
+"""What one decoding run returns, the greedy-equivalence check against plain, and the one
+conversion of a decoding result into the run record a results file holds."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
-
-@dataclass(frozen=True)
-class StepRecord:
-    """One target forward pass in decode: tokens proposed to it, how many it kept, and the
-    wall time spent proposing (draft model or n-gram lookup) and verifying (target pass)."""
-
-    proposed: int
-    accepted: int
-    draft_ms: float
-    verify_ms: float
+from phase.results import Run, SensorTrace, SensorWindow, Step, token_sha256
 
 
 @dataclass
@@ -24,6 +16,7 @@ class DecodeResult:
     - prefill_s: the prompt through every model in play (all but its last token; see Engine)
     - decode_s: from the first decode step to the last; tokens_per_s = len(token_ids)/decode_s
     - steps: target forward passes in decode; drafted/accepted count proposed tokens
+    - trace: one results Step per target forward pass
     - acceptance: accepted/drafted, or None with acceptance_reason when nothing was proposed
     - cpu_s: process CPU time (all threads) over the decode window, the window energy covers
     - started/ended_unix_s: the whole run; decode_started/ended_unix_s: the decode window
@@ -42,7 +35,7 @@ class DecodeResult:
     accepted: int
     acceptance: float | None
     acceptance_reason: str | None
-    trace: list[StepRecord]
+    trace: list[Step]
     cpu_s: float
     started_unix_s: float
     ended_unix_s: float
@@ -56,7 +49,58 @@ class DecodeResult:
         return len(self.token_ids)
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["token_ids"] = list(self.token_ids)
+        out["trace"] = [s.model_dump() for s in self.trace]
+        return out
+
+    def to_run(
+        self,
+        *,
+        run_id: str,
+        repeat: int,
+        order: int,
+        prompt: str,
+        strategy: str,
+        reference: Sequence[int],
+        energy: list[SensorWindow],
+        samples: list[SensorTrace],
+        temperatures_c: dict[str, float],
+    ) -> Run:
+        """The results file's record of this run. `strategy` is the name the campaign plan
+        uses (e.g. `ngram`, where this result's own label is `ngram-8`); `reference` is the
+        plain decoding of the same prompt, which `matches_plain` compares against."""
+        matches, divergence = compare_to_plain(self.token_ids, reference)
+        return Run(
+            id=run_id,
+            repeat=repeat,
+            order=order,
+            prompt=prompt,
+            strategy=strategy,
+            k=self.k,
+            started_unix_s=self.started_unix_s,
+            ended_unix_s=self.ended_unix_s,
+            prompt_tokens=self.prompt_tokens,
+            prefill_s=self.prefill_s,
+            decode_s=self.decode_s,
+            tokens=self.tokens,
+            tokens_per_s=self.tokens_per_s,
+            steps=self.steps,
+            drafted=self.drafted,
+            accepted=self.accepted,
+            acceptance=self.acceptance,
+            acceptance_reason=self.acceptance_reason,
+            trace=list(self.trace),
+            cpu_s=self.cpu_s,
+            energy=energy,
+            temperatures_c=temperatures_c,
+            output_sha256=token_sha256(self.token_ids),
+            output_text=self.text,
+            token_ids=list(self.token_ids),
+            matches_plain=matches,
+            first_divergence=divergence,
+            samples=samples,
+        )
 
 
 def compare_to_plain(token_ids: Sequence[int], plain_ids: Sequence[int]) -> tuple[bool, int | None]:

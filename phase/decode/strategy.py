@@ -62,9 +62,9 @@ class Strategy:
 
 
 def parse_strategy(text: str, *, ngram_n_min: int = NGRAM_N_MIN,
-                   ngram_n_max: int = NGRAM_N_MAX) -> Strategy:
+                   ngram_n_max: int = NGRAM_N_MAX, ngram_k: int = NGRAM_K) -> Strategy:
     """plain | draft-K | ngram | ngram-K (K >= 1). `draft` alone is refused: k is the variable
-    being studied, so it has to be said."""
+    being studied, so it has to be said; `ngram` alone proposes up to `ngram_k` tokens."""
     m = _PATTERN.match(text.strip())
     if not m:
         raise UsageProblem(
@@ -78,7 +78,7 @@ def parse_strategy(text: str, *, ngram_n_min: int = NGRAM_N_MIN,
     if k_text is None:
         if name == "draft":
             raise UsageProblem(f"'{text}': say how many tokens to draft, e.g. draft-4")
-        k = NGRAM_K
+        k = ngram_k
     else:
         k = int(k_text)
     if k < 1:

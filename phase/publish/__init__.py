@@ -3,7 +3,7 @@
 One direction only: nothing here measures or edits a raw results file. Modules, one job each:
 
     datasets    load a results file once: bytes, sha256, parsed model, validation report, summary
-    summary     raw runs -> per-condition summary rows (what every table and chart reads)
+                (summaries are derived in memory by phase.analysis, never written to results/)
     tables      summary rows + findings -> results-table rows (formatted, linked, marked)
     findings    validation findings -> the findings list (rejected values struck through)
     charts      summary rows -> Altair/Vega-Lite specs, PNG fallbacks, the vendored Vega JS

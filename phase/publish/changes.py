@@ -28,7 +28,7 @@ METRICS: list[tuple[str, str, Callable[[float | None], str]]] = [
     ("tokens_per_s", "tokens/s", fmt),
     ("acceptance", "accepted", pct),
     ("chip_mj_per_token", "chip mJ/token", fmt),
-    ("ratio_vs_plain", "energy vs plain", ratio),
+    ("energy_ratio_vs_plain", "energy vs plain", ratio),
     ("board_mj_per_token", "board mJ/token", fmt),
 ]
 

@@ -1,16 +1,20 @@
-"""One results file as the publisher sees it: bytes, sha256, model, findings, summary rows."""
+"""One results file as the publisher sees it: bytes, sha256, model, findings, summary rows.
+
+A raw file's summary is derived here, in memory (phase.analysis.summarize); nothing is
+written back into the results directory.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from phase.analysis import summarize
 from phase.results import ResultsFile, SummaryFile
 from phase.validate import Report, RuleSettings, validate_file
-
-from .summary import summarize
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,8 @@ class Dataset:
     results: ResultsFile | SummaryFile
     report: Report
     summary: SummaryFile  # derived for raw files; the file itself for summary files
+    # The schema version the file was written with (pages show it; `results` is migrated).
+    schema_version: int
 
     @property
     def stem(self) -> str:
@@ -47,10 +53,6 @@ def page_stem(file_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", stem)
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def load_dataset(path: Path, settings: RuleSettings) -> tuple[Report, Dataset | None]:
     """Validate a file; the Dataset is None when it cannot be published: blocking findings,
     or a campaign that has not finished a single run yet (nothing to show, not an error)."""
@@ -72,4 +74,5 @@ def load_dataset(path: Path, settings: RuleSettings) -> tuple[Report, Dataset | 
         results=results,
         report=report,
         summary=summary,
+        schema_version=int(json.loads(data)["schema_version"]),
     )

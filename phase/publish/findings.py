@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from phase.analysis import energy_mj_per_token, energy_window
 from phase.results import ResultsFile
 from phase.validate import SEVERITIES, Finding
 
@@ -33,16 +34,14 @@ def _value(raw: ResultsFile | None, f: Finding) -> Cell | None:
         return Cell(f"every reading of {f.sensor}", None, f.message, struck=True)
     if raw is None:
         return None
-    for run in raw.runs:
-        if run.id != f.run_id:
-            continue
-        for w in run.energy:
-            if w.sensor == f.sensor and w.energy_j is not None:
-                per_token = w.energy_j / run.tokens * 1000.0
-                return Cell(
-                    f"{w.energy_j:.4g} J ({per_token:.1f} mJ/token)", per_token, f.message, True
-                )
-    return None
+    run = next((r for r in raw.runs if r.id == f.run_id), None)
+    if run is None:
+        return None
+    w = energy_window(run, f.sensor)
+    per_token = energy_mj_per_token(run, f.sensor)
+    if w is None or w.energy_j is None or per_token is None:
+        return None
+    return Cell(f"{w.energy_j:.4g} J ({per_token:.1f} mJ/token)", per_token, f.message, True)
 
 
 def finding_rows(ds: Dataset, root: str) -> list[FindingRow]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from phase.analysis import machine_label
+
 from .anchors import raw_page
 from .datasets import Dataset
-from .summary import machine_label
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from phase.results import Run
+from phase.results import ResultsFile, Run
 
 from .anchors import note_page, run_anchor
 from .datasets import Dataset
@@ -105,7 +105,7 @@ def _energy_cells(ds: Dataset, run: Run, sensors: list[str]) -> list[Cell]:
         elif window.energy_j is None:
             out.append(Cell(DASH, None, window.energy_reason))
         else:
-            finding = ds.report.is_rejected(run.id, name)
+            finding = ds.report.rejection_of(run.id, name)
             text = f"{window.energy_j:.4g}"
             if finding is not None:
                 out.append(Cell(text, window.energy_j, f"rejected ({finding.rule}): "
@@ -113,6 +113,21 @@ def _energy_cells(ds: Dataset, run: Run, sensors: list[str]) -> list[Cell]:
             else:
                 out.append(Cell(text, window.energy_j))
     return out
+
+
+def _run_rows(ds: Dataset, raw: ResultsFile, sensors: list[str]) -> list[RunRow]:
+    """Every run in the order it ran, anchored by run id."""
+    return [
+        RunRow(
+            anchor=run_anchor(run.id),
+            id=run.id,
+            cells=_run_cells(run),
+            energy=_energy_cells(ds, run, sensors),
+            output_sha256=run.output_sha256,
+            output_text=run.output_text,
+        )
+        for run in sorted(raw.runs, key=lambda r: r.order)
+    ]
 
 
 def build_raw_page(
@@ -126,7 +141,7 @@ def build_raw_page(
     download = Download(ds.name, ds.name, ds.sha256, ds.size_bytes)
     users = [UsedBy(title, v, note_page(slug, ROOT, v)) for title, slug, v in used_by]
     identity = [("id", results.id), ("experiment", results.experiment),
-                ("note", results.note or DASH), ("schema version", str(results.schema_version))]
+                ("note", results.note or DASH), ("schema version", str(ds.schema_version))]
     common = {
         "dataset": ds.name,
         "download": download,
@@ -157,17 +172,6 @@ def build_raw_page(
                  ("repeats", str(raw.config.repeats)), ("seed", str(raw.config.seed)),
                  ("shuffled", "yes" if raw.config.shuffle else "no")]
     sensors = [s.name for s in raw.sensors]
-    runs = [
-        RunRow(
-            anchor=run_anchor(run.id),
-            id=run.id,
-            cells=_run_cells(run),
-            energy=_energy_cells(ds, run, sensors),
-            output_sha256=run.output_sha256,
-            output_text=run.output_text,
-        )
-        for run in sorted(raw.runs, key=lambda r: r.order)
-    ]
     return RawPage(
         title=f"Raw data: {ds.stem}",
         kind="raw",
@@ -175,7 +179,7 @@ def build_raw_page(
         prompts=[(p.name, p.text) for p in raw.config.prompts],
         run_columns=RUN_COLUMNS,
         sensors=sensors,
-        runs=runs,
+        runs=_run_rows(ds, raw, sensors),
         summary_table=None,
         **common,
     )

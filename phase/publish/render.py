@@ -93,7 +93,7 @@ VALUE_METRICS: dict[str, Callable[[float | None], str]] = {
     "tokens_per_s": fmt,
     "acceptance": pct,
     "chip_mj_per_token": fmt,
-    "ratio_vs_plain": ratio,
+    "energy_ratio_vs_plain": ratio,
     "board_mj_per_token": fmt,
     "cpu_ms_per_token": fmt,
     "tokens_per_s_spread": lambda v: pct(v, 1),

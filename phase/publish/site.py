@@ -1,6 +1,6 @@
 """Orchestration: validate every results file, render the notes, build and serve the site.
 
-    build_docs(paths)   validate (refuse on blocking findings) -> derived summaries ->
+    build_docs(paths)   validate (refuse on blocking findings) -> summaries (in memory) ->
                         docs_dir/{notes,raw,assets/vendor} (generated, git-ignored)
     build_site(paths)   build_docs + `mkdocs build --strict` (mkdocs' own Python API) -> site_dir
     serve(paths.site_dir)
@@ -12,6 +12,7 @@ never touch the repository's docs/, site/ or results/.
 from __future__ import annotations
 
 import functools
+import hashlib
 import html
 import http.server
 import logging
@@ -24,18 +25,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment
+
+from phase import REPO_ROOT
 from phase.errors import PhaseError
-from phase.results import SummaryFile
+from phase.results import SummaryFile, dump_json
 from phase.validate import Report, RuleSettings, format_finding
 
 from .charts import vega_bundle
-from .datasets import Dataset, load_dataset, sha256_file
+from .datasets import Dataset, load_dataset
 from .notes import NoteError, NoteSource, discover_notes, resolve_results
 from .rawpages import Download, build_raw_page
 from .render import block, environment, note_entries, render_note
-from .summary import summary_path, write_summary
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 # Paths under docs_dir that the build owns: removed and rewritten on every build.
 GENERATED = ("notes", "raw", "assets/vendor")
 HOME_SNIPPET = "notes/_list.md"
@@ -86,7 +88,6 @@ class BuildResult:
     datasets: list[Dataset]
     notes: list[NoteSource]
     pages: list[str] = field(default_factory=list)  # written, relative to docs_dir
-    summaries_written: list[Path] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -154,33 +155,50 @@ def validate_all(
     return reports, datasets, cited
 
 
-def build_docs(
-    paths: SitePaths,
-    settings: RuleSettings | None = None,
-    *,
-    write_summaries: bool = True,
-) -> BuildResult:
+def build_docs(paths: SitePaths, settings: RuleSettings | None = None) -> BuildResult:
+    """Validate every results file (refuse on blocking findings), then render the notes, one
+    data page per published results file, the data index and the home page's notes list."""
     settings = settings or RuleSettings()
     notes = discover_notes(paths.notes_dir) if paths.notes_dir.is_dir() else []
     reports, by_path, cited = validate_all(paths, notes, settings)
     result = BuildResult(reports, list(by_path.values()), notes)
 
-    derived: dict[Path, Path] = {}  # raw file -> its derived summary file
-    for path, ds in by_path.items():
-        if ds.raw is None:
-            continue
-        target = summary_path(paths.results_dir, path)
-        if write_summaries and write_summary(ds.summary, target):
-            result.summaries_written.append(target)
-        if target.is_file():
-            derived[path] = target
-
     _prepare_docs_dir(paths)
-    docs = paths.docs_dir
     env = environment(paths.templates_dir)
-    _write(docs / VEGA_JS, vega_bundle())
+    _write(paths.docs_dir / VEGA_JS, vega_bundle())
+    used_by = _render_notes(paths.docs_dir, env, notes, by_path, cited, result)
+    published = _published(by_path, used_by)
+    _check_names(published)
+    for ds in published:
+        page = build_raw_page(ds, _extra_provenance(ds, notes, cited),
+                              used_by.get(ds.path, []), _summary_download(paths.docs_dir, ds))
+        text = env.get_template("raw_page.md.j2").render(page=page, page_dataset=ds)
+        _write(paths.docs_dir / "raw" / ds.name, ds.path.read_bytes())
+        rel = f"raw/{ds.stem}.md"
+        _write(paths.docs_dir / rel, text)
+        result.pages.append(rel)
 
-    used_by: dict[Path, list[tuple[str, str, int]]] = {}
+    index = env.get_template("raw_index.md.j2").render(datasets=published)
+    _write(paths.docs_dir / "raw/index.md", index)
+    result.pages.append("raw/index.md")
+    home = block(env.get_template("home_list.html.j2").render(entries=note_entries(notes, "")))
+    _write(paths.docs_dir / HOME_SNIPPET, str(home).strip() + "\n")
+    return result
+
+
+UsedBy = dict[Path, list[tuple[str, str, int]]]
+
+
+def _render_notes(
+    docs: Path,
+    env: Environment,
+    notes: list[NoteSource],
+    by_path: dict[Path, Dataset],
+    cited: list[list[list[Path]]],
+    result: BuildResult,
+) -> UsedBy:
+    """Every version of every note; returns (title, slug, version) of the notes citing each file."""
+    used_by: UsedBy = {}
     for note, per_version in zip(notes, cited, strict=True):
         by_version = [[by_path[p] for p in files] for files in per_version]
         for number, files in enumerate(per_version, start=1):
@@ -191,48 +209,24 @@ def build_docs(
             result.pages.append(page.path)
             for rel, data in page.assets.items():
                 _write(docs / rel, data)
-
-    published = _published(by_path, used_by, derived)
-    _check_names(published)
-    for ds in published:
-        _write(docs / "raw" / ds.name, ds.path.read_bytes())
-        summary_dl = None
-        if ds.path in derived:
-            s_path = derived[ds.path]
-            _write(docs / "raw" / s_path.name, s_path.read_bytes())
-            summary_dl = Download(s_path.name, s_path.name, sha256_file(s_path),
-                                  s_path.stat().st_size)
-        page = build_raw_page(ds, _extra_provenance(ds, notes, cited),
-                              used_by.get(ds.path, []), summary_dl)
-        text = env.get_template("raw_page.md.j2").render(page=page, page_dataset=ds)
-        rel = f"raw/{ds.stem}.md"
-        _write(docs / rel, text)
-        result.pages.append(rel)
-
-    index = env.get_template("raw_index.md.j2").render(datasets=published)
-    _write(docs / "raw/index.md", index)
-    result.pages.append("raw/index.md")
-    home = block(env.get_template("home_list.html.j2").render(entries=note_entries(notes, "")))
-    _write(docs / HOME_SNIPPET, str(home).strip() + "\n")
-    return result
+    return used_by
 
 
-def _published(
-    by_path: dict[Path, Dataset],
-    used_by: dict[Path, list[tuple[str, str, int]]],
-    derived: dict[Path, Path],
-) -> list[Dataset]:
-    """Raw and transcribed files get a data page; a derived summary only when a note cites it
-    (otherwise it is offered as a download on its raw file's page)."""
-    derived_files = set(derived.values())
-    out = []
-    for path, ds in by_path.items():
-        if path in derived_files and path not in used_by:
-            continue
-        if ds.derived_summary and path not in used_by:
-            continue
-        out.append(ds)
-    return out
+def _summary_download(docs: Path, ds: Dataset) -> Download | None:
+    """A raw file's derived summary, offered as a download next to it (written into the docs
+    dir from memory: the results directory is input only)."""
+    if ds.raw is None:
+        return None
+    name = f"summary-{ds.path.stem}.json"
+    data = dump_json(ds.summary).encode()
+    _write(docs / "raw" / name, data)
+    return Download(name, name, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def _published(by_path: dict[Path, Dataset], used_by: UsedBy) -> list[Dataset]:
+    """Raw and transcribed files get a data page; a derived summary file (left in a results
+    directory by an older phase) only when a note cites it."""
+    return [ds for path, ds in by_path.items() if not ds.derived_summary or path in used_by]
 
 
 def _check_names(datasets: list[Dataset]) -> None:
@@ -268,7 +262,8 @@ def nav(paths: SitePaths, notes: list[NoteSource]) -> list[Any]:
         items.append({"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
                                 for n in notes]})
     items.append({"Data": "raw/index.md"})
-    for title, page in (("About", "about.md"), ("Results format", "results-format.md")):
+    for title, page in (("About", "about.md"), ("Results format", "results-format.md"),
+                        ("Architecture", "architecture.md")):
         if (paths.docs_dir / page).is_file():
             items.append({title: page})
     return items
@@ -328,7 +323,7 @@ def _brief(report: Report) -> list[str]:
 
 def describe(result: BuildResult) -> list[str]:
     """Lines for the CLI: what was validated and rendered."""
-    lines = [line for r in result.reports if r.failed for line in _brief(r)]
+    lines = [line for r in result.reports if r.has_findings for line in _brief(r)]
     c = result.counts
     lines.append(
         f"validated {len(result.reports)} results file(s): {c['rejected']} rejected value(s), "
@@ -338,8 +333,6 @@ def describe(result: BuildResult) -> list[str]:
         versions = ", ".join(f"v{v.version}" + (" (draft)" if v.draft else "")
                              for v in note.meta.versions)
         lines.append(f"note {note.slug}: {versions}")
-    for p in result.summaries_written:
-        lines.append(f"wrote derived summary {p}")
     published = {d.path for d in result.datasets}
     for r in result.reports:
         if Path(r.file) not in published:

@@ -10,12 +10,11 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from phase.analysis import PLAIN, energy_mj_per_token, runs_by_condition
 from phase.results import ResultsFile, SummaryRow
-from phase.validate import runs_by_condition
 
 from .anchors import raw_page, row_anchor, run_anchor
 from .datasets import Dataset
-from .summary import PLAIN, energy_mj_per_token
 
 DASH = "—"
 
@@ -97,7 +96,7 @@ def _energy_cell(
     measured = _measured(ds, row, sensor)
     rejected = [
         (run_id, v) for run_id, v in measured
-        if sensor is not None and ds.report.is_rejected(run_id, sensor) is not None
+        if sensor is not None and ds.report.rejection_of(run_id, sensor) is not None
     ]
     if value is None and rejected:
         mean = statistics.fmean(v for _, v in rejected)
@@ -131,10 +130,46 @@ COLUMNS = {
 }
 
 
+def _cells(
+    ds: Dataset, row: SummaryRow, plain_speed: dict[str, float | None]
+) -> dict[str, Cell]:
+    """Every column's cell for one summary row (build_table keeps the columns it shows)."""
+    summary = ds.summary
+    base = plain_speed.get(row.prompt)
+    speedup = row.tokens_per_s / base if base and row.tokens_per_s is not None else None
+    energy_spread = row.chip_energy_spread
+    return {
+        "tokens_per_s": _cell(row.tokens_per_s, fmt, "not in the source"),
+        "speed_vs_plain": _cell(speedup, ratio, "no plain row for this prompt"),
+        "acceptance": _cell(
+            row.acceptance,
+            pct,
+            row.acceptance_reason
+            or ("plain decoding drafts nothing" if row.strategy == PLAIN else None),
+        ),
+        "chip": _energy_cell(
+            ds, row, summary.chip_sensor, row.chip_mj_per_token, row.chip_mj_per_token_reason
+        ),
+        "ratio": _cell(row.energy_ratio_vs_plain, ratio,
+                       "needs chip energy for this row and plain"),
+        "board": _energy_cell(
+            ds, row, summary.board_sensor, row.board_mj_per_token,
+            row.board_mj_per_token_reason,
+        ),
+        "cpu": _cell(row.cpu_ms_per_token, fmt, "not recorded"),
+        "spread": (
+            Cell(pct(energy_spread, 1), energy_spread, "of chip energy per token")
+            if energy_spread is not None
+            else _cell(row.tokens_per_s_spread, lambda v: pct(v, 1),
+                       "not published" if ds.summary_only else "fewer than two runs")
+        ),
+        "n": Cell(DASH if row.n is None else str(row.n), row.n),
+    }
+
+
 def build_table(ds: Dataset, root: str) -> Table:
     """The results table of one dataset, for a page whose way back to the site root is `root`."""
-    summary = ds.summary
-    rows = summary.rows
+    rows = ds.summary.rows
     page = raw_page(ds.stem, root)
     plain_speed = {r.prompt: r.tokens_per_s for r in rows if r.strategy == PLAIN}
     unstable = {
@@ -150,35 +185,7 @@ def build_table(ds: Dataset, root: str) -> Table:
     keys += ["spread", "n"]
     out_rows = []
     for row in rows:
-        base = plain_speed.get(row.prompt)
-        speedup = row.tokens_per_s / base if base and row.tokens_per_s is not None else None
-        energy_spread = row.chip_energy_spread
-        cells = {
-            "tokens_per_s": _cell(row.tokens_per_s, fmt, "not in the source"),
-            "speed_vs_plain": _cell(speedup, ratio, "no plain row for this prompt"),
-            "acceptance": _cell(
-                row.acceptance,
-                pct,
-                row.acceptance_reason
-                or ("plain decoding drafts nothing" if row.strategy == PLAIN else None),
-            ),
-            "chip": _energy_cell(
-                ds, row, summary.chip_sensor, row.chip_mj_per_token, row.chip_mj_per_token_reason
-            ),
-            "ratio": _cell(row.ratio_vs_plain, ratio, "needs chip energy for this row and plain"),
-            "board": _energy_cell(
-                ds, row, summary.board_sensor, row.board_mj_per_token,
-                row.board_mj_per_token_reason,
-            ),
-            "cpu": _cell(row.cpu_ms_per_token, fmt, "not recorded"),
-            "spread": (
-                Cell(pct(energy_spread, 1), energy_spread, "of chip energy per token")
-                if energy_spread is not None
-                else _cell(row.tokens_per_s_spread, lambda v: pct(v, 1),
-                           "not published" if ds.summary_only else "fewer than two runs")
-            ),
-            "n": Cell(DASH if row.n is None else str(row.n), row.n),
-        }
+        cells = _cells(ds, row, plain_speed)
         out_rows.append(
             TableRow(
                 prompt=row.prompt,

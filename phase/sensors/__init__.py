@@ -13,7 +13,6 @@ from phase.sensors.discovery import Discovery, assert_publishable, discover
 from phase.sensors.energy import Limits, Series
 from phase.sensors.meter import MeterSpec, MeterTrace, parse_meter_spec
 from phase.sensors.sampler import (
-    DEFAULT_HZ,
     Sampler,
     UpdatePeriod,
     Window,
@@ -22,7 +21,6 @@ from phase.sensors.sampler import (
 )
 
 __all__ = [
-    "DEFAULT_HZ",
     "Discovery",
     "Limits",
     "MeterSpec",

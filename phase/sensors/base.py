@@ -39,7 +39,7 @@ class ReadError(PhaseError):
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    t: float  # unix seconds (see now())
+    t_unix_s: float  # on the process-wide clock of now()
     value: float  # J for a counter, W for a power sensor
 
 

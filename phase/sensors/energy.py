@@ -195,7 +195,7 @@ def window_result(spec: WindowSpec, s: Series, idle_start: float, start: float, 
     trace = SensorTrace(
         sensor=spec.name,
         t_s=[s.times[k] - idle_start for k in range(lo, hi)],
-        value=[s.values[k] for k in range(lo, hi)],
+        values=[s.values[k] for k in range(lo, hi)],
     )
     return window, trace
 

@@ -119,23 +119,48 @@ def _instant_field_works(nvml: Any, handle: Any, field_id: int) -> bool:
     return bool(value.nvmlReturn == nvml.NVML_SUCCESS)
 
 
-def probe() -> Probe:
-    found = Probe(BACKEND)
+def _init() -> tuple[Any, str | None]:
+    """The one place phase opens NVML: (the pynvml module, None) after nvmlInit, or (None,
+    why not). Every successful call needs one nvmlShutdown (NVML counts them)."""
     try:
         import pynvml as nvml
     except ImportError:
-        found.problems.append("nvidia-ml-py is not installed: `pip install nvidia-ml-py`")
-        return found
+        return None, "nvidia-ml-py is not installed: `pip install nvidia-ml-py`"
     try:
         nvml.nvmlInit()
     except nvml.NVMLError_LibraryNotFound:
-        found.problems.append(
+        return None, (
             "no NVIDIA driver here (libnvidia-ml.so.1 not found): no NVIDIA GPU, or the driver "
             "is not installed or not visible in this container"
         )
-        return found
     except nvml.NVMLError as exc:
-        found.problems.append(f"NVML did not start: {exc} (is the NVIDIA driver loaded?)")
+        return None, f"NVML did not start: {exc} (is the NVIDIA driver loaded?)"
+    return nvml, None
+
+
+def gpu_names() -> list[str]:
+    """GPU names, for provenance; an empty list where NVML cannot start (no NVIDIA GPU)."""
+    nvml, _ = _init()
+    if nvml is None:
+        return []
+    try:
+        names = []
+        for i in range(nvml.nvmlDeviceGetCount()):
+            name = nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(i))
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        return names
+    except nvml.NVMLError:
+        return []
+    finally:
+        with contextlib.suppress(nvml.NVMLError):
+            nvml.nvmlShutdown()
+
+
+def probe() -> Probe:
+    found = Probe(BACKEND)
+    nvml, problem = _init()
+    if nvml is None:
+        found.problems.append(problem or "NVML did not start")
         return found
     session = _Session(nvml)
     session.acquire()  # held until probing ends, so a GPU with no sensors cannot shut NVML

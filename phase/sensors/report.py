@@ -8,10 +8,10 @@ from typing import Any
 
 from phase.sensors.base import PostHocSensor, ReadError
 from phase.sensors.discovery import Discovery
-from phase.sensors.sampler import DEFAULT_HZ, Sampler
+from phase.sensors.sampler import Sampler
 
 
-def survey(found: Discovery, sample_s: float | None = None, hz: float = DEFAULT_HZ,
+def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
            probe_s: float = 1.0) -> dict[str, Any]:
     """Measure update periods, then a live reading per sensor or (sample_s) one window.
 
@@ -37,7 +37,8 @@ def survey(found: Discovery, sample_s: float | None = None, hz: float = DEFAULT_
             else:
                 try:
                     reading = sensor.read()
-                    row["reading"] = {"unix_s": reading.t, "value": reading.value, "error": None}
+                    row["reading"] = {"unix_s": reading.t_unix_s, "value": reading.value,
+                                      "error": None}
                 except ReadError as exc:
                     row["reading"] = {"unix_s": None, "value": None, "error": str(exc)}
             rows.append(row)

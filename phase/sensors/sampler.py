@@ -31,7 +31,6 @@ from phase.results import SensorInfo, SensorTrace, SensorWindow
 from phase.sensors.base import UNIX_OFFSET, PostHocSensor, ReadError, Sensor, now
 from phase.sensors.energy import Limits, Series, WindowSpec, window_result
 
-DEFAULT_HZ = 20.0
 DEFAULT_PROBE_S = 1.0
 
 
@@ -52,11 +51,11 @@ class _Track:
 
 @dataclass(frozen=True)
 class WindowEdges:
-    """When the idle window, the decode window start and its end happened (unix s)."""
+    """When the idle window, the decode window start and its end happened."""
 
-    idle_start: float
-    start: float
-    end: float
+    idle_start_unix_s: float
+    start_unix_s: float
+    end_unix_s: float
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ def post_hoc_update_period(series: Series) -> UpdatePeriod:
 class Sampler:
     """Samples sensors in a background thread; owns (and finally closes) the sensors."""
 
-    def __init__(self, sensors: Sequence[Sensor], hz: float = DEFAULT_HZ, *,
+    def __init__(self, sensors: Sequence[Sensor], hz: float, *,
                  limits: Limits | None = None, probe_s: float = DEFAULT_PROBE_S,
                  probe_hz: float = 1000.0) -> None:
         if not (math.isfinite(hz) and hz > 0):
@@ -111,6 +110,7 @@ class Sampler:
         self._tracks: list[_Track] | None = None
         self._thread: threading.Thread | None = None
         self._window: Window | None = None
+        self._closed = False
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -128,6 +128,10 @@ class Sampler:
         self._thread.start()
 
     def close(self, *, close_sensors: bool = True) -> None:
+        """Stop the thread and (by default) close the sensors; later calls do nothing."""
+        if self._closed:
+            return
+        self._closed = True
         self._closing.set()
         self._armed.set()  # wake the thread so it can see it is closing
         if self._thread is not None:
@@ -160,7 +164,7 @@ class Sampler:
 
     # --- windows -------------------------------------------------------------------------
 
-    def begin(self, idle_s: float = 2.0) -> Window:
+    def begin(self, idle_s: float) -> Window:
         """Open a window: record an idle window of idle_s seconds (blocking), then return."""
         if self._thread is None or self._closing.is_set():
             raise PhaseError("the sampler is not running: start() it first (and not after close())")
@@ -345,10 +349,12 @@ def align_post_hoc(sensor: PostHocSensor, edges: WindowEdges,
     if not series.times:
         why = series.last_error or f"{sensor.name}: the trace holds no values"
         return (
-            SensorWindow(sensor=sensor.name, start_unix_s=edges.start, end_unix_s=edges.end,
+            SensorWindow(sensor=sensor.name, start_unix_s=edges.start_unix_s,
+                         end_unix_s=edges.end_unix_s,
                          energy_j=None, energy_reason=why, mean_power_w=None, idle_power_w=None,
                          idle_power_reason=f"idle window: {why}", samples=0, gaps=0),
-            SensorTrace(sensor=sensor.name, t_s=[], value=[]),
+            SensorTrace(sensor=sensor.name, t_s=[], values=[]),
         )
     spec = window_spec(sensor, limits, post_hoc_update_period(series), exact_edges=False)
-    return window_result(spec, series, edges.idle_start, edges.start, edges.end, limits)
+    return window_result(spec, series, edges.idle_start_unix_s, edges.start_unix_s,
+                         edges.end_unix_s, limits)

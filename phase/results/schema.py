@@ -1,9 +1,10 @@
-"""The results contract: what `phase measure` writes and everything downstream reads.
+"""The results schema: what `phase measure` writes and everything downstream reads.
 
 One file per campaign. Raw files (`results/<id>.json`) are written run by run while a
 campaign is in progress and never touched again once `status` is `complete`. Summary files
-(`results/summary-*.json`) hold per-condition figures, either derived from raw files or
-transcribed from a published source and marked so.
+hold per-condition figures: `phase build` derives them in memory from raw files, and a
+summary transcribed from a published source is committed under `results/` and marked
+`summary_only`.
 
 Conventions: units live in field names (`_s`, `_j`, `_w`, `_bytes`); floats reject NaN and
 infinity; a measurement that could not be taken is `null` next to a `*_reason` string saying
@@ -12,21 +13,21 @@ why, never 0.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-from collections.abc import Callable
+import hashlib
+from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from phase.errors import PhaseError
-
-# Schema history (bump SCHEMA_VERSION and add a migration below when the shape changes):
+# Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
+# changes; the Literal of each file model's schema_version follows it):
 #   1 (2026-11): first version.
-SCHEMA_VERSION = 1
+#   2 (2026-12): names that say what they hold: Step.draft_ms -> propose_ms (it also times
+#                n-gram lookups), SensorTrace.value -> values (J for a counter, W for a power
+#                sensor: the declared sensor's unit), SummaryRow.ratio_vs_plain ->
+#                energy_ratio_vs_plain.
+SCHEMA_VERSION = 2
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -136,9 +137,12 @@ class CampaignConfig(Strict):
 
 
 class Step(Strict):
+    """One target forward pass in decode: tokens proposed to it, how many it kept, and the
+    wall time spent proposing (draft model or n-gram lookup) and verifying (target pass)."""
+
     proposed: NonNegInt
     accepted: NonNegInt
-    draft_ms: NonNegFloat
+    propose_ms: NonNegFloat
     verify_ms: NonNegFloat
 
     @model_validator(mode="after")
@@ -172,16 +176,19 @@ class SensorWindow(Strict):
 
 
 class SensorTrace(Strict):
-    """Raw timestamped samples; `t_s` is seconds since the run's idle window began."""
+    """Raw timestamped samples; `t_s` is seconds since the run's idle window began, `values`
+    are in the sensor's declared unit (J for a counter, W for a power reading)."""
 
     sensor: str
     t_s: list[FiniteFloat]
-    value: list[FiniteFloat]
+    values: list[FiniteFloat]
 
     @model_validator(mode="after")
     def _check(self) -> SensorTrace:
-        if len(self.t_s) != len(self.value):
-            raise ValueError(f"t_s has {len(self.t_s)} entries but value has {len(self.value)}")
+        if len(self.t_s) != len(self.values):
+            raise ValueError(
+                f"t_s has {len(self.t_s)} entries but values has {len(self.values)}"
+            )
         return self
 
 
@@ -242,7 +249,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -272,9 +279,10 @@ class SummaryRow(Strict):
     chip_mj_per_token: NonNegFloat | None
     chip_mj_per_token_reason: str | None = None
     chip_energy_spread: NonNegFloat | None = None
-    ratio_vs_plain: NonNegFloat | None
+    # This condition's chip mJ/token over plain decoding's for the same prompt.
+    energy_ratio_vs_plain: NonNegFloat | None
     run_ids: list[str] = Field(default_factory=list)
-    # Optional extras (schema 1 files without them stay valid): why acceptance is missing
+    # Optional extras (files without them stay valid): why acceptance is missing
     # where a strategy speculates, process CPU time, and the enclosing (board) sensor's energy,
     # given only where it passed validation.
     acceptance_reason: str | None = None
@@ -291,7 +299,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str
@@ -307,168 +315,6 @@ class SummaryFile(Strict):
     rows: list[SummaryRow] = Field(min_length=1)
 
 
-# --- loading and writing ------------------------------------------------------------------
-
-
-class ResultsError(PhaseError):
-    """A results file could not be read; the message names file, JSON path and problem."""
-
-
-# Migrations take the raw dict of version N and return version N+1.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
-
-
-def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:
-    version = data.get("schema_version")
-    if not isinstance(version, int):
-        raise ResultsError(f"{path}: $.schema_version: missing or not an integer")
-    if version > SCHEMA_VERSION:
-        raise ResultsError(
-            f"{path}: $.schema_version: {version} is newer than this phase understands "
-            f"({SCHEMA_VERSION}); upgrade phase"
-        )
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise ResultsError(f"{path}: $.schema_version: no migration from version {version}")
-        data = step(data)
-        version = data["schema_version"]
-    return data
-
-
-def _json_path(loc: tuple[int | str, ...]) -> str:
-    out = "$"
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def parse(data: Any, path: Path | str = "<data>") -> ResultsFile | SummaryFile:
-    if not isinstance(data, dict):
-        raise ResultsError(f"{path}: $: expected a JSON object, found {type(data).__name__}")
-    data = migrate(data, path)
-    model: type[ResultsFile] | type[SummaryFile] = (
-        SummaryFile if data.get("kind") == "summary" else ResultsFile
-    )
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        loc = tuple(p for p in first["loc"] if not str(p).startswith("function-after"))
-        raise ResultsError(f"{path}: {_json_path(loc)}: {first['msg']}{more}") from None
-
-
-def load(path: Path | str) -> ResultsFile | SummaryFile:
-    """Read and validate a results file; every failure is one ResultsError line."""
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultsError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise ResultsError(f"{p}: cannot read: {exc.strerror}") from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(
-            f"{p}: $: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            " (truncated or hand-edited?)"
-        ) from None
-    except ValueError as exc:
-        raise ResultsError(f"{p}: $: {exc}") from None
-    return parse(data, p)
-
-
-def load_raw(path: Path | str) -> ResultsFile:
-    result = load(path)
-    if not isinstance(result, ResultsFile):
-        raise ResultsError(f"{path}: $.kind: this is a summary file; a raw results file is needed")
-    return result
-
-
-def dump_json(model: BaseModel) -> str:
-    return model.model_dump_json(indent=1) + "\n"
-
-
-def atomic_write_text(path: Path | str, text: str) -> None:
-    """Write via a temp file in the same directory, fsync, then rename over the target.
-
-    A reader (or a crash) sees either the old complete file or the new complete file.
-    """
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        # mkstemp creates 0600; results are meant to be shared, so honour the umask instead.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(p.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-class CampaignWriter:
-    """Persists a campaign after each finished run; refuses to touch a completed file."""
-
-    def __init__(self, path: Path | str, results: ResultsFile) -> None:
-        self.path = Path(path)
-        self.results = results
-        if results.status == "complete":
-            raise ResultsError(f"{self.path}: campaign is complete; results files are immutable")
-        self._flush()
-
-    @classmethod
-    def resume(cls, path: Path | str) -> CampaignWriter:
-        results = load_raw(path)
-        if results.status == "complete":
-            raise ResultsError(f"{path}: campaign already complete; nothing to resume")
-        results.status = "running"
-        return cls(path, results)
-
-    def _flush(self) -> None:
-        atomic_write_text(self.path, dump_json(self.results))
-
-    def add_run(self, run: Run) -> None:
-        if any(r.id == run.id for r in self.results.runs):
-            raise ResultsError(f"{self.path}: run {run.id} is already recorded")
-        self.results.runs.append(run)
-        self._flush()
-
-    def finish(self, status: Literal["complete", "interrupted"] = "complete") -> None:
-        self.results.status = status
-        self._flush()
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema committed at results/schema.json (one document for both kinds)."""
-    raw = ResultsFile.model_json_schema()
-    summary = SummaryFile.model_json_schema()
-    defs = {**raw.pop("$defs", {}), **summary.pop("$defs", {})}
-    defs["ResultsFile"] = raw
-    defs["SummaryFile"] = summary
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "phase results file",
-        "description": f"phase results schema version {SCHEMA_VERSION}",
-        "oneOf": [{"$ref": "#/$defs/ResultsFile"}, {"$ref": "#/$defs/SummaryFile"}],
-        "$defs": defs,
-    }
-
-
-def json_schema_text() -> str:
-    return json.dumps(json_schema(), indent=1, sort_keys=True) + "\n"
+def token_sha256(token_ids: Sequence[int]) -> str:
+    """What `output_sha256` holds: sha256 of the token ids written as decimal, comma-joined."""
+    return hashlib.sha256(",".join(map(str, token_ids)).encode()).hexdigest()

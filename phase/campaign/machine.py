@@ -11,10 +11,9 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from phase import __version__
+from phase import REPO_ROOT, __version__
 from phase.results import Provenance
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from phase.sensors.nvml import gpu_names
 
 
 def cpu_model() -> str | None:
@@ -38,24 +37,6 @@ def ram_bytes() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
-
-
-def gpu_names() -> list[str]:
-    """GPU names through NVML; an empty list where there is no NVIDIA driver."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-    except Exception:  # no library, no driver, no device: all mean "no NVIDIA GPU here"
-        return []
-    try:
-        names = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
-            names.append(name.decode() if isinstance(name, bytes) else str(name))
-        return names
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def host_class(gpus: list[str] | None = None) -> str:

@@ -1,32 +1,36 @@
-"""The terminal side of a campaign: progress bar, interruption, and the closing table."""
+"""The terminal side of a campaign (rich, on stderr): progress, interruption, closing table.
+
+No click here: the command line (phase.cli.measure) parses options and calls these.
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Any
 
-import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
 
-from phase.campaign import Campaign, CampaignPlan, ScheduledRun, default_output, load_prompt
-from phase.errors import PhaseError, UsageProblem
-from phase.experiment import Experiment, resume_hint
+from phase.analysis import runs_by_condition, summarize
+from phase.campaign.runner import Campaign
+from phase.campaign.schedule import ScheduledRun
 from phase.results import ResultsFile, Run
+from phase.validate import validate_results
 
 console = Console(stderr=True)
 
 
 class ProgressObserver:
+    """A progress bar per campaign; a line per run where stderr is not a terminal."""
+
     def __init__(self) -> None:
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -38,7 +42,7 @@ class ProgressObserver:
             console=console,
             transient=False,
         )
-        self.task: Any = None
+        self.task: TaskID | None = None
 
     def message(self, text: str) -> None:
         console.print(f"[dim]{text}[/dim]")
@@ -51,16 +55,19 @@ class ProgressObserver:
 
     def run_started(self, index: int, scheduled: ScheduledRun) -> None:
         label = f"{scheduled.prompt} · {scheduled.strategy} (r{scheduled.repeat})"
-        self.progress.update(self.task, description=label)
+        if self.task is not None:
+            self.progress.update(self.task, description=label)
 
     def run_finished(self, index: int, run: Run) -> None:
+        if self.task is None:
+            return
         self.progress.advance(self.task)
         if not console.is_terminal:
             # Redirected to a log: the bar only draws at the end, so leave a line per run.
-            done = int(self.progress.tasks[0].completed)
+            task = self.progress.tasks[0]
             accepted = "" if run.acceptance is None else f", {run.acceptance:.0%} accepted"
             console.print(
-                f"[{done}/{int(self.progress.tasks[0].total or 0)}] {run.id}: "
+                f"[{int(task.completed)}/{int(task.total or 0)}] {run.id}: "
                 f"{run.tokens_per_s:.1f} tok/s{accepted}"
             )
 
@@ -69,86 +76,29 @@ class ProgressObserver:
             self.progress.stop()
 
 
-def _default_output(exp: Experiment, quick: bool) -> Path:
-    # Smoke campaigns are not studies: keep them out of results/, which the site publishes.
-    directory = Path("results") / "quick" if quick else Path("results")
-    directory.mkdir(parents=True, exist_ok=True)
-    return default_output(exp.name, directory)
+def show_start(campaign: Campaign) -> None:
+    """What the campaign cannot measure, and where it writes."""
+    for backend in campaign.unavailable:
+        console.print(f"[yellow]no energy from {backend.backend}:[/yellow] {backend.reason}")
+    console.print(f"writing {campaign.output}")
 
 
-def _plan(exp: Experiment, output: Path | None, resume: bool, args: dict[str, Any],
-          opts: dict[str, Any], quick: bool) -> CampaignPlan:
-    known = {p.stem for p in exp.prompts_dir.glob("*.txt")}
-    unknown = [p for p in args["prompts"] if p not in known]
-    if unknown:
-        raise UsageProblem(
-            f"unknown prompt(s) {', '.join(unknown)}: known are {', '.join(sorted(known))}"
-        )
-    prompts = [load_prompt(exp.prompts_dir / f"{name}.txt") for name in args["prompts"]]
-    return CampaignPlan(
-        experiment=exp.name,
-        note=exp.note,
-        output=output or _default_output(exp, quick),
-        target=args["target"],
-        draft=args["draft"],
-        prompts=prompts,
-        strategies=args["strategies"],
-        tokens=args["tokens"],
-        repeats=args["repeats"],
-        seed=opts["seed"],
-        shuffle=not opts["no_shuffle"],
-        n_ctx=opts["n_ctx"],
-        threads=opts["threads"],
-        cooldown_s=args["cooldown_s"],
-        idle_window_s=args["idle_window_s"],
-        sample_hz=opts["sample_hz"],
-        chat_template=not opts["raw_prompt"],
-        use_sensors=opts["use_sensors"],
-        meters=list(opts["meters"]),
-        rapl_root=opts["rapl_root"],
-        hwmon_root=opts["hwmon_root"],
-        resume=resume,
+def show_interrupted(output: Path, resume_command: str) -> None:
+    console.print(
+        f"\n[yellow]interrupted[/yellow]: finished runs are saved in {output}\n"
+        f"continue with: {resume_command}"
     )
 
 
-def run(exp: Experiment, output: Path | None, resume: bool, args: dict[str, Any],
-        opts: dict[str, Any], *, quick: bool = False) -> int:
-    """Prepare (errors here are bad input: exit 2, nothing written), run, summarise."""
-    observer = ProgressObserver()
-    try:
-        plan = _plan(exp, output, resume, args, opts, quick)
-        campaign = Campaign(plan, observer)
-        campaign.prepare()
-    except PhaseError as exc:
-        click.secho(f"error: {exc}", fg="red", err=True)
-        return 2
-    for backend in campaign.unavailable:
-        console.print(f"[yellow]no energy from {backend.backend}:[/yellow] {backend.reason}")
-    console.print(f"writing {plan.output}")
-    try:
-        results = campaign.run()
-    except KeyboardInterrupt:
-        observer.close()
-        console.print(
-            f"\n[yellow]interrupted[/yellow]: finished runs are saved in {plan.output}\n"
-            f"continue with: {resume_hint(sys.argv, plan.output)}"
-        )
-        return 130
-    except PhaseError as exc:
-        observer.close()
-        click.secho(f"error: {exc} (finished runs are saved in {plan.output})", fg="red", err=True)
-        return 1
-    observer.close()
-    print_summary(results)
-    click.echo(str(plan.output))
-    return 0
+def _fmt(value: float | None, pattern: str) -> str:
+    return "—" if value is None else pattern.format(value)
+
+
+COLUMNS = ("strategy", "tok/s", "×plain", "accept", "CPU ms/t", "mJ/tok", "E×plain", "=plain")
 
 
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
-    from phase.publish.summary import summarize
-    from phase.validate import runs_by_condition, validate_results
-
     report = validate_results(results, results.id)
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
@@ -159,8 +109,7 @@ def print_summary(results: ResultsFile) -> None:
     }
     for prompt in [p.name for p in results.config.prompts]:
         table = Table(title=f"prompt: {prompt}", title_justify="left")
-        for col in ("strategy", "tok/s", "×plain", "accept", "CPU ms/t", "mJ/tok", "E×plain",
-                    "=plain"):
+        for col in COLUMNS:
             table.add_column(col, justify="left" if col == "strategy" else "right")
         for row in (r for r in summary.rows if r.prompt == prompt):
             base = plain_speed.get(prompt)
@@ -172,7 +121,7 @@ def print_summary(results: ResultsFile) -> None:
                 _fmt(row.acceptance * 100 if row.acceptance is not None else None, "{:.0f}%"),
                 _fmt(row.cpu_ms_per_token, "{:.1f}"),
                 _fmt(row.chip_mj_per_token, "{:.1f}"),
-                _fmt(row.ratio_vs_plain, "{:.2f}"),
+                _fmt(row.energy_ratio_vs_plain, "{:.2f}"),
                 f"{matches.get((prompt, row.strategy), 0)}/{row.n}",
             )
         console.print(table)
@@ -189,7 +138,3 @@ def print_summary(results: ResultsFile) -> None:
         f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "
         f"rejected, {counts.get('warning', 0)} warnings (details: phase validate FILE)"
     )
-
-
-def _fmt(value: float | None, pattern: str) -> str:
-    return "—" if value is None else pattern.format(value)

@@ -1,0 +1,59 @@
+"""Experiments: `experiments/<name>.py` declares `EXPERIMENT = Experiment(...)` with its plan.
+
+An experiment file parses no arguments. `phase measure <name>` and `python experiments/<name>.py`
+both load the declaration and run it through the same command (phase.cli.measure).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from phase import REPO_ROOT
+from phase.campaign.plan import CampaignPlan
+from phase.errors import UsageProblem
+
+EXPERIMENTS_DIR = REPO_ROOT / "experiments"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """`name` names the results files (`<name>-<host class>-<date>.json`); `note` is the note
+    the campaign feeds; `quick` is the smoke campaign (`--quick`), written under
+    results/quick/, which the site does not publish."""
+
+    name: str
+    note: str | None
+    description: str
+    prompts_dir: Path
+    plan: CampaignPlan
+    quick: CampaignPlan | None = None
+
+
+def load_experiment(name: str, directory: Path = EXPERIMENTS_DIR) -> Experiment:
+    path = directory / f"{name}.py"
+    if not path.is_file():
+        known = ", ".join(known_experiments(directory)) or "none"
+        raise UsageProblem(f"unknown experiment '{name}': known are {known}")
+    found = _declared(path)
+    if found is None:
+        raise UsageProblem(f"{path} declares no `EXPERIMENT = Experiment(...)`; it is not a "
+                           "phase experiment")
+    return found
+
+
+def known_experiments(directory: Path = EXPERIMENTS_DIR) -> list[str]:
+    """Names of the files in `directory` that declare an experiment."""
+    return [p.stem for p in sorted(directory.glob("*.py"))
+            if not p.stem.startswith("_") and _declared(p) is not None]
+
+
+def _declared(path: Path) -> Experiment | None:
+    spec = importlib.util.spec_from_file_location(f"phase_experiment_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = getattr(module, "EXPERIMENT", None)
+    return found if isinstance(found, Experiment) else None

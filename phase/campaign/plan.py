@@ -1,0 +1,74 @@
+"""A campaign plan: what is measured and how, with every default in one place.
+
+`DEFAULT_PLAN` holds the defaults. An experiment declares its plan by `replace()`-ing them
+(`experiments/speculative.py`), its quick smoke campaign by `replace()`-ing its plan, and the
+command line's options are applied the same way; `dataclasses.replace` refuses a field that
+does not exist, so a misspelt setting is an error, never silently ignored. The engine, the
+sampler and `phase generate` take no defaults of their own for what is set here.
+
+Where a campaign writes and which sensors it reads are not part of the plan: see
+`runner.Destination` and `sensing.SensorOptions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
+from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET
+from phase.results import CampaignConfig, PromptSpec
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """Every setting a campaign records in its results file's `config` (plus the models and
+    thread counts, which it records under `models` and `provenance`)."""
+
+    # Models: an embedded name, a .gguf path or hf:OWNER/REPO/FILE; the draft only matters for
+    # draft-k strategies.
+    target: str = DEFAULT_TARGET
+    draft: str | None = DEFAULT_DRAFT
+    # Prompt names: files <name>.txt in the experiment's prompts directory.
+    prompts: tuple[str, ...] = ()
+    strategies: tuple[str, ...] = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram")
+    # Tokens generated per run (exactly; end-of-sequence is ignored) and repeats per condition.
+    tokens: int = 384
+    repeats: int = 3
+    # The order is reshuffled for every repeat from this seed (greedy decoding draws nothing).
+    seed: int = 0
+    shuffle: bool = True
+    n_ctx: int = 4096
+    # None: the physical cores this process may use (llama-bench's default).
+    threads: int | None = None
+    threads_batch: int | None = None
+    # Seconds of rest before each run, then seconds of idle sampling just before it.
+    cooldown_s: float = 2.0
+    idle_window_s: float = 1.0
+    sample_hz: float = 20.0
+    chat_template: bool = True
+    ngram_n_min: int = NGRAM_N_MIN
+    ngram_n_max: int = NGRAM_N_MAX
+    ngram_k: int = NGRAM_K
+
+
+DEFAULT_PLAN = CampaignPlan()
+
+
+def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignConfig:
+    """The plan as the results file records it."""
+    return CampaignConfig(
+        tokens=plan.tokens,
+        repeats=plan.repeats,
+        seed=plan.seed,
+        shuffle=plan.shuffle,
+        strategies=list(plan.strategies),
+        prompts=prompts,
+        n_ctx=plan.n_ctx,
+        cooldown_s=plan.cooldown_s,
+        idle_window_s=plan.idle_window_s,
+        sample_hz=plan.sample_hz,
+        chat_template=plan.chat_template,
+        ngram_n_min=plan.ngram_n_min,
+        ngram_n_max=plan.ngram_n_max,
+        ngram_k=plan.ngram_k,
+    )

@@ -1,0 +1,237 @@
+"""A campaign: prepare (every check that can fail, before anything is written) -> run (a plain
+reference per prompt, then the shuffled schedule) -> write (each finished run at once).
+
+    campaign = prepare(experiment, plan, Destination(path), discover_sensors(options), observer)
+    with campaign:
+        results = campaign.run()
+
+The campaign loads the models once and generates a plain reference per prompt (which also warms
+the caches) before the measured runs. Each finished run is written to disk at once (see
+`results.CampaignWriter`), so an interruption loses at most the run in progress and
+`Destination(path, resume=True)` picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from phase.campaign import machine
+from phase.campaign.experiment import Experiment
+from phase.campaign.plan import CampaignPlan, campaign_config
+from phase.campaign.schedule import ScheduledRun, schedule
+from phase.campaign.sensing import WindowCallbacks
+from phase.decode import Engine, Strategy, parse_strategy
+from phase.errors import PhaseError
+from phase.results import (
+    SCHEMA_VERSION,
+    CampaignWriter,
+    ModelInfo,
+    PlainReference,
+    PromptSpec,
+    ResultsFile,
+    Run,
+    SensorInfo,
+    UnavailableBackend,
+    token_sha256,
+)
+from phase.sensors import Sampler
+
+
+class Observer(Protocol):
+    """What a front end (the terminal's progress bar) is told as the campaign goes."""
+
+    def message(self, text: str) -> None: ...
+    def campaign_started(self, total: int, already_done: int) -> None: ...
+    def run_started(self, index: int, scheduled: ScheduledRun) -> None: ...
+    def run_finished(self, index: int, run: Run) -> None: ...
+
+
+class QuietObserver:
+    def message(self, text: str) -> None:
+        pass
+
+    def campaign_started(self, total: int, already_done: int) -> None:
+        pass
+
+    def run_started(self, index: int, scheduled: ScheduledRun) -> None:
+        pass
+
+    def run_finished(self, index: int, run: Run) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Destination:
+    """The results file: a new one (never overwritten), or an interrupted one to continue."""
+
+    path: Path
+    resume: bool = False
+
+
+class CampaignFailed(PhaseError):
+    """A run failed after the file was started; the message says the finished runs are kept."""
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """A prepared campaign: models loaded, prompts tokenized, sensors sampling. `run` it once,
+    then `close` it (or use it as a context manager)."""
+
+    experiment: Experiment
+    plan: CampaignPlan
+    destination: Destination
+    observer: Observer
+    prompts: list[PromptSpec]
+    strategies: dict[str, Strategy]
+    engine: Engine
+    models: list[ModelInfo]
+    prompt_tokens: dict[str, list[int]]
+    previous: ResultsFile | None
+    sampler: Sampler | None
+    sensor_infos: list[SensorInfo]
+    unavailable: list[UnavailableBackend]
+
+    @property
+    def output(self) -> Path:
+        return self.destination.path
+
+    def __enter__(self) -> Campaign:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.close()
+        self.engine.close()
+
+    def run(self) -> ResultsFile:
+        """Run every scheduled run not yet recorded. Ctrl-C saves and re-raises; any other
+        failure saves and raises CampaignFailed saying where the finished runs are."""
+        plan = self.plan
+        writer = CampaignWriter(self.output, self._start_file())
+        done = {r.id for r in writer.results.runs}
+        runs = schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
+                        plan.seed, plan.shuffle)
+        try:
+            refs = self._references(writer)
+            self.observer.campaign_started(len(runs), len(done))
+            for index, scheduled in enumerate(runs):
+                if scheduled.run_id in done:
+                    continue
+                self.observer.run_started(index, scheduled)
+                if plan.cooldown_s > 0:
+                    time.sleep(plan.cooldown_s)
+                run = self._one_run(scheduled, refs[scheduled.prompt])
+                writer.add_run(run)
+                self.observer.run_finished(index, run)
+        except PhaseError as exc:
+            writer.finish("interrupted")
+            raise CampaignFailed(f"{exc} (finished runs are saved in {self.output})",
+                                 exit_code=exc.exit_code) from exc
+        except BaseException:
+            writer.finish("interrupted")
+            raise
+        finally:
+            if self.sampler is not None:
+                self.sampler.close()
+        writer.finish("complete")
+        return writer.results
+
+    def _start_file(self) -> ResultsFile:
+        if self.previous is not None:
+            # Loaded and checked in prepare(); reading the file again would be wasted I/O.
+            self.previous.status = "running"
+            return self.previous
+        return ResultsFile(
+            schema_version=SCHEMA_VERSION,
+            id=self.output.stem,
+            experiment=self.experiment.name,
+            note=self.experiment.note,
+            created=datetime.now(UTC),
+            status="running",
+            provenance=machine.provenance(
+                self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info()
+            ),
+            models=self.models,
+            sensors=self.sensor_infos,
+            sensors_unavailable=self.unavailable,
+            config=campaign_config(self.plan, self.prompts),
+            references=[],
+            runs=[],
+        )
+
+    def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:
+        """Plain decoding of every prompt (and the warm-up); a resumed campaign must
+        reproduce the references it recorded before, or its runs would not compare."""
+        stored = {r.prompt: r for r in writer.results.references}
+        refs: dict[str, list[int]] = {}
+        for prompt in self.prompts:
+            self.observer.message(f"plain reference (and warm-up) for prompt '{prompt.name}'")
+            result = self.engine.run(
+                self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens
+            )
+            sha = token_sha256(result.token_ids)
+            old = stored.get(prompt.name)
+            if old is not None and old.output_sha256 != sha:
+                raise PhaseError(
+                    f"{self.output}: plain output for '{prompt.name}' differs from the one "
+                    "recorded before the interruption (same models and config); resuming would "
+                    "mix incomparable runs. Start a new campaign."
+                )
+            refs[prompt.name] = list(result.token_ids)
+            if old is None:
+                writer.results.references.append(
+                    PlainReference(prompt=prompt.name, output_sha256=sha,
+                                   token_ids=list(result.token_ids))
+                )
+        return refs
+
+    def _one_run(self, scheduled: ScheduledRun, reference: list[int]) -> Run:
+        window = WindowCallbacks(
+            self.sampler.begin(idle_s=self.plan.idle_window_s) if self.sampler else None
+        )
+        try:
+            result = self.engine.run(
+                self.prompt_tokens[scheduled.prompt],
+                self.strategies[scheduled.strategy],
+                self.plan.tokens,
+                on_decode_start=window.start,
+                on_decode_end=window.stop,
+            )
+        finally:
+            window.stop()  # also when decoding failed: the sampler's window must not stay open
+        energy, samples = window.outcome()
+        return result.to_run(
+            run_id=scheduled.run_id,
+            repeat=scheduled.repeat,
+            order=scheduled.order,
+            prompt=scheduled.prompt,
+            strategy=scheduled.strategy,
+            reference=reference,
+            energy=energy,
+            samples=samples,
+            temperatures_c=machine.temperatures_c(),
+        )
+
+
+def default_output(experiment: str, *, quick: bool = False,
+                   results_dir: Path = Path("results")) -> Path:
+    """results/<experiment>-<host class>-<date>.json, numbered -2, -3... when taken. A quick
+    smoke campaign is not a study: it goes under results/quick/, which the site does not
+    publish (the directory is created)."""
+    directory = results_dir / "quick" if quick else results_dir
+    directory.mkdir(parents=True, exist_ok=True)
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    base = directory / f"{experiment}-{machine.host_class()}-{day}.json"
+    n = 2
+    out = base
+    while out.exists():
+        out = base.with_name(f"{base.stem}-{n}.json")
+        n += 1
+    return out

@@ -1,0 +1,207 @@
+"""`phase measure EXPERIMENT [OPTIONS]`, and `python experiments/<name>.py [OPTIONS]`: the same
+command, built from the experiment's declared plan (its defaults show in --help)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from phase.campaign import (
+    CampaignPlan,
+    Destination,
+    Experiment,
+    SensorOptions,
+    default_output,
+    discover_sensors,
+    load_experiment,
+    prepare,
+    ui,
+)
+from phase.cli.common import PhaseCommand
+
+EXIT_STATUS = """\b
+Exit status:
+  0    the campaign is complete
+  1    a run failed (the finished runs are kept; --resume continues)
+  2    bad input: an option, model, prompt or output file; nothing is written
+  130  interrupted with Ctrl-C (the finished runs are kept; the command that
+       continues the campaign is printed)"""
+
+
+@click.command(
+    "measure",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                      "help_option_names": []},
+    add_help_option=False,
+)
+@click.argument("experiment", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def measure(ctx: click.Context, experiment: str | None, args: tuple[str, ...]) -> None:
+    """Run an experiment campaign: phase measure EXPERIMENT [OPTIONS] (see EXPERIMENT --help).
+
+    \b
+    phase measure speculative -o results/x.json
+    phase measure speculative --quick          a few-minute smoke campaign
+    phase measure speculative --help           every option
+    """
+    if experiment is None or experiment in ("-h", "--help"):
+        click.echo(ctx.get_help())
+        ctx.exit(0 if experiment else 2)
+    command = experiment_command(load_experiment(experiment))
+    command.main(args=list(args), prog_name=f"phase measure {experiment}")
+
+
+def run_script(exp: Experiment) -> None:
+    """What `python experiments/<name>.py` runs: the same command as `phase measure <name>`."""
+    experiment_command(exp).main(prog_name=f"python {sys.argv[0]}")
+
+
+def _csv(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not items:
+        raise click.BadParameter("give at least one name")
+    return items
+
+
+def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> CampaignPlan:
+    """The experiment's plan (or its quick plan) with the options given on the command line."""
+    base = exp.quick if quick else exp.plan
+    if base is None:
+        raise click.UsageError(f"experiment {exp.name} declares no quick campaign")
+    given: dict[str, Any] = {k: v for k, v in opts.items() if v is not None}
+    for name in ("strategies", "prompts"):
+        if name in given:
+            given[name] = _csv(given[name])
+    if given.pop("no_shuffle", False):
+        given["shuffle"] = False
+    if given.pop("raw_prompt", False):
+        given["chat_template"] = False
+    return replace(base, **given)
+
+
+def resume_hint(argv: list[str], output: Path) -> str:
+    """The command that continues this campaign: the original one, resuming its file."""
+    args = list(argv) or ["phase"]
+    cleaned: list[str] = []
+    skip = False
+    for arg in args[1:]:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-o", "--output", "--resume"):
+            skip = True
+            continue
+        if arg.startswith(("--output=", "--resume=")) or arg.endswith(".json"):
+            continue
+        cleaned.append(arg)
+    head = "phase" if Path(args[0]).name == "phase" else f"python {args[0]}"
+    return " ".join([head, *map(shlex.quote, cleaned), "--resume", shlex.quote(str(output))])
+
+
+def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
+                 sensors: SensorOptions) -> None:
+    """Prepare (bad input: exit 2, nothing written), run with a progress bar, summarise.
+    Ctrl-C keeps the finished runs, prints the command that continues, and exits 130."""
+    observer = ui.ProgressObserver()
+    campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer)
+    with campaign:
+        ui.show_start(campaign)
+        try:
+            results = campaign.run()
+        except KeyboardInterrupt:
+            observer.close()
+            ui.show_interrupted(campaign.output, resume_hint(sys.argv, campaign.output))
+            raise click.exceptions.Exit(130) from None
+        finally:
+            observer.close()
+    ui.print_summary(results)
+    click.echo(str(campaign.output))
+
+
+def experiment_command(exp: Experiment) -> click.Command:
+    """The click command of one experiment; option help shows the experiment's own defaults."""
+    return click.command(
+        name=exp.name,
+        cls=PhaseCommand,
+        help=f"{exp.description}\n\nOUTPUT defaults to "
+        f"results/{exp.name}-<host-class>-<date>.json.",
+        epilog=EXIT_STATUS,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )(_options(exp, exp.plan)(_callback(exp)))
+
+
+def _callback(exp: Experiment) -> Any:
+    def command(output_arg: Path | None, output: Path | None, resume: Path | None,
+                quick: bool, use_sensors: bool, meters: tuple[str, ...],
+                rapl_root: str | None, hwmon_root: str | None, **opts: Any) -> None:
+        if sum(x is not None for x in (output_arg, output, resume)) > 1:
+            raise click.UsageError("give the output once: OUTPUT, -o or --resume")
+        plan = plan_from_options(exp, quick, opts)
+        path = resume or output_arg or output or default_output(exp.name, quick=quick)
+        sensors = SensorOptions(use=use_sensors, meters=meters,
+                                **{k: v for k, v in (("rapl_root", rapl_root),
+                                                     ("hwmon_root", hwmon_root)) if v})
+        run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors)
+
+    return command
+
+
+def _options(exp: Experiment, plan: CampaignPlan) -> Any:
+    path = click.Path(dir_okay=False, path_type=Path)
+    options = [
+        click.argument("output_arg", metavar="[OUTPUT]", required=False, type=path),
+        click.option("-o", "--output", type=path, help="Results file to write (same as OUTPUT)."),
+        click.option("--resume", type=path, help="Continue an interrupted campaign in this file "
+                     "(same options as before)."),
+        click.option("--quick", is_flag=True, help="Smoke campaign: small test model, short "
+                     "generations, fewer strategies; written under results/quick/, which the "
+                     "site does not publish."),
+        click.option("--target", help=f"Target model: embedded name, .gguf path or "
+                     f"hf:REPO/FILE [default: {plan.target}]"),
+        click.option("--draft", help=f"Draft model for draft-k [default: {plan.draft}]"),
+        click.option("--tokens", type=click.IntRange(min=1),
+                     help=f"Tokens generated per run [default: {plan.tokens}]"),
+        click.option("--repeats", type=click.IntRange(min=1),
+                     help=f"Repeats of every prompt × strategy [default: {plan.repeats}]"),
+        click.option("--strategies", help=f"Comma list [default: {','.join(plan.strategies)}]"),
+        click.option("--prompts", help=f"Comma list of prompt names in {exp.prompts_dir.name}/ "
+                     f"[default: {','.join(plan.prompts)}]"),
+        click.option("--threads", type=click.IntRange(min=1),
+                     help="CPU threads [default: physical cores]"),
+        click.option("--n-ctx", type=click.IntRange(min=64),
+                     help=f"Context length. [default: {plan.n_ctx}]"),
+        click.option("--sensor/--no-sensor", "use_sensors", default=True, show_default=True,
+                     help="Sample every energy sensor found (see `phase sensors`)."),
+        click.option("--meter", "meters", multiple=True, metavar="FILE:SCOPE:TAU",
+                     help="External meter trace (CSV/JSON), e.g. wall.csv:wall:1.0. Repeatable."),
+        click.option("--rapl-root", help="powercap sysfs root [default: /sys/class/powercap]"),
+        click.option("--hwmon-root", help="hwmon sysfs root [default: /sys/class/hwmon]"),
+        click.option("--cooldown", "cooldown_s", type=click.FloatRange(min=0),
+                     help=f"Seconds of rest before each run [default: {plan.cooldown_s}]"),
+        click.option("--idle-window", "idle_window_s", type=click.FloatRange(min=0),
+                     help=f"Seconds of idle sampling before each run "
+                     f"[default: {plan.idle_window_s}]"),
+        click.option("--sample-hz", type=click.FloatRange(min=0, min_open=True),
+                     help=f"Sensor sampling rate. [default: {plan.sample_hz}]"),
+        click.option("--seed", type=int,
+                     help=f"Seed of the shuffled order. [default: {plan.seed}]"),
+        click.option("--no-shuffle", is_flag=True, default=None,
+                     help="Keep the same order in every repeat."),
+        click.option("--raw-prompt", is_flag=True, default=None,
+                     help="Send prompts without the chat template."),
+    ]
+
+    def apply(fn: Any) -> Any:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return apply

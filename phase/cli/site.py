@@ -1,0 +1,101 @@
+"""`phase build`, `phase site`, `phase serve`: validate, render the notes, build and serve."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import click
+
+from phase.cli.common import say
+from phase.errors import PhaseError
+from phase.publish.site import (
+    BlockedError,
+    BuildResult,
+    SitePaths,
+    build_docs,
+    build_site,
+    describe,
+    serve,
+)
+from phase.validate import format_report
+
+F = TypeVar("F", bound=Callable[..., None])
+BLOCKED = "Exit status: 0 built; 1 a results file has a blocking finding (nothing is published)."
+
+
+def _paths(**dirs: str | None) -> SitePaths:
+    return SitePaths.default(**{k: v for k, v in dirs.items() if v is not None})
+
+
+def _publish(build: Callable[[SitePaths], BuildResult], paths: SitePaths) -> BuildResult:
+    """Run a publish step; on blocking findings print each file's report, then fail (exit 1)."""
+    try:
+        result = build(paths)
+    except BlockedError as exc:
+        for report in exc.reports:
+            say(format_report(report))
+        raise
+    for line in describe(result):
+        say(line)
+    return result
+
+
+def _with_dirs(fn: F) -> F:
+    for option in reversed([
+        click.option("--results-dir", default=None, help="Results files [results/]."),
+        click.option("--notes-dir", default=None, help="Note sources [phase/notes/]."),
+        click.option("--docs-dir", default=None, help="mkdocs docs dir to render into [docs/]."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+@click.command("build", epilog=BLOCKED)
+@_with_dirs
+def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None) -> None:
+    """Validate every results file and render the notes into docs/ (no mkdocs build).
+
+    Refuses (exit 1) when any results file has a blocking finding. Writes the generated pages
+    docs/notes/ and docs/raw/ (with each raw file's derived summary as a download); nothing
+    is written into the results directory.
+    """
+    paths = _paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir)
+    _publish(build_docs, paths)
+    click.echo(paths.docs_dir)
+
+
+@click.command("site", epilog=BLOCKED)
+@_with_dirs
+@click.option("--site-dir", default=None, help="Where the static site goes [site/].")
+def site(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
+         site_dir: str | None) -> None:
+    """Validate, render the notes, and build the static site (mkdocs build --strict).
+
+    Refuses (exit 1) when any results file has a blocking finding. The site works offline
+    and from file://; open site/index.html or run `phase serve`.
+    """
+    paths = _paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir,
+                   site_dir=site_dir)
+    _publish(build_site, paths)
+    click.echo(paths.site_dir / "index.html")
+
+
+@click.command("serve", epilog="Exit status: 0 stopped with Ctrl-C; 1 no built site, or the "
+               "address cannot be served.")
+@click.option("--site-dir", default=None, help="The built site [site/].")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--build", "rebuild", is_flag=True, help="Run `phase site` first.")
+def serve_command(site_dir: str | None, host: str, port: int, rebuild: bool) -> None:
+    """Serve the built site over HTTP until interrupted (Ctrl-C)."""
+    paths = _paths(site_dir=site_dir)
+    if rebuild:
+        _publish(build_site, paths)
+    say(f"serving {paths.site_dir} on http://{host}:{port}/ (Ctrl-C stops)")
+    try:
+        serve(paths.site_dir, host, port)
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        raise PhaseError(f"cannot serve on {host}:{port}: {exc.strerror}") from None

@@ -1,0 +1,72 @@
+"""Older results files, read as the current schema: one step per version, on the raw dict.
+
+A step takes the JSON object of version N (freshly parsed: a step may rename keys in place)
+and returns version N+1; `migrate` chains them up to SCHEMA_VERSION. Files on disk are never
+rewritten: a v1 file stays v1 and is migrated each time it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from phase.errors import PhaseError
+from phase.results.schema import SCHEMA_VERSION
+
+
+class ResultsError(PhaseError):
+    """A results file could not be read; the message names file, JSON path and problem."""
+
+
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _rename(item: Any, old: str, new: str) -> None:
+    # Leave anything that is not the expected shape alone: the schema check that follows
+    # reports it with its JSON path.
+    if isinstance(item, dict) and old in item and new not in item:
+        item[new] = item.pop(old)
+
+
+def _items(data: dict[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
+def _v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """draft_ms -> propose_ms, SensorTrace value -> values, ratio_vs_plain ->
+    energy_ratio_vs_plain."""
+    for run in _items(data, "runs"):
+        if not isinstance(run, dict):
+            continue
+        for step in _items(run, "trace"):
+            _rename(step, "draft_ms", "propose_ms")
+        for trace in _items(run, "samples"):
+            _rename(trace, "value", "values")
+    for row in _items(data, "rows"):
+        _rename(row, "ratio_vs_plain", "energy_ratio_vs_plain")
+    data["schema_version"] = 2
+    return data
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+
+
+def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:
+    """The object as the current schema version."""
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise ResultsError(f"{path}: $.schema_version: missing or not an integer")
+    if version > SCHEMA_VERSION:
+        raise ResultsError(
+            f"{path}: $.schema_version: {version} is newer than this phase understands "
+            f"({SCHEMA_VERSION}); upgrade phase"
+        )
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise ResultsError(f"{path}: $.schema_version: no migration from version {version}")
+        data = step(data)
+        version = data["schema_version"]
+    return data

@@ -1,0 +1,57 @@
+"""The validation rules, one module each, applied in the order listed here.
+
+A raw-file rule is `check(results, settings, ctx) -> list[Finding]`: it reads the parsed file
+and the settings, asks `ctx` which values the rules before it rejected (and which sensor is the
+chip), and returns its findings; it never writes. Order matters only through rejections: the
+rules that reject single values (sensor-lag, impossible) come before those that leave rejected
+values out (lag-confound, variance).
+
+Adding a rule: a module here with a docstring saying what it checks and its severity, a
+`check` function, one line in RAW_RULES (or SUMMARY_RULES), its name in RULES, and a test in
+tests/test_validate*.py that makes it trip and not trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from phase.results import ResultsFile, SummaryFile
+from phase.validate.report import Context, Finding
+from phase.validate.rules import (
+    completeness,
+    equivalence,
+    impossible,
+    lag_confound,
+    schema,
+    sensor_lag,
+    summary,
+    variance,
+)
+from phase.validate.settings import RuleSettings
+
+RawRule = Callable[[ResultsFile, RuleSettings, Context], list[Finding]]
+SummaryRule = Callable[[SummaryFile, RuleSettings, Context], list[Finding]]
+
+RAW_RULES: tuple[RawRule, ...] = (
+    schema.check,
+    completeness.check,
+    sensor_lag.check,
+    impossible.check,
+    lag_confound.check,
+    variance.check,
+    equivalence.check,
+)
+SUMMARY_RULES: tuple[SummaryRule, ...] = (summary.check,)
+
+# The names findings carry in their `rule` field.
+RULES = (
+    "schema",
+    "completeness",
+    "variance",
+    "sensor-lag",
+    "lag-confound",
+    "impossible",
+    "equivalence",
+)
+
+__all__ = ["RAW_RULES", "RULES", "SUMMARY_RULES", "RawRule", "SummaryRule"]

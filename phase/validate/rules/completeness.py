@@ -1,0 +1,53 @@
+"""completeness (warning): every configured prompt x strategy has the configured repeats.
+
+Also warns when the campaign is not complete, and about runs for a condition the config does
+not list or beyond the configured repeats.
+"""
+
+from __future__ import annotations
+
+from phase.analysis import conditions, runs_by_condition
+from phase.results import ResultsFile
+from phase.validate.report import Context, Finding
+from phase.validate.settings import RuleSettings
+
+
+def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
+    repeats = settings.repeats or results.config.repeats
+    configured = {(p.name, s) for p in results.config.prompts for s in results.config.strategies}
+    by_condition = runs_by_condition(results)
+    out: list[Finding] = []
+    if results.status != "complete":
+        out.append(ctx.finding(
+            "completeness", "warning", f"campaign status is {results.status!r}, not 'complete'",
+            numbers={"runs": len(results.runs)},
+        ))
+    for prompt, strategy in conditions(results):
+        runs = by_condition.get((prompt, strategy), [])
+        if (prompt, strategy) not in configured:
+            out.append(ctx.finding(
+                "completeness", "warning",
+                f"{len(runs)} run(s) for a prompt x strategy the config does not list",
+                prompt=prompt, strategy=strategy, numbers={"runs": len(runs)},
+            ))
+            continue
+        present = {r.repeat for r in runs if r.repeat < repeats}
+        missing = [i for i in range(repeats) if i not in present]
+        extra = len(runs) - len(present)
+        if missing:
+            shown = ", ".join(str(i) for i in missing[:10]) + ("…" if len(missing) > 10 else "")
+            out.append(ctx.finding(
+                "completeness", "warning",
+                f"{len(present)} of {repeats} repeats; missing repeat {shown}",
+                prompt=prompt, strategy=strategy,
+                numbers={"expected": repeats, "found": len(present), "missing": len(missing)},
+            ))
+        if extra:
+            out.append(ctx.finding(
+                "completeness", "warning",
+                f"{extra} run(s) beyond the {repeats} configured repeats "
+                "(a repeat index duplicated or out of range)",
+                prompt=prompt, strategy=strategy,
+                numbers={"expected": repeats, "runs": len(runs), "extra": extra},
+            ))
+    return out

@@ -1,0 +1,53 @@
+"""Checks of a summary file (no runs): its rows form a complete, unambiguous table.
+
+schema (blocking): two rows for the same prompt, strategy and k.
+completeness (warning): a row whose n disagrees with its run ids or falls short of the
+expected repeats; a prompt x strategy missing though both appear in other rows.
+"""
+
+from __future__ import annotations
+
+from phase.results import SummaryFile
+from phase.validate.report import Context, Finding
+from phase.validate.settings import RuleSettings
+
+
+def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
+    out: list[Finding] = []
+    seen: dict[tuple[str, str, int | None], int] = {}
+    for i, row in enumerate(summary.rows):
+        key = (row.prompt, row.strategy, row.k)
+        if key in seen:
+            out.append(ctx.finding(
+                "schema", "blocking",
+                f"row duplicates $.rows[{seen[key]}] (same prompt, strategy and k)",
+                prompt=row.prompt, strategy=row.strategy, json_path=f"$.rows[{i}]",
+            ))
+        else:
+            seen[key] = i
+        if row.n is not None and row.run_ids and row.n != len(row.run_ids):
+            out.append(ctx.finding(
+                "completeness", "warning",
+                f"row says n = {row.n} but lists {len(row.run_ids)} run id(s)",
+                prompt=row.prompt, strategy=row.strategy,
+                numbers={"n": row.n, "run_ids": len(row.run_ids)},
+            ))
+        if settings.repeats is not None and row.n is not None and row.n < settings.repeats:
+            out.append(ctx.finding(
+                "completeness", "warning",
+                f"row averages {row.n} of {settings.repeats} expected repeats",
+                prompt=row.prompt, strategy=row.strategy,
+                numbers={"expected": settings.repeats, "found": row.n},
+            ))
+    prompts = list(dict.fromkeys(r.prompt for r in summary.rows))
+    strategies = list(dict.fromkeys(r.strategy for r in summary.rows))
+    present = {(r.prompt, r.strategy) for r in summary.rows}
+    for prompt in prompts:
+        for strategy in strategies:
+            if (prompt, strategy) not in present:
+                out.append(ctx.finding(
+                    "completeness", "warning",
+                    "no row for this prompt x strategy, though both appear in other rows",
+                    prompt=prompt, strategy=strategy,
+                ))
+    return out

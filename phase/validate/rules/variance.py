@@ -1,0 +1,57 @@
+"""variance (warning): per condition, (max - min) / mean of chip energy per token must not
+exceed variance_max. With fewer than `variance_min_runs` standing chip energies the same rule
+applies to tokens/s. A failing condition is *unstable* (marked on the page)."""
+
+from __future__ import annotations
+
+import statistics
+
+from phase.analysis import conditions, energy_j_per_token, runs_by_condition, spread
+from phase.results import ResultsFile, Run
+from phase.validate.report import Context, Finding
+from phase.validate.settings import RuleSettings
+
+
+def _standing_chip(runs: list[Run], ctx: Context) -> list[float]:
+    chip = ctx.chip_sensor
+    if chip is None:
+        return []
+    values = [(run, energy_j_per_token(run, chip)) for run in runs]
+    return [v for run, v in values if v is not None and not ctx.is_rejected(run.id, chip)]
+
+
+def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
+    by_condition = runs_by_condition(results)
+    out: list[Finding] = []
+    for prompt, strategy in conditions(results):
+        runs = by_condition.get((prompt, strategy), [])
+        per_token = _standing_chip(runs, ctx)
+        if len(per_token) >= settings.variance_min_runs:
+            # sensor names the chip sensor when energy was judged, None when tokens/s was.
+            values, metric, sensor = per_token, "chip energy per token", ctx.chip_sensor
+        else:
+            values = [r.tokens_per_s for r in runs]
+            metric, sensor = "tokens/s (no usable chip energy)", None
+        if len(values) < settings.variance_min_runs:
+            continue
+        measured = spread(values)
+        if measured is None or measured <= settings.variance_max:
+            continue
+        out.append(ctx.finding(
+            "variance",
+            "warning",
+            f"unstable: {metric} spreads {measured:.1%} of its mean across {len(values)} runs "
+            f"(limit {settings.variance_max:.1%})",
+            prompt=prompt,
+            strategy=strategy,
+            sensor=sensor,
+            numbers={
+                "spread": measured,
+                "limit": settings.variance_max,
+                "min": min(values),
+                "max": max(values),
+                "mean": statistics.fmean(values),
+                "runs": len(values),
+            },
+        ))
+    return out
