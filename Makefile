@@ -48,8 +48,9 @@ test: setup ## run the test suite (fetches the small test model on first run)
 bench: setup ## performance benchmarks (not tests) -> bench/results/
 	$(PY) bench/run.py
 
-lint: setup ## ruff
+lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject.toml)
 	$(VENV)/bin/ruff check phase tests bench experiments
+	$(VENV)/bin/lint-imports
 
 clean: ## remove generated pages and the built site (never results/)
 	rm -rf site docs/notes docs/raw docs/assets/vendor .pytest_cache .ruff_cache
