@@ -2,7 +2,8 @@
 terminal summary share.
 
     conditions, runs_by_condition     which prompt x strategy pairs a campaign holds, and runs
-    sensors_by_name, first_windows    a file's sensors and each run's windows
+    sensors_by_name, first_windows    a file's sensors and each run's windows (measured_windows:
+                                      those with energy)
     energy_window, energy_*_per_token one sensor's energy in one run, per generated token
     spread                            (max - min) / mean, the variance rule's measure
     summarize                         raw runs -> one summary row per condition (in memory)
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from phase.errors import PhaseError
@@ -85,6 +86,16 @@ def first_windows(run: Run) -> list[SensorWindow]:
             seen.add(w.sensor)
             out.append(w)
     return out
+
+
+def measured_windows(results: ResultsFile) -> Iterator[tuple[Run, SensorWindow, SensorInfo]]:
+    """Every run's first window per declared sensor that holds an energy value."""
+    sensors = sensors_by_name(results)
+    for run in results.runs:
+        for w in first_windows(run):
+            info = sensors.get(w.sensor)
+            if info is not None and w.energy_j is not None:
+                yield run, w, info
 
 
 def window_s(w: SensorWindow) -> float:

@@ -259,3 +259,36 @@ def test_script_and_phase_measure_are_the_same_command(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     results = load_raw(out)
     assert results.experiment == "speculative" and len(results.runs) == 2
+
+
+def test_ctrl_c_keeps_runs_prints_the_resume_command_and_exits_130(tmp_path: Path) -> None:
+    import json as _json
+    import signal
+    import subprocess
+    import time
+
+    out = tmp_path / "int.json"
+    script = EXPERIMENTS_DIR / "speculative.py"
+    args = [*SMALL, "--tokens", "32", "--repeats", "4", "-o", str(out)]
+    proc = subprocess.Popen([sys.executable, str(script), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if _json.loads(out.read_text())["runs"]:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    partial = load_raw(out)
+    assert partial.status == "interrupted" and partial.runs
+    # The printed command is the one typed, minus the output, resuming the file.
+    assert f"continue with: python {script}" in err
+    assert f"--resume {out}" in err and f"-o {out}" not in err
+    assert "Traceback" not in err

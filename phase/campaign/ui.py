@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -79,14 +80,17 @@ class ProgressObserver:
 def show_start(campaign: Campaign) -> None:
     """What the campaign cannot measure, and where it writes."""
     for backend in campaign.unavailable:
-        console.print(f"[yellow]no energy from {backend.backend}:[/yellow] {backend.reason}")
-    console.print(f"writing {campaign.output}")
+        console.print(f"[yellow]no energy from {escape(backend.backend)}:[/yellow] "
+                      f"{escape(backend.reason)}")
+    console.print(f"writing {escape(str(campaign.output))}")
 
 
 def show_interrupted(output: Path, resume_command: str) -> None:
+    # soft_wrap: the command stays on one line, whatever the width, so it can be copied.
     console.print(
-        f"\n[yellow]interrupted[/yellow]: finished runs are saved in {output}\n"
-        f"continue with: {resume_command}"
+        f"\n[yellow]interrupted[/yellow]: finished runs are saved in {escape(str(output))}\n"
+        f"continue with: {escape(resume_command)}",
+        soft_wrap=True,
     )
 
 

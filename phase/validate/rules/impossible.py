@@ -11,7 +11,7 @@ normally smoothed power readings, and an under-reading lagged sensor is the usua
 
 from __future__ import annotations
 
-from phase.analysis import first_windows, sensors_by_name, window_s
+from phase.analysis import first_windows, measured_windows, sensors_by_name, window_s
 from phase.results import ResultsFile, Run, SensorInfo, SensorWindow
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -20,11 +20,8 @@ from phase.validate.settings import RuleSettings
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     sensors = sensors_by_name(results)
     readings: list[Finding] = []
-    for run in results.runs:
-        for w in first_windows(run):
-            info = sensors.get(w.sensor)
-            if info is not None and w.energy_j is not None:
-                readings += _reading(run, w, info, ctx)
+    for run, w, info in measured_windows(results):
+        readings += _reading(run, w, info, ctx)
     # A chip value this rule just rejected is no yardstick for the enclosing sensors.
     return readings + _enclosing_vs_chip(results, sensors, settings, ctx.including(readings))
 

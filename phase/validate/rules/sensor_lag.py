@@ -7,7 +7,7 @@ energy for the run is rejected when b(T) > lag_bias_max.
 
 from __future__ import annotations
 
-from phase.analysis import first_windows, sensors_by_name, window_s
+from phase.analysis import measured_windows, window_s
 from phase.results import ResultsFile
 from phase.validate.lag import lag_bias, min_window
 from phase.validate.report import Context, Finding
@@ -15,32 +15,27 @@ from phase.validate.settings import RuleSettings
 
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
-    sensors = sensors_by_name(results)
     out: list[Finding] = []
-    for run in results.runs:
-        for w in first_windows(run):
-            info = sensors.get(w.sensor)
-            if info is None or w.energy_j is None:
-                continue
-            tau = info.smoothing_s
-            window = window_s(w)
-            bias = lag_bias(window, tau)
-            if bias <= settings.lag_bias_max:
-                continue
-            needed = min_window(tau, settings.lag_bias_max)
-            out.append(ctx.finding(
-                "sensor-lag",
-                "rejected",
-                f"a {window:.3g} s window on a sensor smoothed over {tau:.3g} s can under-read "
-                f"by {bias:.1%} (limit {settings.lag_bias_max:.1%}; needs >= {needed:.3g} s)",
-                run=run,
-                sensor=info.name,
-                numbers={
-                    "bias": bias,
-                    "limit": settings.lag_bias_max,
-                    "window_s": window,
-                    "smoothing_s": tau,
-                    "min_window_s": needed,
-                },
-            ))
+    for run, w, info in measured_windows(results):
+        tau = info.smoothing_s
+        window = window_s(w)
+        bias = lag_bias(window, tau)
+        if bias <= settings.lag_bias_max:
+            continue
+        needed = min_window(tau, settings.lag_bias_max)
+        out.append(ctx.finding(
+            "sensor-lag",
+            "rejected",
+            f"a {window:.3g} s window on a sensor smoothed over {tau:.3g} s can under-read "
+            f"by {bias:.1%} (limit {settings.lag_bias_max:.1%}; needs >= {needed:.3g} s)",
+            run=run,
+            sensor=info.name,
+            numbers={
+                "bias": bias,
+                "limit": settings.lag_bias_max,
+                "window_s": window,
+                "smoothing_s": tau,
+                "min_window_s": needed,
+            },
+        ))
     return out
