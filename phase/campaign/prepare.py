@@ -95,7 +95,6 @@ def _load_models(
         n_ctx=plan.n_ctx,
         n_threads=plan.threads,
         n_threads_batch=plan.threads_batch or plan.threads,
-        seed=plan.seed,
     )
     models = [_model_info(engine, "target", target)]
     if draft is not None:

@@ -53,8 +53,9 @@ class Engine:
     """Target (and optional draft) loaded once; `run` is repeatable and runs are independent.
 
     n_threads defaults to the physical cores this process may use (llama-bench's default);
-    n_threads_batch to n_threads. `seed` is recorded only: greedy decoding draws no random
-    numbers. `flash_attn` is auto|on|off and `n_gpu_layers` -1 (all, where the build has an
+    n_threads_batch to n_threads; n_ctx has no default here (a campaign's is in
+    phase.campaign.plan). Greedy decoding draws no random numbers, so there is no seed.
+    `flash_attn` is auto|on|off and `n_gpu_layers` -1 (all, where the build has an
     accelerator): llama.cpp's and llama-bench's defaults, so the two measure the same thing.
     """
 
@@ -66,7 +67,6 @@ class Engine:
         n_ctx: int,
         n_threads: int | None = None,
         n_threads_batch: int | None = None,
-        seed: int = 0,
         flash_attn: str = "auto",
         n_gpu_layers: int = -1,
         verbose: bool = False,
@@ -76,7 +76,6 @@ class Engine:
         for name, value in (("n_threads", n_threads), ("n_threads_batch", n_threads_batch)):
             if value is not None and value < 1:
                 raise UsageProblem(f"{name} must be >= 1 (got {value})")
-        self.seed = seed
         options = ContextOptions(n_ctx=n_ctx, n_threads=n_threads,
                                  n_threads_batch=n_threads_batch, flash_attn=flash_attn,
                                  n_gpu_layers=n_gpu_layers, verbose=verbose)
