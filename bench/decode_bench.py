@@ -81,8 +81,17 @@ def _same_prefix(a: str | None, b: str | None) -> str:
     return f"{n}/{shorter} chars" if n < shorter else f"all {shorter} chars"
 
 
+def _extra_buffers(ctx: Context) -> bool:
+    """phase's extra-CPU-buffer decision for the target, which the native tools must share."""
+    from phase.decode.cpu_buffers import resolve
+    from phase.decode.native import system_info
+
+    return resolve("auto", ctx.target_path, system_info()).enabled
+
+
 def _common(ctx: Context) -> native.Common:
-    return native.Common(threads=ctx.threads, n_ctx=ctx.n_ctx, tokens=ctx.tokens)
+    return native.Common(threads=ctx.threads, n_ctx=ctx.n_ctx, tokens=ctx.tokens,
+                         extra_buffers=_extra_buffers(ctx))
 
 
 def _pct(x: float | None) -> str:
@@ -112,7 +121,7 @@ def run_plain(ctx: Context) -> Section:
         arms: dict[str, Callable[[], Any]] = {
             "phase": _phase_arm(engine, prompt, "plain", ctx.tokens),
             "llama-bench": lambda: native.llama_bench_tg(bin_path, ctx.target_path, ctx.tokens,
-                                                         ctx.threads),
+                                                         ctx.threads, common.extra_buffers),
             "llama-completion": lambda: native.llama_completion(bin_path, ctx.target_path, text,
                                                                 common),
         }

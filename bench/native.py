@@ -167,11 +167,14 @@ class Common:
     threads: int
     n_ctx: int
     tokens: int
+    # phase's decision for llama.cpp's extra CPU buffer types (phase.decode.cpu_buffers): the
+    # native side must run the same kernels (and not crash where AMX is broken).
+    extra_buffers: bool = True
 
     def flags(self) -> list[str]:
         return ["-t", str(self.threads), "-c", str(self.n_ctx), "-n", str(self.tokens),
                 "--temp", "0", "--top-k", "1", "--seed", "0", "--ignore-eos", "--no-escape",
-                "-ngl", "0"]
+                "-ngl", "0", *([] if self.extra_buffers else ["--no-repack"])]
 
 
 def _exec(cmd: list[str]) -> tuple[str, str]:
@@ -198,11 +201,13 @@ def _number(pattern: str, text: str, what: str, tool: str) -> float:
     return _groups(pattern, text, what, tool)[0]
 
 
-def llama_bench_tg(bin_path: Path, model: Path, tokens: int, threads: int) -> dict[str, float]:
+def llama_bench_tg(bin_path: Path, model: Path, tokens: int, threads: int,
+                   extra_buffers: bool = True) -> dict[str, float]:
     """One llama-bench token-generation test (tg<tokens>, no prompt), one repetition after
     llama-bench's own warm-up run; returns its tokens/s."""
     cmd = [str(bin_path / "llama-bench"), "-m", str(model), "-p", "0", "-n", str(tokens),
-           "-t", str(threads), "-r", "1", "-ngl", "0", "-o", "json"]
+           "-t", str(threads), "-r", "1", "-ngl", "0", "-o", "json",
+           *([] if extra_buffers else ["-nr", "1"])]
     stdout, _ = _exec(cmd)
     try:
         tests = json.loads(stdout)

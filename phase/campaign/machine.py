@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 from phase import REPO_ROOT, __version__
+from phase.decode.cpu_buffers import ExtraBuffers
 from phase.results import Provenance
 from phase.sensors.nvml import gpu_names
 
@@ -88,7 +89,8 @@ def temperatures_c(root: Path = Path("/sys/class/thermal")) -> dict[str, float]:
     return temps
 
 
-def provenance(threads: int, threads_batch: int, llama_system_info: str | None) -> Provenance:
+def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
+               extra_buffers: ExtraBuffers | None = None) -> Provenance:
     commit, dirty = git_state()
     gpus = gpu_names()
     return Provenance(
@@ -108,4 +110,6 @@ def provenance(threads: int, threads_batch: int, llama_system_info: str | None) 
         threads=threads,
         threads_batch=threads_batch,
         command_line=list(sys.argv),
+        cpu_extra_buffers=None if extra_buffers is None else extra_buffers.enabled,
+        cpu_extra_buffers_reason=None if extra_buffers is None else extra_buffers.reason,
     )

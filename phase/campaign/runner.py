@@ -156,7 +156,8 @@ class Campaign:
             created=datetime.now(UTC),
             status="running",
             provenance=machine.provenance(
-                self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info()
+                self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info(),
+                self.engine.extra_buffers,
             ),
             models=self.models,
             sensors=self.sensor_infos,

@@ -29,10 +29,28 @@ def highlevel_generate(
     stops at token n_tokens + 1: n_tokens single-token forward passes, the same work phase's
     decode window holds.
     """
+    import llama_cpp.llama_cpp as binding
     from llama_cpp import Llama
 
-    llm = Llama(str(model_path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads,
-                flash_attn=flash_attn, verbose=False)
+    from phase.decode import cpu_buffers
+    from phase.decode.native import system_info
+
+    # Llama exposes no switch for extra CPU buffers; give it phase's decision (same kernels,
+    # and no crash where AMX is broken) by wrapping the defaults it reads while loading.
+    extra = cpu_buffers.resolve("auto", Path(model_path), system_info()).enabled
+    defaults = binding.llama_model_default_params
+
+    def with_extra_buffers() -> binding.llama_model_params:
+        params = defaults()
+        params.use_extra_bufts = extra
+        return params
+
+    binding.llama_model_default_params = with_extra_buffers
+    try:
+        llm = Llama(str(model_path), n_ctx=n_ctx, n_threads=n_threads,
+                    n_threads_batch=n_threads, flash_attn=flash_attn, verbose=False)
+    finally:
+        binding.llama_model_default_params = defaults
     try:
         runs = []
         for _ in range(repeats):

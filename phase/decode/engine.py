@@ -94,6 +94,9 @@ class Engine:
         self.n_ctx = min(m.n_ctx for m in self._models())
         self.n_threads = self.target.n_threads
         self.n_threads_batch = self.target.n_threads_batch
+        # Both models are loaded with the same decision unless the draft's own probe differs;
+        # the target's is what a results file records.
+        self.extra_buffers = self.target.extra_buffers
 
     # -- lifetime -------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
+from phase.decode import cpu_buffers
 from phase.decode.vocab import VocabInfo
 from phase.errors import PhaseError
 
@@ -138,6 +139,8 @@ class ContextOptions:
     n_threads_batch: int | None = None
     flash_attn: str = "auto"
     n_gpu_layers: int = -1
+    # auto | on | off: llama.cpp's extra CPU buffer types (AMX, repacking); see cpu_buffers.
+    extra_buffers: str = "auto"
     verbose: bool = False
 
 
@@ -157,6 +160,9 @@ class NativeModel:
         # -1 = every layer on the accelerator when the build has one (llama-bench's default);
         # a CPU-only build ignores it.
         mparams.n_gpu_layers = options.n_gpu_layers
+        self.extra_buffers = cpu_buffers.resolve(options.extra_buffers, Path(self.path),
+                                                 system_info())
+        mparams.use_extra_bufts = self.extra_buffers.enabled
         self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), mparams)
         if not self._model:
             raise PhaseError(

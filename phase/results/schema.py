@@ -71,6 +71,10 @@ class Provenance(Strict):
     threads: PosInt
     threads_batch: PosInt
     command_line: list[str]
+    # Whether llama.cpp's extra CPU buffer types (AMX tiles, repacked weights) were used, and
+    # why: they change which kernels ran (phase.decode.cpu_buffers). None in older files.
+    cpu_extra_buffers: bool | None = None
+    cpu_extra_buffers_reason: str | None = None
 
 
 class ModelInfo(Strict):
