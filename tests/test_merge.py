@@ -97,6 +97,9 @@ EDITS: dict[str, tuple[dict[str, Any], str]] = {
     "gpu driver": ({"hosts": _host(gpu_driver="550.54.15")}, "host class (gpu_driver) differs"),
     "accelerator": ({"hosts": _host(accelerator="cuda")}, "host class (accelerator) differs"),
     "sensors": ({"sensors": [make_sensor(smoothing_s=1.0)]}, "declared sensors differs"),
+    # A shard resumed on a machine of another class lists both hosts: refused too.
+    "resumed elsewhere": ({"hosts": [*_host(), *_host(cpu_model="Other CPU")]},
+                          "host class (cpu_model) differs"),
     "not a shard": ({"shard": None}, "is not a shard"),
     "incomplete": ({"status": "interrupted"}, "not complete"),
 }

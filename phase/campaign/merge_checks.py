@@ -33,24 +33,23 @@ class ShardFile:
         return self.results.shard
 
 
-def identity_of(results: ResultsFile) -> HostIdentity | None:
-    """The host identity a shard recorded (the first host; a shard runs on one)."""
-    return results.hosts[0].identity if results.hosts else None
-
-
-def _differ(files: Sequence[ShardFile], what: str, value: Callable[[ShardFile], Any],
-            show: Callable[[Any], str] = repr) -> list[str]:
-    """One problem when `value` is not the same in every file: each distinct value (as `show`
-    writes it) and the files that hold it."""
+def _differ_named(pairs: Sequence[tuple[str, Any]], what: str,
+                  show: Callable[[Any], str] = repr) -> list[str]:
+    """One problem when the values of (name, value) pairs are not all equal: each distinct
+    value (as `show` writes it) and the names that hold it."""
     groups: dict[str, tuple[str, list[str]]] = {}
-    for f in files:
-        v = value(f)
+    for name, v in pairs:
         key = json.dumps(v, sort_keys=True, default=str)
-        groups.setdefault(key, (show(v), []))[1].append(f.name)
+        groups.setdefault(key, (show(v), []))[1].append(name)
     if len(groups) < 2:
         return []
     parts = [f"{shown} in {', '.join(names)}" for shown, names in groups.values()]
     return [f"{what} differs: " + "; ".join(parts)]
+
+
+def _differ(files: Sequence[ShardFile], what: str, value: Callable[[ShardFile], Any],
+            show: Callable[[Any], str] = repr) -> list[str]:
+    return _differ_named([(f.name, value(f)) for f in files], what, show)
 
 
 def not_shards(files: Sequence[ShardFile]) -> list[str]:
@@ -125,14 +124,16 @@ def versions(files: Sequence[ShardFile]) -> list[str]:
 
 
 def host_class(files: Sequence[ShardFile]) -> list[str]:
-    """Hosts may differ by name only: every field of the identity must agree."""
-    missing = [f.name for f in files if identity_of(f.results) is None]
+    """Hosts may differ by name only: every field of every host's identity must agree (a shard
+    resumed on another machine lists two hosts; both count)."""
+    missing = [f.name for f in files if not f.results.hosts]
     if missing:
         return [f"{', '.join(missing)} record(s) no host identity (`hosts`)"]
+    hosts = [(f"{f.name} ({h.hostname})", h.identity) for f in files for h in f.results.hosts]
     out = []
     for field in HostIdentity.model_fields:
-        out += _differ(files, f"host class ({field})",
-                       lambda f, k=field: getattr(identity_of(f.results), k))
+        out += _differ_named([(name, getattr(identity, field)) for name, identity in hosts],
+                             f"host class ({field})")
     return out
 
 
