@@ -39,7 +39,7 @@ def write_shards(
     how, prompt_blocks, repeat_blocks = split(list(prompts), repeats, count)
     paths = []
     for i in range(count):
-        shard = ShardInfo(index=i, count=count, split=how,  # type: ignore[arg-type]
+        shard = ShardInfo(index=i, count=count, split=how,
                           prompts=prompt_blocks[i], repeats=repeat_blocks[i], source="--shard")
         host = HostInfo(hostname=f"node{i}", host_class="fixture-2c", identity=IDENTITY,
                         shards=[i])

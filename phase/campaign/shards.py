@@ -27,6 +27,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun
@@ -136,8 +137,10 @@ def job_id(given: str | None, env: Mapping[str, str]) -> tuple[str | None, str |
     return None, None
 
 
-def split(prompts: Sequence[str], repeats: int, count: int) -> tuple[str, list[list[str]],
-                                                                       list[list[int]]]:
+Split = tuple[Literal["prompts", "repeats"], list[list[str]], list[list[int]]]
+
+
+def split(prompts: Sequence[str], repeats: int, count: int) -> Split:
     """("prompts" | "repeats", prompts per shard, repeats per shard): whole prompts when there
     are at least as many prompts as shards, else whole repeats; contiguous, balanced blocks."""
     if len(prompts) >= count:
@@ -172,7 +175,7 @@ def identify(experiment: str, plan: CampaignPlan, request: ShardRequest | None,
     if request is None:
         return CampaignIdentity(cid, None)
     how, prompts, repeats = split(plan.prompts, plan.repeats, request.count)
-    info = ShardInfo(index=request.index, count=request.count, split=how,  # type: ignore[arg-type]
+    info = ShardInfo(index=request.index, count=request.count, split=how,
                      prompts=prompts[request.index], repeats=repeats[request.index],
                      job_id=job[0], job_id_source=job[1], source=request.source)
     return CampaignIdentity(cid, info)
