@@ -27,6 +27,9 @@ from phase.results import HostIdentity, HostInfo
 HOST_CLASSES = 10
 MAX_SECONDS_200 = 20.0
 MAX_SLOPE_GROWTH = 1.5
+# Below this many campaigns a build's fixed costs and noise swamp the per-file slope: the
+# linearity verdict is given only from here up (smaller counts still report the ratio).
+MIN_COUNT_FOR_SLOPE = 10
 
 
 def on_host(base: Any, index: int) -> Any:
@@ -101,10 +104,12 @@ def run(ctx: Context) -> Section:
         first = _slope(totals, counts[0], counts[1])
         last = _slope(totals, counts[-2], counts[-1])
         growth = last / first if first and last is not None and first > 0 else None
+        judged = growth is not None and counts[0] >= MIN_COUNT_FOR_SLOPE
         section.rows.append(Row(
             "hosts", "seconds per extra campaign, largest counts vs smallest", last, first,
-            f"{counts[0]}..{counts[1]}", "s/file", growth, f"<= {MAX_SLOPE_GROWTH:g}x",
-            None if growth is None else growth <= MAX_SLOPE_GROWTH,
+            f"{counts[0]}..{counts[1]}", "s/file", growth,
+            f"<= {MAX_SLOPE_GROWTH:g}x" if judged else None,
+            growth <= MAX_SLOPE_GROWTH if judged and growth is not None else None,
             f"{counts[-2]}..{counts[-1]} vs {counts[0]}..{counts[1]} campaigns",
         ))
     if 200 not in totals and len(counts) >= 2:
