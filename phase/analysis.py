@@ -6,6 +6,7 @@ terminal summary share.
                                       those with energy)
     energy_window, energy_*_per_token one sensor's energy in one run, per generated token
     spread                            (max - min) / mean, the variance rule's measure
+    host_class_of, host_identity_of   which kind of machine a campaign ran on (label, identity)
     summarize                         raw runs -> one summary row per condition (in memory)
 
 Numbers a summary row holds, per condition (all runs of one prompt with one strategy):
@@ -26,6 +27,7 @@ builds on the queries here).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -34,6 +36,7 @@ from typing import Protocol
 from phase.errors import PhaseError
 from phase.results import (
     SCHEMA_VERSION,
+    HostIdentity,
     ResultsFile,
     Run,
     SensorInfo,
@@ -133,6 +136,46 @@ def spread(values: Sequence[float]) -> float | None:
         return None
     mean = statistics.fmean(values)
     return (max(values) - min(values)) / mean if mean > 0 else None
+
+
+# --- hosts ------------------------------------------------------------------------------------
+
+# llama.cpp's system info names the backends it was built with; the first one found names the
+# build (a CUDA build also lists its CPU backend, so the order matters).
+_ACCELERATORS = (("CUDA", "cuda"), ("ROCm", "rocm"), ("HIP", "rocm"), ("Metal", "metal"),
+                 ("Vulkan", "vulkan"), ("SYCL", "sycl"), ("CANN", "cann"), ("OpenCL", "opencl"))
+
+
+def accelerator_build(llama_system_info: str | None) -> str | None:
+    """Which llama.cpp build ran ("cuda", "metal", ... or "cpu"), read from its system info;
+    None when the system info was not recorded."""
+    if not llama_system_info:
+        return None
+    for needle, name in _ACCELERATORS:
+        if re.search(rf"\b{needle}\b", llama_system_info):
+            return name
+    return "cpu"
+
+
+def ram_gib(ram_bytes: int | None) -> int | None:
+    """Memory in whole GiB: identical machines differ by what their kernels reserve."""
+    return None if ram_bytes is None else round(ram_bytes / 2**30)
+
+
+def host_class_of(results: ResultsFile) -> str:
+    """The short host-class label (file names, grouping): the same in every file of a class."""
+    return results.hosts[0].host_class if results.hosts else results.provenance.host_class
+
+
+def host_identity_of(results: ResultsFile) -> HostIdentity:
+    """The full identity of the host class a campaign ran on: recorded in `hosts`, or, in files
+    older than that field, derived from the provenance (GPU driver unknown there)."""
+    if results.hosts:
+        return results.hosts[0].identity
+    p = results.provenance
+    return HostIdentity(cpu_model=p.cpu_model, cpu_cores=p.cpu_cores, ram_gib=ram_gib(p.ram_bytes),
+                        gpus=list(p.gpus), gpu_driver=None,
+                        accelerator=accelerator_build(p.llama_cpp_system_info))
 
 
 # --- which sensors a summary reports -----------------------------------------------------------

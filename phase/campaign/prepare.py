@@ -10,6 +10,7 @@ from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan, campaign_config
 from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
+from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.errors import UsageProblem
 from phase.models import ResolvedModel, resolve
@@ -23,19 +24,31 @@ def prepare(
     destination: Destination,
     discovery: Discovery,
     observer: Observer | None = None,
+    *,
+    shard: ShardRequest | None = None,
+    job_id: tuple[str | None, str | None] = (None, None),
 ) -> Campaign:
     """Check the destination, prompts and strategies, load the models, tokenize the prompts,
     load the campaign to resume, start sampling `discovery`'s sensors. Raises on bad input
-    (exit 2, nothing written); the discovered sensors are closed on any failure."""
+    (exit 2, nothing written); the discovered sensors are closed on any failure.
+
+    `shard` runs one part of the plan (phase.campaign.shards); `job_id` (id, source) goes into
+    the campaign id that every shard of one campaign shares."""
     observer = observer or QuietObserver()
     engine: Engine | None = None
     try:
         _check_destination(destination)
+        identity: CampaignIdentity | None = identify(experiment.name, plan, shard, job_id)
         prompts = load_prompts(experiment.prompts_dir, plan.prompts)
         strategies = _parse_strategies(plan)
         engine, models = _load_models(plan, strategies, observer)
         prompt_tokens = _tokenize(engine, plan, prompts)
         previous = _previous(destination, campaign_config(plan, prompts), models)
+        if previous is not None:
+            # A resumed campaign keeps the identity (and the shard) its file records.
+            same_shard(shard, previous.shard, str(destination.path))
+            identity = (CampaignIdentity(previous.campaign_id, previous.shard)
+                        if previous.campaign_id else None)
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(discovery.sensors)
         sampler = Sampler(discovery.sensors, hz=plan.sample_hz) if discovery.sensors else None
@@ -49,7 +62,7 @@ def prepare(
     return Campaign(
         experiment, plan, destination, observer, prompts, strategies, engine, models,
         prompt_tokens, previous, sampler, sampler.sensor_infos() if sampler else [],
-        list(discovery.unavailable),
+        list(discovery.unavailable), identity,
     )
 
 

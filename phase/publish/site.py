@@ -33,13 +33,15 @@ from phase.results import SummaryFile, dump_json
 from phase.validate import Report, RuleSettings, format_finding
 
 from .charts import vega_bundle
+from .crosshost import INDEX as HOSTS_INDEX
+from .crosshost import render_pages as crosshost_pages
 from .datasets import Dataset, load_dataset
 from .notes import NoteError, NoteSource, discover_notes, resolve_results
 from .rawpages import Download, build_raw_page
 from .render import block, environment, note_entries, render_note
 
 # Paths under docs_dir that the build owns: removed and rewritten on every build.
-GENERATED = ("notes", "raw", "assets/vendor")
+GENERATED = ("notes", "raw", "hosts", "assets/vendor")
 HOME_SNIPPET = "notes/_list.md"
 VEGA_JS = "assets/vendor/vega.js"
 
@@ -181,6 +183,9 @@ def build_docs(paths: SitePaths, settings: RuleSettings | None = None) -> BuildR
     index = env.get_template("raw_index.md.j2").render(datasets=published)
     _write(paths.docs_dir / "raw/index.md", index)
     result.pages.append("raw/index.md")
+    for rel, text in crosshost_pages(env, published).items():
+        _write(paths.docs_dir / rel, text)
+        result.pages.append(rel)
     home = block(env.get_template("home_list.html.j2").render(entries=note_entries(notes, "")))
     _write(paths.docs_dir / HOME_SNIPPET, str(home).strip() + "\n")
     return result
@@ -262,6 +267,8 @@ def nav(paths: SitePaths, notes: list[NoteSource]) -> list[Any]:
         items.append({"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
                                 for n in notes]})
     items.append({"Data": "raw/index.md"})
+    if (paths.docs_dir / HOSTS_INDEX).is_file():
+        items.append({"Across hosts": HOSTS_INDEX})
     for title, page in (("About", "about.md"), ("Results format", "results-format.md"),
                         ("Architecture", "architecture.md")):
         if (paths.docs_dir / page).is_file():

@@ -16,9 +16,20 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from phase.results.base import (
+    FiniteFloat,
+    Fraction,
+    NonNegFloat,
+    NonNegInt,
+    PosInt,
+    Sha256,
+    Strict,
+)
+from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
 # changes; the Literal of each file model's schema_version follows it):
@@ -29,18 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 #                energy_ratio_vs_plain.
 SCHEMA_VERSION = 2
 
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-NonNegInt = Annotated[int, Field(ge=0)]
-PosInt = Annotated[int, Field(ge=1)]
-Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Scope = Literal["chip", "board", "module", "wall"]
 SensorKind = Literal["counter", "power"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
 
 
 def _paired(value: Any, reason: str | None, name: str) -> None:
@@ -226,6 +227,8 @@ class Run(Strict):
     matches_plain_reason: str | None = None
     first_divergence: NonNegInt | None = None
     samples: list[SensorTrace]
+    # The hostname that ran this run (one of ResultsFile.hosts); None in older files.
+    host: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -267,6 +270,15 @@ class ResultsFile(Strict):
     config: CampaignConfig
     references: list[PlainReference]
     runs: list[Run]
+    # Beyond one machine (phase.campaign.shards, phase.campaign.merge). `campaign_id` is shared
+    # by every shard of one campaign (derived from the experiment, the plan, the shard count
+    # and the job id); `shard` is set in a shard's file; `hosts` lists every machine that ran
+    # runs (one for an unsharded campaign); `merged_from` lists the shard files a merged file
+    # was made from. All absent (None / empty) in older files.
+    campaign_id: str | None = None
+    shard: ShardInfo | None = None
+    hosts: list[HostInfo] = Field(default_factory=list)
+    merged_from: list[MergedShard] = Field(default_factory=list)
 
 
 # --- summaries (what tables read) ---------------------------------------------------------

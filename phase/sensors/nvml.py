@@ -156,6 +156,21 @@ def gpu_names() -> list[str]:
             nvml.nvmlShutdown()
 
 
+def gpu_driver_version() -> str | None:
+    """The NVIDIA driver version, for a host's identity; None where NVML cannot start."""
+    nvml, _ = _init()
+    if nvml is None:
+        return None
+    try:
+        version = nvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except nvml.NVMLError:
+        return None
+    finally:
+        with contextlib.suppress(nvml.NVMLError):
+            nvml.nvmlShutdown()
+
+
 def probe() -> Probe:
     found = Probe(BACKEND)
     nvml, problem = _init()

@@ -20,6 +20,7 @@ from phase.validate.report import Context, Finding
 from phase.validate.rules import (
     completeness,
     equivalence,
+    host_spread,
     impossible,
     lag_confound,
     schema,
@@ -40,6 +41,7 @@ RAW_RULES: tuple[RawRule, ...] = (
     lag_confound.check,
     variance.check,
     equivalence.check,
+    host_spread.check,
 )
 SUMMARY_RULES: tuple[SummaryRule, ...] = (summary.check,)
 
@@ -52,6 +54,7 @@ RULES = (
     "lag-confound",
     "impossible",
     "equivalence",
+    "host-spread",
 )
 
 __all__ = ["RAW_RULES", "RULES", "SUMMARY_RULES", "RawRule", "SummaryRule"]
