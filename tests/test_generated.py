@@ -187,3 +187,23 @@ def test_make_site_says_what_became_of_each_campaign(tmp_path: Path) -> None:
                       "no headline"]
     assert any(line.startswith(f"froze {paths.published_dir / SLUG / 'v1'}") for line in lines)
     shutil.rmtree(paths.site_dir)
+
+
+def test_a_published_campaign_must_stay_and_data_is_escaped(tmp_path: Path) -> None:
+    paths = _paths(tmp_path)
+    hostile = "<script>alert(2)</script>"
+    path = _write(paths, "speculative-x", campaign("speculative-x", 1, host=hostile))
+    result = build_site(paths)
+    (slug,) = [n.slug for n in result.notes]
+    assert slug == "speculative-script-alert-2-script"
+    for page in paths.site_dir.rglob("*.html"):
+        assert "<script>alert(2)" not in page.read_text(), page
+    assert "# Speculative decoding on &lt;script&gt;alert(2)&lt;/script&gt;" in (
+        paths.docs_dir / f"notes/{slug}/index.md").read_text()
+    # The campaign behind a published version is gone: the build refuses, naming it.
+    path.unlink()
+    result = CliRunner().invoke(main, [
+        "build", "--results-dir", str(paths.results_dir), "--notes-dir", str(paths.notes_dir),
+        "--docs-dir", str(paths.docs_dir), "--published-dir", str(paths.published_dir)])
+    assert result.exit_code == 1, result.output
+    assert f"published/{slug}/v1 was published from speculative-x.json" in result.output

@@ -122,8 +122,9 @@ def validate_all(
 
 
 def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
-                include_quick: bool = False) -> BuildResult:
-    """Render every page into `docs_dir` (a fresh directory); see the module doc."""
+                include_quick: bool = False, freeze: bool = True) -> BuildResult:
+    """Render every page into `docs_dir` (a fresh directory); see the module doc. With
+    `freeze`, the versions to publish are returned in `to_freeze`."""
     authored = discover_notes(paths.notes_dir) if paths.notes_dir.is_dir() else []
     quick = results_files(paths.quick_dir) if include_quick else []
     reports, by_path, cited = validate_all(paths, authored, settings, quick)
@@ -145,7 +146,7 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     used_by: dict[Path, list[tuple[str, str, int]]] = {}
     for note, by_version in zip(notes, versions, strict=True):
         built = note_pages(env, note, by_version, archive, templates_dir=paths.templates_dir,
-                           settings=settings)
+                           settings=settings, freeze=freeze)
         for page in built.pages:
             _write(docs_dir / page.path, page.text)
             result.pages.append(page.path)

@@ -18,9 +18,11 @@ HAND_WRITTEN = (("About", "about.md"), ("Results format", "results-format.md"),
 def nav(docs_dir: Path, notes: list[NoteSource]) -> list[Any]:
     # Titles are escaped here because mkdocs' theme templates do not escape nav titles.
     items: list[Any] = [{"Home": "index.md"}]
+    # Newest first, as on the home page: by the latest version's date.
+    ordered = sorted(notes, key=lambda n: (n.latest.date, n.meta.date, n.slug), reverse=True)
     if notes:
         items.append({"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
-                                for n in notes]})
+                                for n in ordered]})
     items.append({"Data": "raw/index.md"})
     for title, page in HAND_WRITTEN:
         if (docs_dir / page).is_file():

@@ -46,7 +46,7 @@ def _render(paths: SitePaths, settings: RuleSettings | None, include_quick: bool
         else:
             parts, docs = {}, stage.stage(paths.docs_dir)
         copy_hand_written(paths.docs_src, docs)
-        result = render_docs(paths, docs, settings, include_quick)
+        result = render_docs(paths, docs, settings, include_quick, freeze=site)
         if site:
             _mkdocs(paths.mkdocs_yml, docs, stage.stage(paths.site_dir), result.notes)
         for target, staged in parts.items():

@@ -98,9 +98,11 @@ def note_pages(
     *,
     templates_dir: Path,
     settings: RuleSettings,
+    freeze: bool = True,
 ) -> NotePages:
-    """Every page of one note (see the module doc); `to_freeze` holds what this build would
-    publish, which the caller writes into the archive only once the whole build succeeded."""
+    """Every page of one note (see the module doc); with `freeze`, `to_freeze` holds what this
+    build publishes, which the caller writes into the archive only once the whole build
+    succeeded (without, a new version's latest-page form is rendered only where it is shown)."""
     out = NotePages(note)
     count = len(note.meta.versions)
     archived = archive.versions(note.slug)
@@ -126,12 +128,15 @@ def note_pages(
                     f"change shows only in a new version (add version {number + 1}) or as an "
                     "erratum")
         else:
+            publishing = freezable(note, number, datasets)
             page = render_version(env, note, number, by_version, latest_page=False)
-            latest_page = render_version(env, note, number, by_version, latest_page=True)
+            latest_page = (render_version(env, note, number, by_version, latest_page=True)
+                           if latest or (publishing and freeze) else page)
             page_text, latest_text, assets = page.text, latest_page.text, page.assets
-            if freezable(note, number, datasets):
-                out.to_freeze.append(_freeze(note, number, page, latest_page, datasets,
-                                             templates_dir, settings))
+            if publishing:
+                if freeze:
+                    out.to_freeze.append(_freeze(note, number, page, latest_page, datasets,
+                                                 templates_dir, settings))
                 out.states.append(f"v{number} new")
             else:
                 out.states.append(f"v{number} " + ("preview" if note.preview else "draft"))
