@@ -38,6 +38,12 @@ TEMPLATES_SUBDIR = "experiments"
 DEFAULT_TEMPLATE = "default.md.j2"
 
 
+def host_class_of(raw: ResultsFile) -> str:
+    """The host class a campaign ran on: the one place publishing reads it (w-fleet's
+    definition, `analysis.host_class_of`, replaces this when it lands; contracts.md)."""
+    return raw.provenance.host_class
+
+
 @dataclass(frozen=True)
 class Campaign:
     dataset: Dataset
@@ -46,8 +52,7 @@ class Campaign:
 
     @property
     def host_class(self) -> str:
-        # w-fleet's host-class definition will provide one function for this (contracts.md).
-        return self.raw.provenance.host_class
+        return host_class_of(self.raw)
 
     @property
     def key(self) -> tuple[str, str, bool]:
@@ -264,7 +269,7 @@ def generated_notes(
     for path, notes in cited_by.items():
         ds = next((d for d in datasets if d.path == path), None)
         if ds is not None and ds.raw is not None:
-            key = (ds.raw.experiment, ds.raw.provenance.host_class)
+            key = (ds.raw.experiment, host_class_of(ds.raw))
             discussed.setdefault(key, []).extend((n.meta.title, n.slug) for n in notes)
     out = Generated([], [], lines)
     for group in _groups(campaigns, archive, authored, lines):

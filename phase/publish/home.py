@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from .anchors import note_page
 from .datasets import Dataset
+from .generated import host_class_of
 from .headline import headline
 from .notes import NoteSource
 
@@ -31,7 +32,7 @@ class NoteEntry:
 
 
 def _host(datasets: list[Dataset]) -> tuple[str, str | None]:
-    classes = list(dict.fromkeys(d.raw.provenance.host_class for d in datasets if d.raw))
+    classes = list(dict.fromkeys(host_class_of(d.raw) for d in datasets if d.raw))
     if classes:
         return ", ".join(classes), None
     machines = [d.summary.machine for d in datasets if d.summary.machine]
