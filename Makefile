@@ -36,8 +36,8 @@ $(STAMP): pyproject.toml uv.lock
 measure: setup ## run the speculative-decoding campaign -> results/speculative-<host>-<date>.json
 	$(PHASE) measure speculative $(if $(QUICK),--quick) $(MEASURE_ARGS)
 
-site: setup ## validate results, render notes, build the static site into site/
-	$(PHASE) site
+site: setup ## validate results, render notes, build site/ (QUICK=1: preview results/quick/ too)
+	$(PHASE) site $(if $(QUICK),--include-quick)
 
 serve: site ## browse the built site on http://127.0.0.1:$(PORT)
 	$(PHASE) serve --port $(PORT)
@@ -52,6 +52,7 @@ lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject
 	$(VENV)/bin/ruff check phase tests bench experiments
 	$(VENV)/bin/lint-imports
 
-clean: ## remove generated pages and the built site (never results/)
+clean: ## remove generated pages and the built site (never results/ nor published/)
 	rm -rf site docs/notes docs/raw docs/assets/vendor .pytest_cache .ruff_cache
+	rm -rf .phase-tmp-* docs/.phase-tmp-* docs/assets/.phase-tmp-*  # left by a killed build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

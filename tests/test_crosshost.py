@@ -127,7 +127,8 @@ def test_three_host_classes_side_by_side_in_the_built_site(
     notes = tmp_path / "notes"
     notes.mkdir()
     paths = SitePaths.default(REPO, results_dir=three_hosts, notes_dir=notes,
-                              docs_dir=tmp_path / "docs", site_dir=tmp_path / "site")
+                              docs_dir=tmp_path / "docs", site_dir=tmp_path / "site",
+                              published_dir=tmp_path / "published")
     build_site(paths)
     html = (paths.site_dir / "hosts" / "speculative.html").read_text()
     parsed = _Rows()

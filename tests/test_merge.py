@@ -200,7 +200,7 @@ def test_a_merged_file_publishes_like_a_single_host_campaign(tmp_path: Path) -> 
     notes.mkdir()
     paths = SitePaths.default(Path(__file__).resolve().parent.parent, results_dir=results,
                               notes_dir=notes, docs_dir=tmp_path / "docs",
-                              site_dir=tmp_path / "site")
+                              site_dir=tmp_path / "site", published_dir=tmp_path / "published")
     built = build_site(paths)
     assert [Path(r.file).name for r in built.reports] == ["speculative-fixture-merged.json"]
     page = (paths.site_dir / "raw" / "speculative-fixture-merged.html").read_text()

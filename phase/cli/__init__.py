@@ -17,6 +17,7 @@ from phase.cli.generate import generate_command
 from phase.cli.measure import measure
 from phase.cli.merge import merge
 from phase.cli.models import models
+from phase.cli.publish import publish_command
 from phase.cli.schema import schema
 from phase.cli.sensors import sensors
 from phase.cli.site import build, serve_command, site
@@ -37,11 +38,12 @@ def main() -> None:
       phase merge results/x.json shards/*.json   the shards of one campaign, checked
       phase validate results/x.json           check a results file against the rules
       phase site                              validate, render notes, build site/
+      phase publish NOTE                      freeze a note's new versions (published/)
     """
 
 
 for _command in (models, schema, measure, merge, validate, sensors, generate_command, build, site,
-                 serve_command):
+                 publish_command, serve_command):
     main.add_command(_command)
 
 
