@@ -13,6 +13,7 @@ from pathlib import Path
 
 from phase import REPO_ROOT, __version__
 from phase.decode.cpu_buffers import ExtraBuffers
+from phase.decode.placement import ModelPlacement
 from phase.results import Provenance
 from phase.sensors.nvml import gpu_names
 
@@ -90,7 +91,8 @@ def temperatures_c(root: Path = Path("/sys/class/thermal")) -> dict[str, float]:
 
 
 def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
-               extra_buffers: ExtraBuffers | None = None) -> Provenance:
+               extra_buffers: ExtraBuffers | None = None,
+               placement: ModelPlacement | None = None) -> Provenance:
     commit, dirty = git_state()
     gpus = gpu_names()
     return Provenance(
@@ -112,4 +114,7 @@ def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
         command_line=list(sys.argv),
         cpu_extra_buffers=None if extra_buffers is None else extra_buffers.enabled,
         cpu_extra_buffers_reason=None if extra_buffers is None else extra_buffers.reason,
+        accelerator=placement.accelerator if placement else None,
+        n_gpu_layers_offloaded=placement.n_gpu_layers_offloaded if placement else None,
+        n_layers=placement.n_layers if placement else None,
     )

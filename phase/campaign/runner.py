@@ -31,6 +31,7 @@ from phase.results import (
     CampaignWriter,
     ModelInfo,
     PlainReference,
+    PrimaryEnergy,
     PromptSpec,
     ResultsFile,
     Run,
@@ -94,6 +95,9 @@ class Campaign:
     sampler: Sampler | None
     sensor_infos: list[SensorInfo]
     unavailable: list[UnavailableBackend]
+    # Which sensors "chip energy" means (phase.sensors.primary), or why none does.
+    primary: PrimaryEnergy | None = None
+    primary_reason: str | None = "no primary energy sensor was chosen"
 
     @property
     def output(self) -> Path:
@@ -157,7 +161,7 @@ class Campaign:
             status="running",
             provenance=machine.provenance(
                 self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info(),
-                self.engine.extra_buffers,
+                self.engine.extra_buffers, self.engine.placement(),
             ),
             models=self.models,
             sensors=self.sensor_infos,
@@ -165,6 +169,8 @@ class Campaign:
             config=campaign_config(self.plan, self.prompts),
             references=[],
             runs=[],
+            primary_energy=self.primary,
+            primary_energy_reason=None if self.primary is not None else self.primary_reason,
         )
 
     def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:

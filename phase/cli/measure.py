@@ -111,7 +111,8 @@ def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
     """Prepare (bad input: exit 2, nothing written), run with a progress bar, summarise.
     Ctrl-C keeps the finished runs, prints the command that continues, and exits 130."""
     observer = ui.ProgressObserver()
-    campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer)
+    campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer,
+                       energy_sensors=sensors.energy_sensors)
     with campaign:
         ui.show_start(campaign)
         try:
@@ -141,12 +142,14 @@ def experiment_command(exp: Experiment) -> click.Command:
 def _callback(exp: Experiment) -> Any:
     def command(output_arg: Path | None, output: Path | None, resume: Path | None,
                 quick: bool, use_sensors: bool, meters: tuple[str, ...],
-                rapl_root: str | None, hwmon_root: str | None, **opts: Any) -> None:
+                rapl_root: str | None, hwmon_root: str | None, energy_sensor: str | None,
+                **opts: Any) -> None:
         if sum(x is not None for x in (output_arg, output, resume)) > 1:
             raise click.UsageError("give the output once: OUTPUT, -o or --resume")
         plan = plan_from_options(exp, quick, opts)
         path = resume or output_arg or output or default_output(exp.name, quick=quick)
         sensors = SensorOptions(use=use_sensors, meters=meters,
+                                energy_sensors=_csv(energy_sensor) or (),
                                 **{k: v for k, v in (("rapl_root", rapl_root),
                                                      ("hwmon_root", hwmon_root)) if v})
         run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors)
@@ -182,6 +185,9 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                      help="Sample every energy sensor found (see `phase sensors`)."),
         click.option("--meter", "meters", multiple=True, metavar="FILE:SCOPE:TAU",
                      help="External meter trace (CSV/JSON), e.g. wall.csv:wall:1.0. Repeatable."),
+        click.option("--energy-sensor", metavar="NAME[,NAME]",
+                     help="The sensor(s) whose energy, summed, is the chip energy [default: "
+                     "the device that ran the model; see `phase sensors`]."),
         click.option("--rapl-root", help="powercap sysfs root [default: /sys/class/powercap]"),
         click.option("--hwmon-root", help="hwmon sysfs root [default: /sys/class/hwmon]"),
         click.option("--cooldown", "cooldown_s", type=click.FloatRange(min=0),

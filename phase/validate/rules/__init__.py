@@ -19,6 +19,7 @@ from phase.results import ResultsFile, SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.rules import (
     completeness,
+    counter_edges,
     equivalence,
     impossible,
     lag_confound,
@@ -36,6 +37,7 @@ RAW_RULES: tuple[RawRule, ...] = (
     schema.check,
     completeness.check,
     sensor_lag.check,
+    counter_edges.check,
     impossible.check,
     lag_confound.check,
     variance.check,
@@ -49,6 +51,7 @@ RULES = (
     "completeness",
     "variance",
     "sensor-lag",
+    "counter-edges",
     "lag-confound",
     "impossible",
     "equivalence",
