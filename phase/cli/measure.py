@@ -142,8 +142,8 @@ def experiment_command(exp: Experiment) -> click.Command:
 def _callback(exp: Experiment) -> Any:
     def command(output_arg: Path | None, output: Path | None, resume: Path | None,
                 quick: bool, use_sensors: bool, meters: tuple[str, ...],
-                rapl_root: str | None, hwmon_root: str | None, energy_sensor: str | None,
-                **opts: Any) -> None:
+                rapl_root: str | None, hwmon_root: str | None, iio_root: str | None,
+                energy_sensor: str | None, **opts: Any) -> None:
         if sum(x is not None for x in (output_arg, output, resume)) > 1:
             raise click.UsageError("give the output once: OUTPUT, -o or --resume")
         plan = plan_from_options(exp, quick, opts)
@@ -151,7 +151,8 @@ def _callback(exp: Experiment) -> Any:
         sensors = SensorOptions(use=use_sensors, meters=meters,
                                 energy_sensors=_csv(energy_sensor) or (),
                                 **{k: v for k, v in (("rapl_root", rapl_root),
-                                                     ("hwmon_root", hwmon_root)) if v})
+                                                     ("hwmon_root", hwmon_root),
+                                                     ("iio_root", iio_root)) if v})
         run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors)
 
     return command
@@ -190,6 +191,8 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                      "the device that ran the model; see `phase sensors`]."),
         click.option("--rapl-root", help="powercap sysfs root [default: /sys/class/powercap]"),
         click.option("--hwmon-root", help="hwmon sysfs root [default: /sys/class/hwmon]"),
+        click.option("--iio-root", help="IIO root for JetPack 4 rails "
+                     "[default: /sys/bus/iio/devices]"),
         click.option("--cooldown", "cooldown_s", type=click.FloatRange(min=0),
                      help=f"Seconds of rest before each run [default: {plan.cooldown_s}]"),
         click.option("--idle-window", "idle_window_s", type=click.FloatRange(min=0),

@@ -20,7 +20,7 @@ def placements_for(found: Discovery, build: str) -> dict[str, Placement]:
     hardware offers (NVIDIA GPUs, a Jetson's GPU, Apple's GPU), every layer offloaded."""
     parts = {s.part for s in found.sensors}
     out = {"cpu": Placement("cpu")}
-    if "gpu" in parts or "compute-rail" in parts or (build == "cuda" and "apple-gpu" not in parts):
+    if parts & {"gpu", "compute-rail"} or build == "cuda":
         out["cuda"] = Placement("cuda", n_gpu_layers_offloaded=None)
     if parts & {"apple-gpu", "apple-soc", "apple-cpu"} or build == "metal":
         out["metal"] = Placement("metal", n_gpu_layers_offloaded=None)
