@@ -227,3 +227,31 @@ def test_counter_edges_rejects_a_window_its_edges_leave_uncertain() -> None:
     assert "±0.6 J" in found[0].message and found[0].numbers["min_window_s"] == pytest.approx(1.2)
     inside = validate_results(_with_edge_error(0.5), "f.json")  # exactly 5%: stands
     assert not [f for f in inside.findings if f.rule == "counter-edges"]
+
+
+# --- a real GPU campaign (bench/device_campaign.py on an H200, CUDA build) -------------------
+
+RESULTS = Path(__file__).parent / "fixtures" / "results"
+
+
+@pytest.mark.parametrize(("name", "edge_rejections"), [("h200-campaign-512", 3),
+                                                       ("h200-campaign-2048", 0)])
+def test_real_h200_campaign_records_the_gpu_as_primary(name: str, edge_rejections: int) -> None:
+    from phase.results import load_raw
+
+    results = load_raw(RESULTS / f"{name}.json")
+    p = results.provenance
+    assert (p.accelerator, p.n_gpu_layers_offloaded, p.n_layers) == ("cuda", 31, 31)
+    assert results.primary_energy is not None
+    assert results.primary_energy.sensors == ["nvml:GPU-64a24bf1:energy"]
+    assert results.primary_energy.device.startswith("cuda:0 GPU-64a24bf1-")
+    for run in results.runs:
+        energy, why = primary_energy_j(results, run)
+        (window,) = [w for w in run.energy if w.sensor == "nvml:GPU-64a24bf1:energy"]
+        assert why is None and energy == window.energy_j and window.edge_error_j
+    report = validate_results(results, name)
+    edges = [f for f in report.findings if f.rule == "counter-edges"]
+    assert len(edges) == edge_rejections
+    # the 1 s averaged power reading is rejected as lagged in every run; the counter is not
+    lagged = {f.sensor for f in report.findings if f.rule == "sensor-lag"}
+    assert lagged == {"nvml:GPU-64a24bf1:power"}

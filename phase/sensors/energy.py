@@ -135,9 +135,8 @@ def counter_window(spec: WindowSpec, s: Series, a: float, b: float, limits: Limi
         start = read_edge(rel, u, ui0, a, spec.update_period_s, power)
         end = read_edge(rel, u, ui1, b, spec.update_period_s, power)
     else:
-        for idx, x, name in ((ui0, a, "start"), (ui1, b, "end")):
-            k = idx + 1 if name == "start" else idx
-            if rel[k] != x and rel[k] - rel[k - 1] > spec.max_interval_s:
+        for k, exact, name in ((ui0 + 1, rel[ui0] == a, "start"), (ui1, rel[ui1] == b, "end")):
+            if not exact and rel[k] - rel[k - 1] > spec.max_interval_s:
                 span = rel[k] - rel[k - 1]
                 return None, (f"no reading within {span:.3g} s around the window {name} "
                               f"(at most {spec.max_interval_s:.3g} s allowed)"), None
