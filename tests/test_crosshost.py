@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from factories import make_sensor, make_window, write_results
 
-from phase.analysis import host_class_of, host_identity_of
+from phase.hosts import host_class_of, host_identity_of
 from phase.publish.crosshost import build_pages, render_pages
 from phase.publish.datasets import load_dataset
 from phase.publish.render import environment

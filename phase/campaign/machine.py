@@ -12,8 +12,9 @@ from importlib import metadata
 from pathlib import Path
 
 from phase import REPO_ROOT, __version__
-from phase.analysis import accelerator_build, ram_gib
 from phase.decode.cpu_buffers import ExtraBuffers
+from phase.decode.placement import ModelPlacement
+from phase.hosts import accelerator_build, ram_gib
 from phase.results import HostIdentity, HostInfo, Provenance
 from phase.sensors.nvml import gpu_driver_version, gpu_names
 
@@ -117,7 +118,8 @@ def temperatures_c(root: Path = Path("/sys/class/thermal")) -> dict[str, float]:
 
 
 def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
-               extra_buffers: ExtraBuffers | None = None) -> Provenance:
+               extra_buffers: ExtraBuffers | None = None,
+               placement: ModelPlacement | None = None) -> Provenance:
     commit, dirty = git_state()
     gpus = gpu_names()
     return Provenance(
@@ -139,4 +141,7 @@ def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
         command_line=list(sys.argv),
         cpu_extra_buffers=None if extra_buffers is None else extra_buffers.enabled,
         cpu_extra_buffers_reason=None if extra_buffers is None else extra_buffers.reason,
+        accelerator=placement.accelerator if placement else None,
+        n_gpu_layers_offloaded=placement.n_gpu_layers_offloaded if placement else None,
+        n_layers=placement.n_layers if placement else None,
     )

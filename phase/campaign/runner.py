@@ -33,6 +33,7 @@ from phase.results import (
     HostInfo,
     ModelInfo,
     PlainReference,
+    PrimaryEnergy,
     PromptSpec,
     ResultsFile,
     Run,
@@ -97,6 +98,9 @@ class Campaign:
     sampler: Sampler | None
     sensor_infos: list[SensorInfo]
     unavailable: list[UnavailableBackend]
+    # Which sensors "chip energy" means (phase.sensors.primary), or why none does.
+    primary: PrimaryEnergy | None = None
+    primary_reason: str | None = "no primary energy sensor was chosen"
     # The campaign id and, for a shard, its part of the plan (phase.campaign.shards).
     identity: CampaignIdentity | None = None
 
@@ -175,7 +179,7 @@ class Campaign:
             status="running",
             provenance=machine.provenance(
                 self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info(),
-                self.engine.extra_buffers,
+                self.engine.extra_buffers, self.engine.placement(),
             ),
             models=self.models,
             sensors=self.sensor_infos,
@@ -186,6 +190,8 @@ class Campaign:
             campaign_id=self.identity.campaign_id if self.identity is not None else None,
             shard=self._shard,
             hosts=[self._host()],
+            primary_energy=self.primary,
+            primary_energy_reason=None if self.primary is not None else self.primary_reason,
         )
 
     def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:

@@ -122,7 +122,7 @@ def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
     Ctrl-C keeps the finished runs, prints the command that continues, and exits 130."""
     observer = ui.ProgressObserver()
     campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer,
-                       shard=shard, job_id=job)
+                       energy_sensors=sensors.energy_sensors, shard=shard, job_id=job)
     if campaign.identity is not None and campaign.identity.shard is not None:
         part = campaign.identity.shard
         say(f"shard {part.index} of {part.count} ({part.source}), campaign "
@@ -172,8 +172,9 @@ def _default_path(exp: Experiment, plan: CampaignPlan, quick: bool, out_dir: Pat
 def _callback(exp: Experiment) -> Any:
     def command(output_arg: Path | None, output: Path | None, resume: Path | None,
                 quick: bool, use_sensors: bool, meters: tuple[str, ...],
-                rapl_root: str | None, hwmon_root: str | None, shard: str | None,
-                job_id_opt: str | None, out_dir: Path | None, **opts: Any) -> None:
+                rapl_root: str | None, hwmon_root: str | None, iio_root: str | None,
+                energy_sensor: str | None, shard: str | None, job_id_opt: str | None,
+                out_dir: Path | None, **opts: Any) -> None:
         if sum(x is not None for x in (output_arg, output, resume)) > 1:
             raise click.UsageError("give the output once: OUTPUT, -o or --resume")
         plan = plan_from_options(exp, quick, opts)
@@ -182,8 +183,10 @@ def _callback(exp: Experiment) -> Any:
         path = (resume or output_arg or output
                 or _default_path(exp, plan, quick, out_dir, request, job))
         sensors = SensorOptions(use=use_sensors, meters=meters,
+                                energy_sensors=_csv(energy_sensor) or (),
                                 **{k: v for k, v in (("rapl_root", rapl_root),
-                                                     ("hwmon_root", hwmon_root)) if v})
+                                                     ("hwmon_root", hwmon_root),
+                                                     ("iio_root", iio_root)) if v})
         run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors,
                      request, job)
 
@@ -191,6 +194,10 @@ def _callback(exp: Experiment) -> Any:
 
 
 def _options(exp: Experiment, plan: CampaignPlan) -> Any:
+    """Every `phase measure` option, defaults shown from the experiment's plan.
+
+    Long because it is one flat list of options: split up, a reader would have to visit
+    several functions to see the command's whole surface."""
     path = click.Path(dir_okay=False, path_type=Path)
     options = [
         click.argument("output_arg", metavar="[OUTPUT]", required=False, type=path),
@@ -227,8 +234,13 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                      help="Sample every energy sensor found (see `phase sensors`)."),
         click.option("--meter", "meters", multiple=True, metavar="FILE:SCOPE:TAU",
                      help="External meter trace (CSV/JSON), e.g. wall.csv:wall:1.0. Repeatable."),
+        click.option("--energy-sensor", metavar="NAME[,NAME]",
+                     help="The sensor(s) whose energy, summed, is the chip energy [default: "
+                     "the device that ran the model; see `phase sensors`]."),
         click.option("--rapl-root", help="powercap sysfs root [default: /sys/class/powercap]"),
         click.option("--hwmon-root", help="hwmon sysfs root [default: /sys/class/hwmon]"),
+        click.option("--iio-root", help="IIO root for JetPack 4 rails "
+                     "[default: /sys/bus/iio/devices]"),
         click.option("--cooldown", "cooldown_s", type=click.FloatRange(min=0),
                      help=f"Seconds of rest before each run [default: {plan.cooldown_s}]"),
         click.option("--idle-window", "idle_window_s", type=click.FloatRange(min=0),

@@ -2,7 +2,7 @@
 
 Built from whatever raw campaign files of the experiment are published, one pass over them
 (so the build stays linear in the number of files). Campaigns are grouped by host class
-(`analysis.host_identity_of`: CPU model, cores, memory, GPUs and driver, accelerator build);
+(`hosts.host_identity_of`: CPU model, cores, memory, GPUs and driver, accelerator build);
 per class the newest complete campaign is shown and the others are linked. Each prompt gets
 one table with a row per strategy and host class: tokens/s, speed vs plain, chip mJ/token,
 energy vs plain and acceptance, from the same derived summaries the notes show (rejected
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import jinja2
 
-from phase.analysis import PLAIN, host_class_of, host_identity_of
+from phase.analysis import PLAIN
+from phase.hosts import host_class_of, host_identity_of
 from phase.results import HostIdentity, ResultsFile, SummaryRow
 
 from .anchors import raw_page, run_anchor

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phase.analysis import host_class_of, machine_label
+from phase.hosts import host_class_of, machine_label
 from phase.results import ResultsFile
 
 from .archive import Archive, ArchiveError

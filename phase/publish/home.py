@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phase.analysis import host_class_of
+from phase.hosts import host_class_of
 
 from .anchors import note_page
 from .datasets import Dataset

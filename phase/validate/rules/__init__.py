@@ -19,6 +19,7 @@ from phase.results import ResultsFile, SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.rules import (
     completeness,
+    counter_edges,
     equivalence,
     host_spread,
     impossible,
@@ -37,6 +38,7 @@ RAW_RULES: tuple[RawRule, ...] = (
     schema.check,
     completeness.check,
     sensor_lag.check,
+    counter_edges.check,
     impossible.check,
     lag_confound.check,
     variance.check,
@@ -51,6 +53,7 @@ RULES = (
     "completeness",
     "variance",
     "sensor-lag",
+    "counter-edges",
     "lag-confound",
     "impossible",
     "equivalence",
