@@ -17,7 +17,7 @@ QUICK ?=
 MEASURE_ARGS ?=
 PORT ?= 8000
 
-.PHONY: help setup measure site serve test bench lint clean
+.PHONY: help setup measure site serve test bench lint clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ site: setup ## validate results, render notes, build the static site into site/
 serve: site ## browse the built site on http://127.0.0.1:$(PORT)
 	$(PHASE) serve --port $(PORT)
 
+screenshots: site ## full-page PNGs of the home page and each note at 1280 px -> docs/screenshots/
+	$(PY) tests/screenshots.py --site-dir site --out docs/screenshots
+
 test: setup ## run the test suite (fetches the small test model on first run)
 	$(PY) -m pytest
 
@@ -53,5 +56,5 @@ lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject
 	$(VENV)/bin/lint-imports
 
 clean: ## remove generated pages and the built site (never results/)
-	rm -rf site docs/notes docs/raw docs/assets/vendor .pytest_cache .ruff_cache
+	rm -rf site docs/notes docs/raw docs/bench docs/assets/vendor .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

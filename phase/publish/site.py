@@ -32,14 +32,16 @@ from phase.errors import PhaseError
 from phase.results import SummaryFile, dump_json
 from phase.validate import Report, RuleSettings, format_finding
 
+from .benchpage import BENCH_GLOBAL, load_bench, write_bench_page
 from .charts import vega_bundle
 from .datasets import Dataset, load_dataset
 from .notes import NoteError, NoteSource, discover_notes, resolve_results
 from .rawpages import Download, build_raw_page
 from .render import block, environment, note_entries, render_note
+from .sources import ROOT_GLOBAL
 
 # Paths under docs_dir that the build owns: removed and rewritten on every build.
-GENERATED = ("notes", "raw", "assets/vendor")
+GENERATED = ("notes", "raw", "bench", "assets/vendor")
 HOME_SNIPPET = "notes/_list.md"
 VEGA_JS = "assets/vendor/vega.js"
 
@@ -54,6 +56,7 @@ class SitePaths:
     docs_dir: Path  # what mkdocs reads: hand-written + generated
     site_dir: Path
     mkdocs_yml: Path
+    bench_dir: Path  # benchmark results (`make bench`), published as the Benchmarks page
 
     @classmethod
     def default(cls, root: Path = REPO_ROOT, **overrides: Path | None) -> SitePaths:
@@ -67,6 +70,7 @@ class SitePaths:
             docs_dir=root / "docs",
             site_dir=root / "site",
             mkdocs_yml=root / "mkdocs.yml",
+            bench_dir=root / "bench" / "results",
         )
         given = {k: Path(v) for k, v in overrides.items() if v is not None}
         return replace(paths, **given)
@@ -88,6 +92,7 @@ class BuildResult:
     datasets: list[Dataset]
     notes: list[NoteSource]
     pages: list[str] = field(default_factory=list)  # written, relative to docs_dir
+    findings: dict[str, str] = field(default_factory=dict)  # rendered finding, by note slug
 
     @property
     def counts(self) -> dict[str, int]:
@@ -165,6 +170,7 @@ def build_docs(paths: SitePaths, settings: RuleSettings | None = None) -> BuildR
 
     _prepare_docs_dir(paths)
     env = environment(paths.templates_dir)
+    env.globals.update({BENCH_GLOBAL: load_bench(paths.bench_dir), ROOT_GLOBAL: paths.root})
     _write(paths.docs_dir / VEGA_JS, vega_bundle())
     used_by = _render_notes(paths.docs_dir, env, notes, by_path, cited, result)
     published = _published(by_path, used_by)
@@ -174,6 +180,8 @@ def build_docs(paths: SitePaths, settings: RuleSettings | None = None) -> BuildR
                               used_by.get(ds.path, []), _summary_download(paths.docs_dir, ds))
         text = env.get_template("raw_page.md.j2").render(page=page, page_dataset=ds)
         _write(paths.docs_dir / "raw" / ds.name, ds.path.read_bytes())
+        for download in page.table_files:
+            _write(paths.docs_dir / "raw" / download.name, download.data)
         rel = f"raw/{ds.stem}.md"
         _write(paths.docs_dir / rel, text)
         result.pages.append(rel)
@@ -181,7 +189,9 @@ def build_docs(paths: SitePaths, settings: RuleSettings | None = None) -> BuildR
     index = env.get_template("raw_index.md.j2").render(datasets=published)
     _write(paths.docs_dir / "raw/index.md", index)
     result.pages.append("raw/index.md")
-    home = block(env.get_template("home_list.html.j2").render(entries=note_entries(notes, "")))
+    result.pages.append(write_bench_page(paths.docs_dir, env))
+    home = block(env.get_template("home_list.html.j2").render(
+        entries=note_entries(notes, "", result.findings)))
     _write(paths.docs_dir / HOME_SNIPPET, str(home).strip() + "\n")
     return result
 
@@ -204,7 +214,9 @@ def _render_notes(
         for number, files in enumerate(per_version, start=1):
             for p in files:
                 used_by.setdefault(p, []).append((note.meta.title, note.slug, number))
-        for page in render_note(env, note, by_version):
+        pages = render_note(env, note, by_version)
+        result.findings[note.slug] = str(pages[-1].finding)
+        for page in pages:
             _write(docs / page.path, page.text)
             result.pages.append(page.path)
             for rel, data in page.assets.items():
@@ -262,6 +274,7 @@ def nav(paths: SitePaths, notes: list[NoteSource]) -> list[Any]:
         items.append({"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
                                 for n in notes]})
     items.append({"Data": "raw/index.md"})
+    items += [{"Benchmarks": "bench/index.md"}] if (paths.docs_dir / "bench").is_dir() else []
     for title, page in (("About", "about.md"), ("Results format", "results-format.md"),
                         ("Architecture", "architecture.md")):
         if (paths.docs_dir / page).is_file():
