@@ -148,8 +148,10 @@ def build_raw_page(
     identity = [("id", results.id), ("experiment", results.experiment),
                 ("note", results.note or DASH), ("schema version", str(ds.schema_version))]
     findings = finding_rows(ds, ROOT)
+    # CSV and JSON of each table: the findings, and the runs (raw) or rows (summary).
     downloads = {"findings": frame_files(findings_frame(findings), f"{ds.stem}-findings", "",
-                                         f"the findings ({ds.name})")}
+                                         f"the findings ({ds.name})"),
+                 "runs" if ds.raw is not None else "rows": data_table(ds)}
     common = {
         "dataset": ds.name,
         "download": download,
@@ -165,8 +167,6 @@ def build_raw_page(
         summary = ds.summary
         identity += [("kind", "summary only" if summary.summary_only else "derived summary"),
                      ("source", summary.source)]
-        table = build_table(ds, ROOT)
-        downloads["rows"] = data_table(ds)
         return RawPage(
             title=f"Data: {ds.stem}",
             kind="summary",
@@ -175,7 +175,7 @@ def build_raw_page(
             run_columns=[],
             sensors=[],
             runs=[],
-            summary_table=table,
+            summary_table=build_table(ds, ROOT),
             **common,
         )
     identity += [("created", raw.created.isoformat()), ("status", raw.status),
@@ -183,8 +183,6 @@ def build_raw_page(
                  ("repeats", str(raw.config.repeats)), ("seed", str(raw.config.seed)),
                  ("shuffled", "yes" if raw.config.shuffle else "no")]
     sensors = [s.name for s in raw.sensors]
-    runs = _run_rows(ds, raw, sensors)
-    downloads["runs"] = data_table(ds)
     return RawPage(
         title=f"Raw data: {ds.stem}",
         kind="raw",
@@ -192,7 +190,7 @@ def build_raw_page(
         prompts=[(p.name, p.text) for p in raw.config.prompts],
         run_columns=RUN_COLUMNS,
         sensors=sensors,
-        runs=runs,
+        runs=_run_rows(ds, raw, sensors),
         summary_table=None,
         **common,
     )
