@@ -9,19 +9,26 @@ temporary directories (validate, summaries, note and data pages, the cross-host 
 `mkdocs build --strict`). Checks: N = 200 builds in under 20 s, and the time per extra file
 at the largest counts is at most 1.5 times that at the smallest (linear, not quadratic).
 The cross-host page's own rendering is timed apart. Nothing in the repository is written.
+
+Two builds are timed per count, both `build_site` into a temporary archive: the first build
+of a results directory, which renders every campaign's note version and freezes it (what
+`make site` does once, after a campaign), and the rebuild, where the published versions are
+served from the archive (every later `make site`). The 20 s check is on the rebuild; the
+first build is reported beside it.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import replace
 from typing import Any
 
 from bench.common import REPO, Context, Row, Section, check_at_most, median
 from bench.site_bench import _cited_by_name, _factories, _paths, build_once, campaign
 from phase.publish.crosshost import render_pages
 from phase.publish.render import environment
-from phase.publish.site import SitePaths, build_docs
+from phase.publish.site import SitePaths, build_docs, build_site
 from phase.results import HostIdentity, HostInfo
 
 HOST_CLASSES = 10
@@ -45,6 +52,12 @@ def on_host(base: Any, index: int) -> Any:
         "id": name, "provenance": provenance,
         "hosts": [HostInfo(hostname=f"node{index}", host_class=label, identity=identity)],
     })
+
+
+def _site_s(paths: SitePaths) -> float:
+    t0 = time.perf_counter()
+    build_site(paths)
+    return time.perf_counter() - t0
 
 
 def _slope(totals: dict[int, float], a: int, b: int) -> float | None:
@@ -87,14 +100,28 @@ def run(ctx: Context) -> Section:
         runs = [build_once(paths) for _ in range(repeats)]
         totals[count] = median([t["total_s"] for t in runs]) or 0.0
         cross_s = _crosshost_s(paths)
+        # Into directories of its own: build_once's are not phase-made ones that it may replace.
+        site_paths = replace(paths, docs_dir=root / "site-docs", site_dir=root / "site-site")
+        first_s = _site_s(site_paths)  # renders and freezes every version
+        rebuilds = [_site_s(site_paths) for _ in range(repeats)]
+        rebuild_s = median(rebuilds) or 0.0
         ctx.log(f"{count} campaign(s) over {min(count, HOST_CLASSES)} host classes: "
-                f"{totals[count]:.2f} s (cross-host page {cross_s:.3f} s)")
+                f"{totals[count]:.2f} s rendering every version unfrozen, first build "
+                f"{first_s:.2f} s, rebuild {rebuild_s:.2f} s (cross-host page {cross_s:.3f} s)")
         checked = count == 200
+        classes = min(count, HOST_CLASSES)
         section.rows.append(Row(
-            "hosts", f"site build, {count} campaigns, {min(count, HOST_CLASSES)} host classes",
-            totals[count], MAX_SECONDS_200 if checked else None, "budget" if checked else "",
-            "s", None, f"< {MAX_SECONDS_200:g} s" if checked else None,
-            check_at_most(totals[count], MAX_SECONDS_200) if checked else None,
+            "hosts", f"site rebuild (versions published), {count} campaigns, {classes} host "
+            "classes", rebuild_s, MAX_SECONDS_200 if checked else None,
+            "budget" if checked else "", "s", None,
+            f"< {MAX_SECONDS_200:g} s" if checked else None,
+            check_at_most(rebuild_s, MAX_SECONDS_200) if checked else None,
+            f"first build (renders and freezes {count} versions) {first_s:.1f} s",
+            {"rebuild_s": rebuilds, "first_build_s": [first_s]},
+        ))
+        section.rows.append(Row(
+            "hosts", f"site build rendering every version, {count} campaigns, {classes} host "
+            "classes", totals[count], None, "", "s", None, None, None,
             f"cross-host page {cross_s:.3f} s",
             {"total_s": [t["total_s"] for t in runs], "render_s": [t["render_s"] for t in runs],
              "mkdocs_s": [t["mkdocs_s"] for t in runs], "crosshost_s": [cross_s]},
