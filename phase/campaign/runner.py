@@ -21,20 +21,19 @@ from typing import Protocol
 
 from phase.campaign import machine
 from phase.campaign.experiment import Experiment
-from phase.campaign.plan import CampaignPlan, campaign_config
+from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun, schedule
 from phase.campaign.sensing import WindowCallbacks
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.errors import PhaseError
 from phase.results import (
-    SCHEMA_VERSION,
     CampaignWriter,
+    Claim,
     ModelInfo,
     PlainReference,
     PromptSpec,
     ResultsFile,
     Run,
-    SensorInfo,
     UnavailableBackend,
     token_sha256,
 )
@@ -66,10 +65,13 @@ class QuietObserver:
 
 @dataclass(frozen=True)
 class Destination:
-    """The results file: a new one (never overwritten), or an interrupted one to continue."""
+    """The results file: a new one (never overwritten), or an interrupted one to continue.
+    `numbered`: `path` is a default name; when it is taken, the first free of path-2.json,
+    path-3.json... is claimed instead (atomically: two campaigns never pick the same one)."""
 
     path: Path
     resume: bool = False
+    numbered: bool = False
 
 
 class CampaignFailed(PhaseError):
@@ -90,14 +92,20 @@ class Campaign:
     engine: Engine
     models: list[ModelInfo]
     prompt_tokens: dict[str, list[int]]
-    previous: ResultsFile | None
+    # The file to write: the new header, or the interrupted campaign read under the claim.
+    start: ResultsFile
+    resumed: bool
     sampler: Sampler | None
-    sensor_infos: list[SensorInfo]
-    unavailable: list[UnavailableBackend]
+    # The lock on the results file, held from prepare() until close().
+    claim: Claim
 
     @property
     def output(self) -> Path:
-        return self.destination.path
+        return self.claim.path
+
+    @property
+    def unavailable(self) -> list[UnavailableBackend]:
+        return self.start.sensors_unavailable
 
     def __enter__(self) -> Campaign:
         return self
@@ -109,12 +117,14 @@ class Campaign:
         if self.sampler is not None:
             self.sampler.close()
         self.engine.close()
+        self.claim.release()
 
     def run(self) -> ResultsFile:
         """Run every scheduled run not yet recorded. Ctrl-C saves and re-raises; any other
         failure saves and raises CampaignFailed saying where the finished runs are."""
         plan = self.plan
-        writer = CampaignWriter(self.output, self._start_file())
+        self.start.status = "running"
+        writer = CampaignWriter(self.claim, self.start, exists=self.resumed)
         done = {r.id for r in writer.results.runs}
         runs = schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
                         plan.seed, plan.shuffle)
@@ -130,42 +140,19 @@ class Campaign:
                 run = self._one_run(scheduled, refs[scheduled.prompt])
                 writer.add_run(run)
                 self.observer.run_finished(index, run)
+            writer.finish("complete")
         except PhaseError as exc:
-            writer.finish("interrupted")
-            raise CampaignFailed(f"{exc} (finished runs are saved in {self.output})",
-                                 exit_code=exc.exit_code) from exc
+            writer.try_finish("interrupted")
+            raise CampaignFailed(
+                f"{exc}; {writer.saved_runs} finished run(s) are kept in {self.output}, "
+                "and --resume continues it", exit_code=exc.exit_code) from exc
         except BaseException:
-            writer.finish("interrupted")
+            writer.try_finish("interrupted")
             raise
         finally:
             if self.sampler is not None:
                 self.sampler.close()
-        writer.finish("complete")
         return writer.results
-
-    def _start_file(self) -> ResultsFile:
-        if self.previous is not None:
-            # Loaded and checked in prepare(); reading the file again would be wasted I/O.
-            self.previous.status = "running"
-            return self.previous
-        return ResultsFile(
-            schema_version=SCHEMA_VERSION,
-            id=self.output.stem,
-            experiment=self.experiment.name,
-            note=self.experiment.note,
-            created=datetime.now(UTC),
-            status="running",
-            provenance=machine.provenance(
-                self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info(),
-                self.engine.extra_buffers,
-            ),
-            models=self.models,
-            sensors=self.sensor_infos,
-            sensors_unavailable=self.unavailable,
-            config=campaign_config(self.plan, self.prompts),
-            references=[],
-            runs=[],
-        )
 
     def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:
         """Plain decoding of every prompt (and the warm-up); a resumed campaign must
@@ -223,16 +210,10 @@ class Campaign:
 
 def default_output(experiment: str, *, quick: bool = False,
                    results_dir: Path = Path("results")) -> Path:
-    """results/<experiment>-<host class>-<date>.json, numbered -2, -3... when taken. A quick
-    smoke campaign is not a study: it goes under results/quick/, which the site does not
-    publish (the directory is created)."""
+    """results/<experiment>-<host class>-<date>.json: the base of a numbered Destination
+    (-2, -3... when taken). A quick smoke campaign is not a study: it goes under
+    results/quick/, which the site does not publish (the directory is created)."""
     directory = results_dir / "quick" if quick else results_dir
     directory.mkdir(parents=True, exist_ok=True)
     day = datetime.now(UTC).strftime("%Y-%m-%d")
-    base = directory / f"{experiment}-{machine.host_class()}-{day}.json"
-    n = 2
-    out = base
-    while out.exists():
-        out = base.with_name(f"{base.stem}-{n}.json")
-        n += 1
-    return out
+    return directory / f"{experiment}-{machine.host_class()}-{day}.json"

@@ -4,6 +4,7 @@ command, built from the experiment's declared plan (its defaults show in --help)
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import click
 
 from phase.campaign import (
+    CampaignFailed,
     CampaignPlan,
     Destination,
     Experiment,
@@ -27,8 +29,13 @@ from phase.cli.common import PhaseCommand
 EXIT_STATUS = """\b
 Exit status:
   0    the campaign is complete
-  1    a run failed (the finished runs are kept; --resume continues)
-  2    bad input: an option, model, prompt or output file; nothing is written
+  1    a run or a write failed, e.g. the disk is full (the finished runs are
+       kept; the message says how many and the command that continues)
+  2    bad input, refused before any model loads and with nothing written: an
+       option, model, prompt that does not fit, a --meter spec, an output file
+       that exists or a directory that cannot be written, a results file another
+       campaign is writing (its holder is named), a --resume of a complete,
+       read-only or different campaign (the differences are listed)
   130  interrupted with Ctrl-C (the finished runs are kept; the command that
        continues the campaign is printed)"""
 
@@ -110,6 +117,9 @@ def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
                  sensors: SensorOptions) -> None:
     """Prepare (bad input: exit 2, nothing written), run with a progress bar, summarise.
     Ctrl-C keeps the finished runs, prints the command that continues, and exits 130."""
+    # A file-size limit (ulimit -f) would kill the process mid-write; ignored, the write fails
+    # with EFBIG instead and the campaign stops with its message (finished runs kept).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     observer = ui.ProgressObserver()
     campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer)
     with campaign:
@@ -120,6 +130,11 @@ def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
             observer.close()
             ui.show_interrupted(campaign.output, resume_hint(sys.argv, campaign.output))
             raise click.exceptions.Exit(130) from None
+        except CampaignFailed as exc:
+            observer.close()
+            raise CampaignFailed(
+                f"{exc}: {resume_hint(sys.argv, campaign.output)}", exit_code=exc.exit_code
+            ) from None
         finally:
             observer.close()
     ui.print_summary(results)
@@ -145,11 +160,13 @@ def _callback(exp: Experiment) -> Any:
         if sum(x is not None for x in (output_arg, output, resume)) > 1:
             raise click.UsageError("give the output once: OUTPUT, -o or --resume")
         plan = plan_from_options(exp, quick, opts)
-        path = resume or output_arg or output or default_output(exp.name, quick=quick)
+        given = resume or output_arg or output
+        destination = (Destination(given, resume=resume is not None) if given is not None
+                       else Destination(default_output(exp.name, quick=quick), numbered=True))
         sensors = SensorOptions(use=use_sensors, meters=meters,
                                 **{k: v for k, v in (("rapl_root", rapl_root),
                                                      ("hwmon_root", hwmon_root)) if v})
-        run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors)
+        run_campaign(exp, plan, destination, sensors)
 
     return command
 

@@ -15,6 +15,7 @@ from phase.decode.strategy import (
     parse_strategy,
 )
 from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
+from phase.decode.vocab_file import VocabFile, check_fit
 
 __all__ = [
     "DEFAULT_DRAFT_KS",
@@ -28,8 +29,10 @@ __all__ = [
     "NgramProposer",
     "Proposer",
     "Strategy",
+    "VocabFile",
     "VocabInfo",
     "check_compatible",
+    "check_fit",
     "compare_to_plain",
     "parse_strategy",
 ]
