@@ -159,3 +159,14 @@ def test_two_campaigns_without_output_write_two_files(tmp_path: Path) -> None:
     written = Path(tmp_path / done.stdout.strip().splitlines()[-1])
     assert written.name == base.name.replace(".json", "-2.json")
     assert load_raw(written).status == "complete"
+
+
+def test_resume_of_a_file_another_process_is_writing_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "busy.json"
+    out.write_text(make_results(status="interrupted").model_dump_json(indent=1) + "\n")
+    before = out.read_bytes()
+    with holder(out) as (proc, _):
+        refused = run_phase(["measure", "speculative", *SMALL, "--resume", str(out)])
+        assert_one_line_error(refused, 2, str(out), f"pid {proc.pid}")
+    assert "loading" not in refused.stderr
+    assert out.read_bytes() == before

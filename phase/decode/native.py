@@ -196,9 +196,6 @@ class NativeModel:
                     f"(out of memory?); try a smaller n_ctx{_native_error()}"
                 )
             self.n_ctx = int(llama_cpp.llama_n_ctx(self._ctx))
-            # The largest llama_decode call: llama.cpp caps it at the n_ctx asked for, while
-            # it rounds the context itself up (phase.decode.vocab_file.check_fit).
-            self.n_batch = int(llama_cpp.llama_n_batch(self._ctx))
             self.n_threads = threads
             self.n_threads_batch = threads_batch
             self._memory = llama_cpp.llama_get_memory(self._ctx)
@@ -232,6 +229,12 @@ class NativeModel:
         # At interpreter shutdown the binding may already be gone.
         with contextlib.suppress(Exception):
             self.close()
+
+    @property
+    def n_batch(self) -> int:
+        """The largest llama_decode call: llama.cpp caps it at the n_ctx asked for, while it
+        rounds the context itself up (phase.decode.vocab_file.check_fit)."""
+        return int(llama_cpp.llama_n_batch(self._ctx))
 
     # -- metadata -------------------------------------------------------------------------
 
