@@ -73,3 +73,21 @@ def test_a_read_only_cache_with_a_wrong_file_refuses_it(tmp_path: Path,
     proc = run_phase(["models", "fetch", TEST_MODEL], readonly=cache,
                      env={"PHASE_CACHE": str(cache)})
     assert_one_line_error(proc, 1, str(copy), "sha256 mismatch")
+
+
+def test_phase_models_fetch_does_not_vouch_for_an_edit_hidden_by_touch_r(
+        tmp_path: Path, test_model_path: Path) -> None:
+    """The issue's case through the CLI: `phase models fetch` printed "verified" in 0.0 s."""
+    copy = _cache_with_copy(tmp_path, test_model_path)
+    env = {"PHASE_CACHE": str(tmp_path)}
+    first = run_phase(["models", "fetch", TEST_MODEL], env=env)
+    assert first.returncode == 0 and _stamps(copy.parent), first.stderr
+    st = copy.stat()
+    with copy.open("r+b") as fh:
+        fh.seek(st.st_size // 3)
+        byte = fh.read(1)
+        fh.seek(st.st_size // 3)
+        fh.write(bytes([byte[0] ^ 0xFF]))  # a real change, whatever the byte was
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = run_phase(["models", "fetch", TEST_MODEL], env=env)
+    assert_one_line_error(again, 1, str(copy), "sha256 mismatch")
