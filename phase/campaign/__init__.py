@@ -9,7 +9,9 @@
     identity    what makes two campaigns the same measurement (what --resume compares)
     prepare     every check that can fail, before a model loads or anything is written
     runner      run -> write, run by run (Campaign, Destination, Observer)
-    machine     provenance: the machine and software a campaign ran on
+    machine     provenance: the machine and software a campaign ran on; host class identity
+    shards      one part of a plan per machine (--shard I/N or a scheduler's array index)
+    merge       the shards of one campaign -> one results file (checks in merge_checks)
     ui          the terminal's progress bar and closing table (rich, no click)
 """
 

@@ -6,11 +6,13 @@ mix runs from two setups under the first one's description, so every such differ
 refused, listed, with the file left byte-identical.
 
 The identity is: the whole config; each model's name, source, size and sha256; the machine
-and software that ran it (host, CPU, GPUs, phase and git commit, llama-cpp-python and the
+and software that ran it (host class, CPU, GPUs, phase and git commit, llama-cpp-python and the
 llama.cpp build, Python, threads, extra CPU buffers, and where the model ran); every sensor's
 declared settings (name, backend, scope, kind, unit, smoothing, bounds, and anything else
-declared), but not what is measured afresh each time (update period); and the choice of
-primary energy sensor and campaign shard where the schema records them. Facts known only once
+declared), but not what is measured afresh each time (update period); the primary energy
+sensors (when the file records a choice); the campaign id and shard. The hostname is not part
+of it: a campaign may be resumed on another machine of the same class (phase.campaign.shards;
+the file's `hosts` and each run's `host` say where each run ran). Facts known only once
 the models are loaded (the llama.cpp system info, the extra-buffer decision, offloaded layers)
 are compared after loading; everything else before.
 """
@@ -25,20 +27,21 @@ from phase.results import ResultsFile
 
 PROVENANCE_FIELDS = (
     "phase_version", "git_commit", "llama_cpp_python_version", "llama_cpp_system_info",
-    "python_version", "hostname", "host_class", "cpu_model", "gpus", "threads", "threads_batch",
+    "python_version", "host_class", "cpu_model", "gpus", "threads", "threads_batch",
     "cpu_extra_buffers", "accelerator", "n_gpu_layers_offloaded", "n_layers",
 )
+PRIMARY = "primary_energy.sensors"
 # Known only after llama.cpp has loaded the model (or initialised its backends).
 AFTER_LOAD = frozenset({
     "provenance.llama_cpp_system_info", "provenance.cpu_extra_buffers",
     "provenance.accelerator", "provenance.n_gpu_layers_offloaded", "provenance.n_layers",
-    "primary_energy",
+    PRIMARY,
 })
 MODEL_FIELDS = ("name", "source", "size_bytes", "sha256")
 # Measured afresh by every sampler start: it may differ without the setup differing.
 SENSOR_MEASURED = frozenset({"update_period_s", "update_period_reason"})
 # Header fields other branches of the schema add; compared when the schema has them.
-OTHER_FIELDS = ("primary_energy", "campaign_id", "shard")
+OTHER_FIELDS = ("campaign_id", "shard")
 
 
 def _plain(value: Any) -> Any:
@@ -67,6 +70,7 @@ def identity(results: ResultsFile) -> dict[str, Any]:
     for name in OTHER_FIELDS:
         if name in type(results).model_fields:
             out[name] = _plain(getattr(results, name))
+    out[PRIMARY] = results.primary_energy.sensors if results.primary_energy else None
     return out
 
 
@@ -93,6 +97,8 @@ def differences(old: ResultsFile, new: ResultsFile, *, loaded: bool) -> list[str
     for key in [*a, *(k for k in b if k not in a)]:
         if any(key.startswith(g) for g in gone) or (not loaded and key in AFTER_LOAD):
             continue
+        if key == PRIMARY and old.primary_energy is None and old.primary_energy_reason is None:
+            continue  # a file from before the choice was recorded: nothing to compare
         old_value, new_value = a.get(key), b.get(key)
         if old_value == new_value:
             continue

@@ -11,6 +11,7 @@ the few facts that need them are compared once more after loading.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.campaign.experiment import Experiment
@@ -19,6 +20,8 @@ from phase.campaign.identity import differences
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
+from phase.campaign.sensing import primary_energy
+from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
@@ -63,15 +66,30 @@ def prepare(
     destination: Destination,
     discovery: Discovery,
     observer: Observer | None = None,
+    energy_sensors: Sequence[str] = (),
+    *,
+    shard: ShardRequest | None = None,
+    job_id: tuple[str | None, str | None] = (None, None),
 ) -> Campaign:
-    """Run every check (see the module docstring), load the models, start sampling
+    """Run every check (see the module docstring), load the models, choose the primary energy
+    sensors for where llama.cpp put the model (or take `energy_sensors`), start sampling
     `discovery`'s sensors. Raises on bad input (exit 2, nothing written); whatever was opened
-    (the file's claim, the sensors, the models) is closed on any failure."""
+    (the file's claim, the sensors, the models) is closed on any failure.
+
+    `shard` runs one part of the plan (phase.campaign.shards); `job_id` (id, source) goes into
+    the campaign id that every shard of one campaign shares; a resumed campaign keeps the id
+    and shard its file records. Long because it is the one ordered list of checks: split, the
+    order (everything before `Engine(...)`) would no longer be visible in one place."""
     observer = observer or QuietObserver()
     held = _Held()
     try:
         held.claim = claim = _claim(destination)
         previous = _previous(destination, claim)
+        identity: CampaignIdentity | None = identify(experiment.name, plan, shard, job_id)
+        if previous is not None:
+            same_shard(shard, previous.shard, str(claim.path))
+            identity = (CampaignIdentity(previous.campaign_id, previous.shard)
+                        if previous.campaign_id else None)
         prompts = load_prompts(experiment.prompts_dir, plan.prompts)
         strategies = _parse_strategies(plan)
         target, draft = _resolve_models(plan, strategies, observer)
@@ -83,13 +101,15 @@ def prepare(
             held.sampler.start()
         header = header_before_load(
             experiment, plan, claim.path, prompts, models,
-            held.sampler.sensor_infos() if held.sampler else [], list(discovery.unavailable))
+            held.sampler.sensor_infos() if held.sampler else [], list(discovery.unavailable),
+            identity)
         _refuse_differences(previous, header, loaded=False)
         observer.message(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
         held.engine = Engine(str(target.path), str(draft.path) if draft else None,
                              n_ctx=plan.n_ctx, n_threads=plan.threads,
                              n_threads_batch=plan.threads_batch or plan.threads)
-        header = with_engine_facts(header, held.engine)
+        header = with_engine_facts(
+            header, held.engine, primary_energy(discovery, held.engine.placement(), energy_sensors))
         _refuse_differences(previous, header, loaded=True)
     except BaseException:
         held.close(discovery)
@@ -97,7 +117,7 @@ def prepare(
     assert held.engine is not None
     return Campaign(
         experiment, plan, destination, observer, prompts, strategies, held.engine, models,
-        prompt_tokens, previous or header, previous is not None, held.sampler, claim,
+        prompt_tokens, previous or header, previous is not None, held.sampler, claim, identity,
     )
 
 

@@ -24,6 +24,7 @@ from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun, schedule
 from phase.campaign.sensing import WindowCallbacks
+from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.errors import PhaseError
 from phase.results import (
@@ -34,6 +35,7 @@ from phase.results import (
     PromptSpec,
     ResultsFile,
     Run,
+    ShardInfo,
     UnavailableBackend,
     token_sha256,
 )
@@ -98,6 +100,9 @@ class Campaign:
     sampler: Sampler | None
     # The lock on the results file, held from prepare() until close().
     claim: Claim
+    # The campaign id and, for a shard, its part of the plan (phase.campaign.shards); the
+    # header (`start`) records them, with the primary energy sensors and the hosts.
+    identity: CampaignIdentity | None = None
 
     @property
     def output(self) -> Path:
@@ -124,10 +129,12 @@ class Campaign:
         failure saves and raises CampaignFailed saying where the finished runs are."""
         plan = self.plan
         self.start.status = "running"
+        if self.resumed:
+            self._add_this_host()
         writer = CampaignWriter(self.claim, self.start, exists=self.resumed)
         done = {r.id for r in writer.results.runs}
-        runs = schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
-                        plan.seed, plan.shuffle)
+        runs = keep(schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
+                             plan.seed, plan.shuffle), self._shard)
         try:
             refs = self._references(writer)
             self.observer.campaign_started(len(runs), len(done))
@@ -154,12 +161,27 @@ class Campaign:
                 self.sampler.close()
         return writer.results
 
+    @property
+    def _shard(self) -> ShardInfo | None:
+        return self.identity.shard if self.identity is not None else None
+
+    def _add_this_host(self) -> None:
+        host = machine.host_info(self.engine.system_info(),
+                                 [self._shard.index] if self._shard is not None else [])
+        if all(h.hostname != host.hostname for h in self.start.hosts):
+            # Resumed on another machine (of the same class: prepare compared the identity):
+            # its runs say so (Run.host), and so does the file.
+            self.start.hosts = [*self.start.hosts, host]
+
     def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:
         """Plain decoding of every prompt (and the warm-up); a resumed campaign must
         reproduce the references it recorded before, or its runs would not compare."""
         stored = {r.prompt: r for r in writer.results.references}
         refs: dict[str, list[int]] = {}
+        shard = self._shard
         for prompt in self.prompts:
+            if shard is not None and prompt.name not in shard.prompts:
+                continue  # another shard runs this prompt, and generates its reference
             self.observer.message(f"plain reference (and warm-up) for prompt '{prompt.name}'")
             result = self.engine.run(
                 self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens
@@ -195,7 +217,7 @@ class Campaign:
         finally:
             window.stop()  # also when decoding failed: the sampler's window must not stay open
         energy, samples = window.outcome()
-        return result.to_run(
+        run = result.to_run(
             run_id=scheduled.run_id,
             repeat=scheduled.repeat,
             order=scheduled.order,
@@ -206,6 +228,8 @@ class Campaign:
             samples=samples,
             temperatures_c=machine.temperatures_c(),
         )
+        run.host = machine.hostname()
+        return run
 
 
 def default_output(experiment: str, *, quick: bool = False,

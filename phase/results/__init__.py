@@ -1,6 +1,8 @@
 """The results contract: what `phase measure` writes and everything downstream reads.
 
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
+    hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
+    base        Strict and the constrained number types every model uses
     migrations  older files read as the current schema (MIGRATIONS, migrate)
     jsonread    strict JSON reading: regular UTF-8 files, no duplicate keys, bounded nesting
     io          load / parse (strict) / dump, the JSON Schema
@@ -16,6 +18,7 @@ from phase.results.claim import (
     claim_new,
     claim_numbered,
 )
+from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
     dump_json,
     json_schema,
@@ -31,6 +34,7 @@ from phase.results.schema import (
     FiniteFloat,
     ModelInfo,
     PlainReference,
+    PrimaryEnergy,
     PromptSpec,
     Provenance,
     ResultsFile,
@@ -63,8 +67,12 @@ __all__ = [
     "FileBusy",
     "FiniteFloat",
     "Holder",
+    "HostIdentity",
+    "HostInfo",
+    "MergedShard",
     "ModelInfo",
     "PlainReference",
+    "PrimaryEnergy",
     "PromptSpec",
     "Provenance",
     "ResultsError",
@@ -75,6 +83,7 @@ __all__ = [
     "SensorKind",
     "SensorTrace",
     "SensorWindow",
+    "ShardInfo",
     "Step",
     "Strict",
     "SummaryFile",
