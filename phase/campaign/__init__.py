@@ -5,7 +5,9 @@
     prompts     prompt files and their includes
     schedule    the shuffled order of runs
     sensing     which sensors to read (SensorOptions) and the sampler-window adapter
-    prepare     every check that can fail before anything is written -> a Campaign
+    header      the results-file header, built before the models load
+    identity    what makes two campaigns the same measurement (what --resume compares)
+    prepare     every check that can fail, before a model loads or anything is written
     runner      run -> write, run by run (Campaign, Destination, Observer)
     machine     provenance: the machine and software a campaign ran on; host class identity
     shards      one part of a plan per machine (--shard I/N or a scheduler's array index)

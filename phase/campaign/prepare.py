@@ -1,31 +1,63 @@
-"""Preparing a campaign: every check that can fail, before anything is written.
+"""Preparing a campaign: every check that can fail, before a model loads or anything is written.
 
-Bad input here (an unknown prompt or strategy, a model that is not there, a prompt that does
-not fit the context, an output file that exists) raises with exit 2 and writes nothing.
+In order, each refusal exit 2 with nothing written: the results file is claimed (locked
+against a second writer; a new one must not exist, a resumed one must be an unfinished,
+writable file), prompts and strategies are parsed, the models are resolved (sha256, no
+loading), the prompts are tokenized with the vocabulary alone and checked against the context,
+a draft's vocabulary against the target's, the sensors are checked and started, and a resumed
+file's measurement identity is compared with this campaign's. Only then do the weights load;
+the few facts that need them are compared once more after loading.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from phase.campaign.experiment import Experiment
-from phase.campaign.plan import CampaignPlan, campaign_config
+from phase.campaign.header import header_before_load, with_engine_facts
+from phase.campaign.identity import differences
+from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.decode import Engine, Strategy, parse_strategy
+from phase.decode.template import format_prompt
+from phase.decode.vocab import check_compatible
+from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
 from phase.models import ResolvedModel, resolve
 from phase.results import (
-    CampaignConfig,
+    Claim,
     ModelInfo,
-    PrimaryEnergy,
     PromptSpec,
     ResultsFile,
+    claim_existing,
+    claim_new,
+    claim_numbered,
     load_raw,
 )
 from phase.sensors import Discovery, Sampler, assert_publishable
+
+
+@dataclass
+class _Held:
+    """What prepare has opened so far, closed again if a later check fails."""
+
+    claim: Claim | None = None
+    sampler: Sampler | None = None
+    engine: Engine | None = None
+
+    def close(self, discovery: Discovery) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        if self.sampler is not None:
+            self.sampler.close()
+        else:
+            discovery.close()
+        if self.claim is not None:
+            self.claim.release()
 
 
 def prepare(
@@ -39,58 +71,83 @@ def prepare(
     shard: ShardRequest | None = None,
     job_id: tuple[str | None, str | None] = (None, None),
 ) -> Campaign:
-    """Check the destination, prompts and strategies, load the models, tokenize the prompts,
-    choose the primary energy sensors for where llama.cpp put the model (or take
-    `energy_sensors`), load the campaign to resume, start sampling `discovery`'s sensors.
-    Raises on bad input (exit 2, nothing written); the discovered sensors are closed on any
-    failure.
+    """Run every check (see the module docstring), load the models, choose the primary energy
+    sensors for where llama.cpp put the model (or take `energy_sensors`), start sampling
+    `discovery`'s sensors. Raises on bad input (exit 2, nothing written); whatever was opened
+    (the file's claim, the sensors, the models) is closed on any failure.
 
     `shard` runs one part of the plan (phase.campaign.shards); `job_id` (id, source) goes into
-    the campaign id that every shard of one campaign shares."""
+    the campaign id that every shard of one campaign shares; a resumed campaign keeps the id
+    and shard its file records. Long because it is the one ordered list of checks: split, the
+    order (everything before `Engine(...)`) would no longer be visible in one place."""
     observer = observer or QuietObserver()
-    engine: Engine | None = None
+    held = _Held()
     try:
-        _check_destination(destination)
+        held.claim = claim = _claim(destination)
+        previous = _previous(destination, claim)
         identity: CampaignIdentity | None = identify(experiment.name, plan, shard, job_id)
-        prompts = load_prompts(experiment.prompts_dir, plan.prompts)
-        strategies = _parse_strategies(plan)
-        engine, models = _load_models(plan, strategies, observer)
-        prompt_tokens = _tokenize(engine, plan, prompts)
-        primary = primary_energy(discovery, engine.placement(), energy_sensors)
-        previous = _previous(destination, campaign_config(plan, prompts), models, primary[0])
         if previous is not None:
-            # A resumed campaign keeps the identity (and the shard) its file records.
-            same_shard(shard, previous.shard, str(destination.path))
+            same_shard(shard, previous.shard, str(claim.path))
             identity = (CampaignIdentity(previous.campaign_id, previous.shard)
                         if previous.campaign_id else None)
+        prompts = load_prompts(experiment.prompts_dir, plan.prompts)
+        strategies = _parse_strategies(plan)
+        target, draft = _resolve_models(plan, strategies, observer)
+        prompt_tokens, models = _check_vocabularies(plan, prompts, target, draft)
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(discovery.sensors)
-        sampler = Sampler(discovery.sensors, hz=plan.sample_hz) if discovery.sensors else None
-        if sampler is not None:
-            sampler.start()
+        if discovery.sensors:
+            held.sampler = Sampler(discovery.sensors, hz=plan.sample_hz)
+            held.sampler.start()
+        header = header_before_load(
+            experiment, plan, claim.path, prompts, models,
+            held.sampler.sensor_infos() if held.sampler else [], list(discovery.unavailable),
+            identity)
+        _refuse_differences(previous, header, loaded=False)
+        observer.message(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
+        held.engine = Engine(str(target.path), str(draft.path) if draft else None,
+                             n_ctx=plan.n_ctx, n_threads=plan.threads,
+                             n_threads_batch=plan.threads_batch or plan.threads)
+        header = with_engine_facts(
+            header, held.engine, primary_energy(discovery, held.engine.placement(), energy_sensors))
+        _refuse_differences(previous, header, loaded=True)
     except BaseException:
-        discovery.close()
-        if engine is not None:
-            engine.close()
+        held.close(discovery)
         raise
+    assert held.engine is not None
     return Campaign(
-        experiment, plan, destination, observer, prompts, strategies, engine, models,
-        prompt_tokens, previous, sampler, sampler.sensor_infos() if sampler else [],
-        list(discovery.unavailable), primary[0], primary[1], identity,
+        experiment, plan, destination, observer, prompts, strategies, held.engine, models,
+        prompt_tokens, previous or header, previous is not None, held.sampler, claim, identity,
     )
 
 
-def _check_destination(destination: Destination) -> None:
-    out = destination.path
-    if not out.parent.is_dir():
-        raise UsageProblem(f"{out}: directory {out.parent} does not exist; create it first")
+def _claim(destination: Destination) -> Claim:
     if destination.resume:
-        if not out.exists():
-            raise UsageProblem(f"{out}: nothing to resume (file not found)")
-    elif out.exists():
+        return claim_existing(destination.path)
+    if destination.numbered:
+        return claim_numbered(destination.path)
+    return claim_new(destination.path)
+
+
+def _previous(destination: Destination, claim: Claim) -> ResultsFile | None:
+    """The interrupted campaign to continue (read under its claim); a complete one is refused."""
+    if not destination.resume:
+        return None
+    previous = load_raw(claim.path)
+    if previous.status == "complete":
+        raise UsageProblem(f"{claim.path}: campaign already complete; results files are immutable")
+    return previous
+
+
+def _refuse_differences(previous: ResultsFile | None, header: ResultsFile, *,
+                        loaded: bool) -> None:
+    if previous is None:
+        return
+    diffs = differences(previous, header, loaded=loaded)
+    if diffs:
         raise UsageProblem(
-            f"{out}: already exists; results files are never overwritten. "
-            f"Choose another -o, or continue it with --resume {out}"
+            f"{header.id}.json: cannot resume, the campaign differs from the one in the file "
+            f"(nothing was written): {'; '.join(diffs)}"
         )
 
 
@@ -107,30 +164,40 @@ def _parse_strategies(plan: CampaignPlan) -> dict[str, Strategy]:
     return strategies
 
 
-def _load_models(
-    plan: CampaignPlan, strategies: dict[str, Strategy], observer: Observer
-) -> tuple[Engine, list[ModelInfo]]:
+def _resolve_models(plan: CampaignPlan, strategies: dict[str, Strategy],
+                    observer: Observer) -> tuple[ResolvedModel, ResolvedModel | None]:
+    """The model files, fetched and verified (sha256) but not loaded."""
     say = observer.message
     target = resolve(plan.target, progress=lambda m: say(f"target: {m}"))
     draft: ResolvedModel | None = None
     if plan.draft and any(st.name == "draft" for st in strategies.values()):
         draft = resolve(plan.draft, progress=lambda m: say(f"draft: {m}"))
-    say(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
-    engine = Engine(
-        str(target.path),
-        str(draft.path) if draft else None,
-        n_ctx=plan.n_ctx,
-        n_threads=plan.threads,
-        n_threads_batch=plan.threads_batch or plan.threads,
-    )
-    models = [_model_info(engine, "target", target)]
-    if draft is not None:
-        models.append(_model_info(engine, "draft", draft))
-    return engine, models
+    return target, draft
 
 
-def _model_info(engine: Engine, role: str, resolved: ResolvedModel) -> ModelInfo:
-    meta = engine.model_info(role)
+def _check_vocabularies(
+    plan: CampaignPlan, prompts: list[PromptSpec], target: ResolvedModel,
+    draft: ResolvedModel | None,
+) -> tuple[dict[str, list[int]], list[ModelInfo]]:
+    """With the vocabularies alone: every prompt's tokens (each checked against the context),
+    the draft's vocabulary against the target's, and what the results file records of each
+    model."""
+    with VocabFile(target.path) as vocab:
+        tokens = {p.name: format_prompt(vocab, p.text, chat_template=plan.chat_template)
+                  for p in prompts}
+        for name, toks in tokens.items():
+            check_fit(len(toks), plan.tokens, plan.n_ctx, what=f"prompt '{name}'")
+        models = [_model_info("target", target, vocab)]
+        if draft is not None:
+            with VocabFile(draft.path) as draft_vocab:
+                check_compatible(vocab.vocab_info(), draft_vocab.vocab_info(),
+                                 names=(target.path.name, draft.path.name))
+                models.append(_model_info("draft", draft, draft_vocab))
+    return tokens, models
+
+
+def _model_info(role: str, resolved: ResolvedModel, vocab: VocabFile) -> ModelInfo:
+    meta = vocab.info()
     return ModelInfo.model_validate({
         "role": role,
         "name": resolved.name,
@@ -142,60 +209,3 @@ def _model_info(engine: Engine, role: str, resolved: ResolvedModel) -> ModelInfo
         "quant": meta.get("quant"),
         "n_vocab": meta["n_vocab"],
     })
-
-
-def _tokenize(
-    engine: Engine, plan: CampaignPlan, prompts: list[PromptSpec]
-) -> dict[str, list[int]]:
-    tokens = {p.name: engine.format_prompt(p.text, chat_template=plan.chat_template)
-              for p in prompts}
-    for name, toks in tokens.items():
-        if len(toks) + plan.tokens > plan.n_ctx:
-            raise UsageProblem(
-                f"prompt '{name}' has {len(toks)} tokens; with {plan.tokens} to generate "
-                f"it needs {len(toks) + plan.tokens} > context {plan.n_ctx}: raise --n-ctx"
-            )
-    return tokens
-
-
-def _previous(
-    destination: Destination, config: CampaignConfig, models: list[ModelInfo],
-    primary: PrimaryEnergy | None,
-) -> ResultsFile | None:
-    """The interrupted campaign to continue; refused when it is complete or differs."""
-    if not destination.resume:
-        return None
-    previous = load_raw(destination.path)
-    if previous.status == "complete":
-        raise UsageProblem(
-            f"{destination.path}: campaign already complete; results files are immutable"
-        )
-    diffs = _differences(previous, config, models)
-    old = previous.primary_energy
-    if (old is not None or previous.primary_energy_reason is not None) and \
-            (old.sensors if old else None) != (primary.sensors if primary else None):
-        diffs.append(f"primary energy sensors: {old.sensors if old else None} → "
-                     f"{primary.sensors if primary else None}")
-    if diffs:
-        raise UsageProblem(
-            f"{destination.path}: cannot resume, the campaign differs: " + "; ".join(diffs)
-        )
-    return previous
-
-
-def _differences(old: ResultsFile, config: CampaignConfig, models: list[ModelInfo]) -> list[str]:
-    diffs = []
-    old_cfg, new_cfg = old.config.model_dump(), config.model_dump()
-    for key in old_cfg:
-        if old_cfg[key] != new_cfg[key]:
-            shown = "text differs" if key == "prompts" else f"{old_cfg[key]!r} → {new_cfg[key]!r}"
-            diffs.append(f"config.{key}: {shown}")
-    old_models = {m.role: m.sha256 for m in old.models}
-    new_models = {m.role: m.sha256 for m in models}
-    for role in sorted(set(old_models) | set(new_models)):
-        if old_models.get(role) != new_models.get(role):
-            diffs.append(
-                f"{role} model sha256: {str(old_models.get(role))[:12]} → "
-                f"{str(new_models.get(role))[:12]}"
-            )
-    return diffs

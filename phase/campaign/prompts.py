@@ -17,18 +17,28 @@ def load_prompt(path: Path) -> PromptSpec:
     """A prompt file; `{{include:FILE}}` pulls in a file relative to the prompt's experiment."""
     if not path.is_file():
         raise UsageProblem(f"{path}: prompt file not found")
-    text = path.read_text(encoding="utf-8")
+    text = _read(path)
 
     def include(match: re.Match[str]) -> str:
         target = path.parent.parent / match.group(1).strip()
         if not target.is_file():
             raise UsageProblem(f"{path}: includes {target}, which does not exist")
-        return target.read_text(encoding="utf-8")
+        return _read(target)
 
     resolved = path.resolve()
     inside = resolved.is_relative_to(REPO_ROOT)
     source = str(resolved.relative_to(REPO_ROOT)) if inside else str(resolved)
     return PromptSpec(name=path.stem, text=_INCLUDE.sub(include, text).strip(), source=source)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageProblem(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                           f"offset {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise UsageProblem(f"{path}: cannot read: {exc.strerror}") from None
 
 
 def load_prompts(prompts_dir: Path, names: Sequence[str]) -> list[PromptSpec]:

@@ -21,23 +21,20 @@ from typing import Protocol
 
 from phase.campaign import machine
 from phase.campaign.experiment import Experiment
-from phase.campaign.plan import CampaignPlan, campaign_config
+from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun, schedule
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.errors import PhaseError
 from phase.results import (
-    SCHEMA_VERSION,
     CampaignWriter,
-    HostInfo,
+    Claim,
     ModelInfo,
     PlainReference,
-    PrimaryEnergy,
     PromptSpec,
     ResultsFile,
     Run,
-    SensorInfo,
     ShardInfo,
     UnavailableBackend,
     token_sha256,
@@ -70,10 +67,13 @@ class QuietObserver:
 
 @dataclass(frozen=True)
 class Destination:
-    """The results file: a new one (never overwritten), or an interrupted one to continue."""
+    """The results file: a new one (never overwritten), or an interrupted one to continue.
+    `numbered`: `path` is a default name; when it is taken, the first free of path-2.json,
+    path-3.json... is claimed instead (atomically: two campaigns never pick the same one)."""
 
     path: Path
     resume: bool = False
+    numbered: bool = False
 
 
 class CampaignFailed(PhaseError):
@@ -94,19 +94,23 @@ class Campaign:
     engine: Engine
     models: list[ModelInfo]
     prompt_tokens: dict[str, list[int]]
-    previous: ResultsFile | None
+    # The file to write: the new header, or the interrupted campaign read under the claim.
+    start: ResultsFile
+    resumed: bool
     sampler: Sampler | None
-    sensor_infos: list[SensorInfo]
-    unavailable: list[UnavailableBackend]
-    # Which sensors "chip energy" means (phase.sensors.primary), or why none does.
-    primary: PrimaryEnergy | None = None
-    primary_reason: str | None = "no primary energy sensor was chosen"
-    # The campaign id and, for a shard, its part of the plan (phase.campaign.shards).
+    # The lock on the results file, held from prepare() until close().
+    claim: Claim
+    # The campaign id and, for a shard, its part of the plan (phase.campaign.shards); the
+    # header (`start`) records them, with the primary energy sensors and the hosts.
     identity: CampaignIdentity | None = None
 
     @property
     def output(self) -> Path:
-        return self.destination.path
+        return self.claim.path
+
+    @property
+    def unavailable(self) -> list[UnavailableBackend]:
+        return self.start.sensors_unavailable
 
     def __enter__(self) -> Campaign:
         return self
@@ -118,12 +122,16 @@ class Campaign:
         if self.sampler is not None:
             self.sampler.close()
         self.engine.close()
+        self.claim.release()
 
     def run(self) -> ResultsFile:
         """Run every scheduled run not yet recorded. Ctrl-C saves and re-raises; any other
         failure saves and raises CampaignFailed saying where the finished runs are."""
         plan = self.plan
-        writer = CampaignWriter(self.output, self._start_file())
+        self.start.status = "running"
+        if self.resumed:
+            self._add_this_host()
+        writer = CampaignWriter(self.claim, self.start, exists=self.resumed)
         done = {r.id for r in writer.results.runs}
         runs = keep(schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
                              plan.seed, plan.shuffle), self._shard)
@@ -139,60 +147,31 @@ class Campaign:
                 run = self._one_run(scheduled, refs[scheduled.prompt])
                 writer.add_run(run)
                 self.observer.run_finished(index, run)
+            writer.finish("complete")
         except PhaseError as exc:
-            writer.finish("interrupted")
-            raise CampaignFailed(f"{exc} (finished runs are saved in {self.output})",
-                                 exit_code=exc.exit_code) from exc
+            writer.try_finish("interrupted")
+            raise CampaignFailed(
+                f"{exc}; {writer.saved_runs} finished run(s) are kept in {self.output}, "
+                "and --resume continues it", exit_code=exc.exit_code) from exc
         except BaseException:
-            writer.finish("interrupted")
+            writer.try_finish("interrupted")
             raise
         finally:
             if self.sampler is not None:
                 self.sampler.close()
-        writer.finish("complete")
         return writer.results
 
     @property
     def _shard(self) -> ShardInfo | None:
         return self.identity.shard if self.identity is not None else None
 
-    def _host(self) -> HostInfo:
-        shard = self._shard
-        return machine.host_info(self.engine.system_info(),
-                                 [shard.index] if shard is not None else [])
-
-    def _start_file(self) -> ResultsFile:
-        if self.previous is not None:
-            # Loaded and checked in prepare(); reading the file again would be wasted I/O.
-            self.previous.status = "running"
-            host = self._host()
-            if all(h.hostname != host.hostname for h in self.previous.hosts):
-                # Resumed on another machine: its runs say so (Run.host), and so does the file.
-                self.previous.hosts = [*self.previous.hosts, host]
-            return self.previous
-        return ResultsFile(
-            schema_version=SCHEMA_VERSION,
-            id=self.output.stem,
-            experiment=self.experiment.name,
-            note=self.experiment.note,
-            created=datetime.now(UTC),
-            status="running",
-            provenance=machine.provenance(
-                self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info(),
-                self.engine.extra_buffers, self.engine.placement(),
-            ),
-            models=self.models,
-            sensors=self.sensor_infos,
-            sensors_unavailable=self.unavailable,
-            config=campaign_config(self.plan, self.prompts),
-            references=[],
-            runs=[],
-            campaign_id=self.identity.campaign_id if self.identity is not None else None,
-            shard=self._shard,
-            hosts=[self._host()],
-            primary_energy=self.primary,
-            primary_energy_reason=None if self.primary is not None else self.primary_reason,
-        )
+    def _add_this_host(self) -> None:
+        host = machine.host_info(self.engine.system_info(),
+                                 [self._shard.index] if self._shard is not None else [])
+        if all(h.hostname != host.hostname for h in self.start.hosts):
+            # Resumed on another machine (of the same class: prepare compared the identity):
+            # its runs say so (Run.host), and so does the file.
+            self.start.hosts = [*self.start.hosts, host]
 
     def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:
         """Plain decoding of every prompt (and the warm-up); a resumed campaign must
@@ -255,16 +234,10 @@ class Campaign:
 
 def default_output(experiment: str, *, quick: bool = False,
                    results_dir: Path = Path("results")) -> Path:
-    """results/<experiment>-<host class>-<date>.json, numbered -2, -3... when taken. A quick
-    smoke campaign is not a study: it goes under results/quick/, which the site does not
-    publish (the directory is created)."""
+    """results/<experiment>-<host class>-<date>.json: the base of a numbered Destination
+    (-2, -3... when taken). A quick smoke campaign is not a study: it goes under
+    results/quick/, which the site does not publish (the directory is created)."""
     directory = results_dir / "quick" if quick else results_dir
     directory.mkdir(parents=True, exist_ok=True)
     day = datetime.now(UTC).strftime("%Y-%m-%d")
-    base = directory / f"{experiment}-{machine.host_class()}-{day}.json"
-    n = 2
-    out = base
-    while out.exists():
-        out = base.with_name(f"{base.stem}-{n}.json")
-        n += 1
-    return out
+    return directory / f"{experiment}-{machine.host_class()}-{day}.json"

@@ -25,6 +25,12 @@ def reporting_errors() -> Iterator[None]:
     except PhaseError as exc:
         click.secho(f"error: {exc}", fg="red", err=True)
         raise click.exceptions.Exit(exc.exit_code) from None
+    except OSError as exc:
+        # The environment refused something the library did not expect to fail (a file that
+        # vanished, a full disk): still one line naming the file, never a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.secho(f"error: {where}{exc.strerror or exc}", fg="red", err=True)
+        raise click.exceptions.Exit(1) from None
 
 
 class PhaseGroup(click.Group):

@@ -10,10 +10,12 @@ import click
 from phase.campaign import DEFAULT_PLAN
 from phase.cli.common import say
 from phase.decode.generate import GenerateRequest, generate, summary_lines
+from phase.errors import UsageProblem
 
 
 @click.command("generate", epilog="Exit status: 0 generated; 1 a model or decoding failure; "
-               "2 bad input (unknown strategy or model, a prompt that does not fit).")
+               "2 bad input (unknown strategy or model, an unreadable prompt file, a prompt "
+               "that does not fit the context: checked before the model loads).")
 @click.option("--model", "model", default=DEFAULT_PLAN.target, show_default=True,
               help="Target model: an embedded name, a .gguf path, or hf:REPO/FILE.")
 @click.option("--draft", default=None, help="Draft model for draft-K (name or path).")
@@ -40,7 +42,11 @@ def generate_command(model: str, draft: str | None, strategy: str, n_tokens: int
     if prompt is not None and prompt_file is None:
         text = prompt
     elif prompt is None and prompt_file is not None:
-        text = prompt_file.read()
+        try:
+            text = prompt_file.read()
+        except UnicodeDecodeError as exc:
+            raise UsageProblem(f"{prompt_file.name}: not UTF-8 text (byte 0x"
+                               f"{exc.object[exc.start]:02x} at offset {exc.start})") from None
     else:
         raise click.UsageError("give exactly one of --prompt or --prompt-file")
     record = generate(

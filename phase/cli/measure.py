@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import click
 
 from phase.campaign import (
+    CampaignFailed,
     CampaignPlan,
     Destination,
     Experiment,
@@ -36,8 +38,13 @@ from phase.cli.common import PhaseCommand, say
 EXIT_STATUS = """\b
 Exit status:
   0    the campaign is complete
-  1    a run failed (the finished runs are kept; --resume continues)
-  2    bad input: an option, model, prompt or output file; nothing is written
+  1    a run or a write failed, e.g. the disk is full (the finished runs are
+       kept; the message says how many and the command that continues)
+  2    bad input, refused before any model loads and with nothing written: an
+       option, model, prompt that does not fit, a --meter spec, an output file
+       that exists or a directory that cannot be written, a results file another
+       campaign is writing (its holder is named), a --resume of a complete,
+       read-only or different campaign (the differences are listed)
   130  interrupted with Ctrl-C (the finished runs are kept; the command that
        continues the campaign is printed)"""
 
@@ -120,6 +127,9 @@ def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
                  job: tuple[str | None, str | None] = (None, None)) -> None:
     """Prepare (bad input: exit 2, nothing written), run with a progress bar, summarise.
     Ctrl-C keeps the finished runs, prints the command that continues, and exits 130."""
+    # A file-size limit (ulimit -f) would kill the process mid-write; ignored, the write fails
+    # with EFBIG instead and the campaign stops with its message (finished runs kept).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     observer = ui.ProgressObserver()
     campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer,
                        energy_sensors=sensors.energy_sensors, shard=shard, job_id=job)
@@ -136,6 +146,11 @@ def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
             observer.close()
             ui.show_interrupted(campaign.output, resume_hint(sys.argv, campaign.output))
             raise click.exceptions.Exit(130) from None
+        except CampaignFailed as exc:
+            observer.close()
+            raise CampaignFailed(
+                f"{exc}: {resume_hint(sys.argv, campaign.output)}", exit_code=exc.exit_code
+            ) from None
         finally:
             observer.close()
     ui.print_summary(results)
@@ -180,15 +195,18 @@ def _callback(exp: Experiment) -> Any:
         plan = plan_from_options(exp, quick, opts)
         request = shard_request(shard) if shard else shard_from_env(os.environ)
         job = job_id(job_id_opt, os.environ)
-        path = (resume or output_arg or output
-                or _default_path(exp, plan, quick, out_dir, request, job))
+        given = resume or output_arg or output
+        # A default name is claimed atomically (numbered -2, -3... when taken); a shard's
+        # name is its identity, so a second writer of it is refused instead.
+        destination = (Destination(given, resume=resume is not None) if given is not None
+                       else Destination(_default_path(exp, plan, quick, out_dir, request, job),
+                                        numbered=request is None))
         sensors = SensorOptions(use=use_sensors, meters=meters,
                                 energy_sensors=_csv(energy_sensor) or (),
                                 **{k: v for k, v in (("rapl_root", rapl_root),
                                                      ("hwmon_root", hwmon_root),
                                                      ("iio_root", iio_root)) if v})
-        run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors,
-                     request, job)
+        run_campaign(exp, plan, destination, sensors, request, job)
 
     return command
 

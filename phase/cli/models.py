@@ -47,12 +47,17 @@ def models_list(as_json: bool) -> None:
 
 
 @models.command("fetch", epilog="Exit status: 0 fetched and verified; 1 download or sha256 "
-                "failed; 2 an unknown name or a path that is not a GGUF file.")
+                "failed, or the disk is full; 2 an unknown name, a path that is not a GGUF "
+                "file, or a model cache (PHASE_CACHE) that is a file or cannot be written when "
+                "a model must be fetched. A read-only cache that holds the model is fine: the "
+                "file is hashed each time instead of stamped.")
 @click.argument("names", nargs=-1, required=True)
 def models_fetch(names: tuple[str, ...]) -> None:
     """Fetch NAMES into the cache, verify sha256, and print each file's path.
 
-    A second fetch of a verified file is a cache hit and does not re-download or re-hash.
+    A second fetch of a verified file is a cache hit and does not re-download or re-hash:
+    a stamp next to it records its size, mtime, ctime, inode and device, and any change
+    (an edit hidden by `touch -r` included) means hashing it again.
     """
     for name in names:
         start = time.perf_counter()
@@ -63,7 +68,7 @@ def models_fetch(names: tuple[str, ...]) -> None:
 
 
 @models.command("verify", epilog="Exit status: 0 the sha256 matches; 1 it does not; 2 an unknown "
-                "name or a path that is not a GGUF file.")
+                "name, no such file, or a path that is not a regular file.")
 @click.argument("spec")
 @click.option("--sha256", "expected", default=None, help="Expected sha256 for a local file.")
 def models_verify(spec: str, expected: str | None) -> None:

@@ -8,7 +8,8 @@ from phase.cli.common import say
 from phase.results import atomic_write_text, json_schema_text
 
 
-@click.command("schema")
+@click.command("schema", epilog="Exit status: 0 printed or written; 2 the file cannot be "
+               "written there (no such directory, not writable); 1 the write failed (disk full).")
 @click.option(
     "--write", "write_to", type=click.Path(dir_okay=False), default=None,
     help="Write the JSON Schema to this file instead of printing it (results/schema.json).",

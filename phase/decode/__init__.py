@@ -16,6 +16,7 @@ from phase.decode.strategy import (
     parse_strategy,
 )
 from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
+from phase.decode.vocab_file import VocabFile, check_fit
 
 __all__ = [
     "DEFAULT_DRAFT_KS",
@@ -31,9 +32,11 @@ __all__ = [
     "NgramProposer",
     "Proposer",
     "Strategy",
+    "VocabFile",
     "VocabInfo",
     "build_accelerator",
     "check_compatible",
+    "check_fit",
     "compare_to_plain",
     "parse_strategy",
     "this_build",

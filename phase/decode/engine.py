@@ -31,6 +31,7 @@ from phase.decode.result import DecodeResult
 from phase.decode.strategy import Strategy
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
+from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
 from phase.results import Step
 
@@ -94,6 +95,7 @@ class Engine:
             self.close()
             raise
         self.n_ctx = min(m.n_ctx for m in self._models())
+        self.n_batch = min(m.n_batch for m in self._models())
         self.n_threads = self.target.n_threads
         self.n_threads_batch = self.target.n_threads_batch
         # Both models are loaded with the same decision unless the draft's own probe differs;
@@ -254,21 +256,11 @@ class Engine:
         )
 
     def check_fits(self, prompt_tokens: int, n_tokens: int) -> None:
-        """Raise UsageProblem unless a prompt of this length plus n_tokens fits the context.
-
-        `self.n_ctx` is the size llama.cpp actually allocated, which it rounds up (to a
-        multiple of 256), so it can exceed the n_ctx asked for.
-        """
-        if n_tokens < 1:
-            raise UsageProblem(f"tokens to generate must be >= 1 (got {n_tokens})")
-        if prompt_tokens < 1:
-            raise UsageProblem("the prompt has no tokens")
-        if prompt_tokens + n_tokens > self.n_ctx:
-            raise UsageProblem(
-                f"prompt ({prompt_tokens} tokens) + {n_tokens} generated tokens = "
-                f"{prompt_tokens + n_tokens} does not fit the context of {self.n_ctx} tokens; "
-                "shorten the prompt, generate fewer tokens, or raise n_ctx"
-            )
+        """Raise UsageProblem unless a prompt of this length plus n_tokens fits what llama.cpp
+        allocated: the KV cache (`n_ctx`, rounded up to a multiple of 256) and the largest
+        batch (`n_batch`, the n_ctx asked for), which the prefill and every verification
+        pass must fit (see vocab_file.check_fit, the same check before loading)."""
+        check_fit(prompt_tokens, n_tokens, min(self.n_ctx, self.n_batch))
 
     def _check(self, prompt: list[int], strategy: Strategy, n_tokens: int) -> None:
         self.check_fits(len(prompt), n_tokens)

@@ -9,6 +9,9 @@ from typing import Any
 from phase.decode.engine import Engine
 from phase.decode.result import compare_to_plain
 from phase.decode.strategy import parse_strategy
+from phase.decode.template import format_prompt
+from phase.decode.vocab import check_compatible
+from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
 
 
@@ -38,9 +41,17 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
     draft = None
     if strategy.name == "draft" and req.draft:
         draft = resolve(req.draft, progress=lambda m: say(f"draft: {m}"))
+    # Every check before the weights load: tokenize and fit with the vocabulary alone.
+    with VocabFile(target.path) as vocab:
+        prompt = format_prompt(vocab, req.prompt, chat_template=not req.raw)
+        check_fit(len(prompt), req.n_tokens, req.n_ctx)
+        if draft is not None:
+            with VocabFile(draft.path) as draft_vocab:
+                check_compatible(vocab.vocab_info(), draft_vocab.vocab_info(),
+                                 names=(target.path.name, draft.path.name))
+    say(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
     with Engine(target.path, draft.path if draft else None, n_ctx=req.n_ctx,
                 n_threads=req.threads, n_threads_batch=req.threads) as engine:
-        prompt = engine.format_prompt(req.prompt, chat_template=not req.raw)
         result = engine.run(prompt, strategy, req.n_tokens)
         record: dict[str, Any] = {
             "model": target.name,

@@ -234,8 +234,11 @@ class NativeModel:
         with contextlib.suppress(Exception):
             self.close()
 
-    # -- metadata -------------------------------------------------------------------------
+    @property
+    def n_batch(self) -> int:  # the largest llama_decode call (see vocab_file.check_fit)
+        return int(llama_cpp.llama_n_batch(self._ctx))
 
+    # -- metadata -------------------------------------------------------------------------
     def meta(self, key: str) -> str | None:
         size = 256
         while True:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from phase.decode.native import NativeModel
+from phase.decode.vocab_file import VocabFile
 from phase.errors import PhaseError, UsageProblem
 
 
-def format_prompt(model: NativeModel, user_text: str, *, chat_template: bool = True) -> list[int]:
+def format_prompt(model: NativeModel | VocabFile, user_text: str, *,
+                  chat_template: bool = True) -> list[int]:
     """Token ids for one user turn, ready for generation.
 
     With `chat_template`, the GGUF's Jinja template is rendered the way Hugging Face does it

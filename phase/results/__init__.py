@@ -4,13 +4,22 @@
     hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
     base        Strict and the constrained number types every model uses
     migrations  older files read as the current schema (MIGRATIONS, migrate)
-    io          load / parse / dump, atomic writes, the run-by-run CampaignWriter, JSON Schema
+    jsonread    strict JSON reading: regular UTF-8 files, no duplicate keys, bounded nesting
+    io          load / parse (strict) / dump, the JSON Schema
+    claim       one writer per file: the lock a campaign holds, default names chosen atomically
+    writing     exclusive creation, atomic replacement, the run-by-run CampaignWriter
 """
 
+from phase.results.claim import (
+    Claim,
+    FileBusy,
+    Holder,
+    claim_existing,
+    claim_new,
+    claim_numbered,
+)
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
-    CampaignWriter,
-    atomic_write_text,
     dump_json,
     json_schema,
     json_schema_text,
@@ -42,13 +51,22 @@ from phase.results.schema import (
     UnavailableBackend,
     token_sha256,
 )
+from phase.results.writing import (
+    CampaignWriter,
+    WriteFailed,
+    atomic_write_text,
+    create_exclusive,
+)
 
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "CampaignConfig",
     "CampaignWriter",
+    "Claim",
+    "FileBusy",
     "FiniteFloat",
+    "Holder",
     "HostIdentity",
     "HostInfo",
     "MergedShard",
@@ -71,7 +89,12 @@ __all__ = [
     "SummaryFile",
     "SummaryRow",
     "UnavailableBackend",
+    "WriteFailed",
     "atomic_write_text",
+    "claim_existing",
+    "claim_new",
+    "claim_numbered",
+    "create_exclusive",
     "dump_json",
     "json_schema",
     "json_schema_text",

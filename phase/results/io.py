@@ -1,21 +1,22 @@
-"""Reading and writing results files: every failure is one line naming file, JSON path and fix.
+"""Reading results files: every failure is one line naming file, JSON path and fix.
 
-Writing is crash-safe: a temporary file in the same directory, fsync, then rename over the
-target, so a reader (or a crash) sees either the old complete file or the new complete one.
+Files are read strictly, so `phase validate` and the published JSON Schema
+(`results/schema.json`) agree: a regular UTF-8 file (jsonread), no duplicate keys, and types
+checked as JSON types (pydantic strict mode on JSON input: `"1.5"` or `true` is not a number,
+`true` is not a schema version). Writing lives in `writing` (exclusive, atomic, run by run).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from phase.results.jsonread import parse_json, read_regular_text
 from phase.results.migrations import ResultsError, migrate
-from phase.results.schema import SCHEMA_VERSION, ResultsFile, Run, SummaryFile
+from phase.results.schema import SCHEMA_VERSION, ResultsFile, SummaryFile
 
 
 def _json_path(loc: tuple[int | str, ...]) -> str:
@@ -25,11 +26,8 @@ def _json_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def parse(data: Any, path: Path | str = "<data>") -> ResultsFile | SummaryFile:
+    """Validate a parsed JSON value (of any schema version) as a results or summary file."""
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: $: expected a JSON object, found {type(data).__name__}")
     data = migrate(data, path)
@@ -37,8 +35,13 @@ def parse(data: Any, path: Path | str = "<data>") -> ResultsFile | SummaryFile:
         SummaryFile if data.get("kind") == "summary" else ResultsFile
     )
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
+        # Strict validation of JSON input: JSON's own types, as the JSON Schema states them
+        # (a datetime is an ISO string, an integer is accepted where a number is expected; a
+        # number too large for a float arrives as Infinity and is refused with its path).
+        return model.model_validate_json(json.dumps(data), strict=True)
+    except ValueError as exc:
+        if not isinstance(exc, ValidationError):
+            raise ResultsError(f"{path}: $: {exc}") from None
         first = exc.errors()[0]
         more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
         loc = tuple(p for p in first["loc"] if not str(p).startswith("function-after"))
@@ -48,22 +51,7 @@ def parse(data: Any, path: Path | str = "<data>") -> ResultsFile | SummaryFile:
 def load(path: Path | str) -> ResultsFile | SummaryFile:
     """Read and validate a results file; every failure is one ResultsError line."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ResultsError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise ResultsError(f"{p}: cannot read: {exc.strerror}") from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise ResultsError(
-            f"{p}: $: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            " (truncated or hand-edited?)"
-        ) from None
-    except ValueError as exc:
-        raise ResultsError(f"{p}: $: {exc}") from None
-    return parse(data, p)
+    return parse(parse_json(read_regular_text(p), p), p)
 
 
 def load_raw(path: Path | str) -> ResultsFile:
@@ -75,62 +63,6 @@ def load_raw(path: Path | str) -> ResultsFile:
 
 def dump_json(model: BaseModel) -> str:
     return model.model_dump_json(indent=1) + "\n"
-
-
-def atomic_write_text(path: Path | str, text: str) -> None:
-    """Write via a temp file in the same directory, fsync, then rename over the target."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        # mkstemp creates 0600; results are meant to be shared, so honour the umask instead.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(p.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-class CampaignWriter:
-    """Persists a campaign after each finished run; refuses to touch a completed file."""
-
-    def __init__(self, path: Path | str, results: ResultsFile) -> None:
-        self.path = Path(path)
-        self.results = results
-        if results.status == "complete":
-            raise ResultsError(f"{self.path}: campaign is complete; results files are immutable")
-        self._flush()
-
-    @classmethod
-    def resume(cls, path: Path | str) -> CampaignWriter:
-        results = load_raw(path)
-        if results.status == "complete":
-            raise ResultsError(f"{path}: campaign already complete; nothing to resume")
-        results.status = "running"
-        return cls(path, results)
-
-    def _flush(self) -> None:
-        atomic_write_text(self.path, dump_json(self.results))
-
-    def add_run(self, run: Run) -> None:
-        if any(r.id == run.id for r in self.results.runs):
-            raise ResultsError(f"{self.path}: run {run.id} is already recorded")
-        self.results.runs.append(run)
-        self._flush()
-
-    def finish(self, status: Literal["complete", "interrupted"] = "complete") -> None:
-        self.results.status = status
-        self._flush()
 
 
 def json_schema() -> dict[str, Any]:

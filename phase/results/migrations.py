@@ -16,7 +16,10 @@ from phase.results.schema import SCHEMA_VERSION
 
 
 class ResultsError(PhaseError):
-    """A results file could not be read; the message names file, JSON path and problem."""
+    """A results file could not be read; the message names file, JSON path and problem.
+    Bad input (exit 2) unless a subclass says otherwise (a write that failed)."""
+
+    exit_code = 2
 
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -56,7 +59,8 @@ MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:
     """The object as the current schema version."""
     version = data.get("schema_version")
-    if not isinstance(version, int):
+    # bool is an int in Python, but `true` is not a version number in JSON.
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ResultsError(f"{path}: $.schema_version: missing or not an integer")
     if version > SCHEMA_VERSION:
         raise ResultsError(

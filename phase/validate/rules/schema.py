@@ -9,12 +9,8 @@ window per sensor per run.
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from phase.results import ResultsError, ResultsFile
 from phase.validate.report import Context, Finding
@@ -74,30 +70,6 @@ def unreadable(path: Path, ctx: Context, exc: ResultsError) -> Finding:
     detail = text[len(prefix) :] if text.startswith(prefix) else text
     match = _PATH_RE.match(detail)
     json_path = match.group(1) if match else None
-    # json.loads in results.load stops at the first NaN/Infinity constant without saying where;
-    # find it in the document so the finding points at the hand-edited field.
-    bad = _non_finite_paths(path)
-    if bad:
-        json_path = bad[0]
-        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        detail = f"{json_path}: not a finite number; JSON has no NaN or Infinity{more}"
+    # results.load names the JSON path of every problem, NaN/Infinity included; the file is
+    # never opened a second time here (it may be a FIFO, or nested 100k deep).
     return ctx.finding("schema", "blocking", detail, json_path=json_path)
-
-
-def _non_finite_paths(path: Path) -> list[str]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))  # Python's json accepts NaN/Infinity
-    except (OSError, ValueError):
-        return []
-    return list(_walk_non_finite(data, "$"))
-
-
-def _walk_non_finite(value: Any, path: str) -> Iterator[str]:
-    if isinstance(value, float) and not math.isfinite(value):
-        yield path
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk_non_finite(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _walk_non_finite(item, f"{path}[{i}]")
