@@ -1,10 +1,13 @@
 """The results contract: what `phase measure` writes and everything downstream reads.
 
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
+    costs       the cost profile a campaign measures before its runs (CostProfile)
+    base        what every model shares (Strict, constrained numbers, paired value/reason)
     migrations  older files read as the current schema (MIGRATIONS, migrate)
     io          load / parse / dump, atomic writes, the run-by-run CampaignWriter, JSON Schema
 """
 
+from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.io import (
     CampaignWriter,
     atomic_write_text,
@@ -44,9 +47,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "CampaignConfig",
     "CampaignWriter",
+    "CostProfile",
     "FiniteFloat",
     "ModelInfo",
+    "PassCost",
     "PlainReference",
+    "ProfilePoint",
     "PromptSpec",
     "Provenance",
     "ResultsError",
