@@ -10,6 +10,7 @@ from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan, campaign_config
 from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
+from phase.costmodel import OBJECTIVES
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.errors import UsageProblem
 from phase.models import ResolvedModel, resolve
@@ -38,6 +39,7 @@ def prepare(
         previous = _previous(destination, campaign_config(plan, prompts), models)
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(discovery.sensors)
+        _check_objective(plan, strategies, discovery)
         sampler = Sampler(discovery.sensors, hz=plan.sample_hz) if discovery.sensors else None
         if sampler is not None:
             sampler.start()
@@ -51,6 +53,17 @@ def prepare(
         prompt_tokens, previous, sampler, sampler.sensor_infos() if sampler else [],
         list(discovery.unavailable),
     )
+
+
+def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],
+                     discovery: Discovery) -> None:
+    """auto's energy objective needs energy per pass, so a sensor to read it from."""
+    if plan.auto_objective != "energy" or not any(s.name == "auto" for s in strategies.values()):
+        return
+    if not discovery.sensors:
+        why = "; ".join(f"{u.backend}: {u.reason}" for u in discovery.unavailable)
+        raise UsageProblem("--objective energy needs an energy sensor and none was found"
+                           + (f" ({why})" if why else "") + "; use --objective time")
 
 
 def _check_destination(destination: Destination) -> None:
@@ -77,6 +90,12 @@ def _parse_strategies(plan: CampaignPlan) -> dict[str, Strategy]:
         raise UsageProblem(f"strategy names repeat: {list(plan.strategies)}")
     if any(st.name == "draft" for st in strategies.values()) and not plan.draft:
         raise UsageProblem("draft-k strategies need a draft model: pass --draft")
+    if any(st.name == "auto" for st in strategies.values()) and not plan.profile:
+        raise UsageProblem("auto decides with the cost profile: leave profiling on "
+                           "(drop --no-profile) or leave auto out of --strategies")
+    if plan.auto_objective not in OBJECTIVES:
+        raise UsageProblem(f"auto objective must be one of {', '.join(OBJECTIVES)}, "
+                           f"not {plan.auto_objective!r}")
     return strategies
 
 
@@ -86,7 +105,8 @@ def _load_models(
     say = observer.message
     target = resolve(plan.target, progress=lambda m: say(f"target: {m}"))
     draft: ResolvedModel | None = None
-    if plan.draft and any(st.name == "draft" for st in strategies.values()):
+    # auto drafts too where drafting pays, so it loads the draft model when there is one.
+    if plan.draft and any(st.name in ("draft", "auto") for st in strategies.values()):
         draft = resolve(plan.draft, progress=lambda m: say(f"draft: {m}"))
     say(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
     engine = Engine(

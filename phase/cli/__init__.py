@@ -16,6 +16,7 @@ from phase.cli.common import PhaseGroup
 from phase.cli.generate import generate_command
 from phase.cli.measure import measure
 from phase.cli.models import models
+from phase.cli.profile import profile_command
 from phase.cli.schema import schema
 from phase.cli.sensors import sensors
 from phase.cli.site import build, serve_command, site
@@ -31,14 +32,15 @@ def main() -> None:
     Typical use:
       phase models fetch qwen2.5-coder-1.5b   get an embedded model (verified)
       phase sensors                           which energy sensors this machine has
+      phase profile                           what a forward pass costs here
       phase measure speculative -o results/x.json
       phase validate results/x.json           check a results file against the rules
       phase site                              validate, render notes, build site/
     """
 
 
-for _command in (models, schema, measure, validate, sensors, generate_command, build, site,
-                 serve_command):
+for _command in (models, schema, measure, profile_command, validate, sensors, generate_command,
+                 build, site, serve_command):
     main.add_command(_command)
 
 
