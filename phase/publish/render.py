@@ -8,6 +8,8 @@ A note source's body is a Jinja template; these functions are what it can call:
     {{ provenance() }}            machine, software, models + sha256, date, commit
     {{ reproduce() }}             the reproduce command (and each campaign's exact command)
     {{ value("code", "draft-4", "tokens_per_s") }}   one formatted figure, for prose
+    {{ cost_curve() }}, {{ cost_prediction() }}, {{ break_even() }}, {{ auto_choices() }}
+                                  the cost model (phase.publish.costs)
 
 Each takes an optional `file="name.json"` to restrict it to one results file. A page that
 does not call one of the first five gets it appended, so every page has all of them. Also
@@ -34,6 +36,7 @@ from phase.results import SummaryRow
 from .anchors import note_page
 from .changes import compare
 from .charts import KINDS, build_chart, html_safe_json, render_png
+from .costs import cost_calls
 from .datasets import Dataset
 from .findings import finding_rows
 from .notes import NoteError, NoteSource, VersionMeta
@@ -223,6 +226,7 @@ class _Calls:
             "note_url": self.note_url,
             "has_results": bool(self.datasets),
             "version": self.version.version,
+            **cost_calls(self),
         }
 
     def missing_sections(self) -> Markup:
