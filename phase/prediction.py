@@ -221,3 +221,36 @@ def auto_choices(results: ResultsFile) -> list[AutoShare]:
         out.extend(AutoShare(prompt.name, who, k, n, n / len(steps))
                    for (who, k), n in sorted(counts.items()))
     return out
+
+
+def report_lines(results: ResultsFile, sensor: str | None = None) -> list[str]:
+    """The comparison as plain text (for `phase predict`)."""
+    lines = [f"{'prompt':<10} {'strategy':<10} {'tok/s':>7} {'predicted':>9} {'error':>7}  "
+             "where it misses"]
+    for p in predict_conditions(results, sensor):
+        lines.append(f"{p.prompt[:10]:<10} {p.strategy[:10]:<10} {p.measured_tokens_per_s:>7.1f} "
+                     f"{p.predicted_tokens_per_s:>9.1f} {p.error:>+7.1%}  "
+                     f"{p.blame() or f'within {TOLERANCE:.0%}'}")
+        if p.predicted_j_per_token is not None and p.measured_j_per_token is not None:
+            lines.append(f"{'':<21} J/token {p.measured_j_per_token:.4f}, predicted "
+                         f"{p.predicted_j_per_token:.4f} ({p.energy_error or 0.0:+.1%})")
+    lines.append("")
+    lines.append("break-even acceptance (i.i.d.) per k: draft / n-gram")
+    for r in break_even_rows(results):
+        show = [("no draft" if not r.has_draft and who == "draft" else
+                 "cannot pay" if a is None else f"{a:.0%}")
+                for who, a in (("draft", r.draft), ("ngram", r.ngram))]
+        lines.append(f"  {r.prompt[:10]:<10} k={r.k:<3} {show[0]:>10} / {show[1]}")
+    lines.append("")
+    lines.append("best k from measured per-position acceptance")
+    for b in best_k_rows(results):
+        best = "none beats plain" if b.k == 0 else f"k={b.k}: {b.speedup:.2f}x plain"
+        alpha = "n/a" if b.alpha is None else f"{b.alpha:.0%}"
+        lines.append(f"  {b.prompt[:10]:<10} {b.proposer:<6} acceptance {alpha}: {best}")
+    shares = auto_choices(results)
+    if shares:
+        lines.append("")
+        lines.append("auto's choices (share of its steps)")
+        lines.extend(f"  {s.prompt[:10]:<10} {s.proposer:<6} k={s.k:<3} {s.share:.1%}"
+                     for s in shares)
+    return lines

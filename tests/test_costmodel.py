@@ -56,6 +56,9 @@ def test_energy_table_needs_energy_per_pass() -> None:
     assert table.lookup == pytest.approx(0.001)
     with pytest.raises(NoCost):
         cost_table(metered, 100, "energy", sensor="other")
+    frozen = make_profile(lambda b: 10.0 * b, joules_per_ms={"rapl": 0.0})
+    with pytest.raises(NoCost, match="costs 0 J"):
+        cost_table(frozen, 100, "energy")
 
 
 @pytest.mark.parametrize(("alpha", "k", "tokens"),

@@ -3,6 +3,8 @@ files built with chosen curves and traces (tests/factories.py, tests/cost_factor
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cost_factories import make_profile
 from factories import make_results, make_run, make_window
@@ -98,3 +100,23 @@ def test_auto_choices_are_shares_of_steps() -> None:
     shares = auto_choices(results_with([run], make_profile(), ("auto",)))
     assert [(s.proposer, s.k, s.steps) for s in shares] == [("ngram", 4, 2), ("none", 0, 6)]
     assert sum(s.share for s in shares) == pytest.approx(1.0)
+
+
+def test_predict_command(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from factories import write_results
+
+    from phase.cli import main
+
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)
+    slow = make_run(strategy="plain", tokens=TOKENS, decode_s=0.48,
+                    trace=trace([(0, 0)] * TOKENS, 30.0))
+    path = write_results(results_with([slow], profile), tmp_path / "r.json")
+    result = CliRunner().invoke(main, ["predict", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "target passes: predicted 0.24 s per run, measured 0.48 s" in result.stdout
+    assert "break-even acceptance" in result.stdout
+    assert CliRunner().invoke(main, ["predict", str(path), "--strict"]).exit_code == 1
+    bare = write_results(results_with([slow]), tmp_path / "bare.json")
+    result = CliRunner().invoke(main, ["predict", str(bare)])
+    assert result.exit_code == 2 and "$.profile" in result.output

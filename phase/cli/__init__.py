@@ -16,6 +16,7 @@ from phase.cli.common import PhaseGroup
 from phase.cli.generate import generate_command
 from phase.cli.measure import measure
 from phase.cli.models import models
+from phase.cli.predict import predict_command
 from phase.cli.profile import profile_command
 from phase.cli.schema import schema
 from phase.cli.sensors import sensors
@@ -35,12 +36,13 @@ def main() -> None:
       phase profile                           what a forward pass costs here
       phase measure speculative -o results/x.json
       phase validate results/x.json           check a results file against the rules
+      phase predict results/x.json            the cost model against the measurements
       phase site                              validate, render notes, build site/
     """
 
 
-for _command in (models, schema, measure, profile_command, validate, sensors, generate_command,
-                 build, site, serve_command):
+for _command in (models, schema, measure, profile_command, predict_command, validate, sensors,
+                 generate_command, build, site, serve_command):
     main.add_command(_command)
 
 

@@ -149,6 +149,10 @@ def cost_table(profile: CostProfile, kv_tokens: int, objective: Objective = "tim
     target = _at_fill(profile.points, kv_tokens, "target", objective, sensor)
     if target is None:
         raise NoCost("the profile has no target pass costs")
+    if target(1) <= 0:
+        # Nothing to divide by: a counter that did not move around the profiled passes.
+        raise NoCost(f"a one-token pass costs {target(1):g} {'ms' if objective == 'time' else 'J'}"
+                     " in the profile, so no choice can be weighed against it")
     draft = _at_fill(profile.points, kv_tokens, "draft", objective, sensor)
     lookup_ms = profile.ngram_lookup_ms or 0.0
     if objective == "time":
