@@ -132,3 +132,16 @@ def test_auto_never_drafts_where_no_acceptance_can_pay(
     check_auto(r, plain)
     assert not any(s.proposer == "draft" for s in r.trace)
     assert any(s.proposer == "ngram" for s in r.trace) and r.accepted > 0
+
+
+def test_auto_where_nothing_pays_is_plain_decoding_with_a_decision_per_step(
+    engine: Engine, repeat: tuple[list[int], DecodeResult]
+) -> None:
+    # Verifying k proposals costs (k + 1)^2 plain steps: no proposal can pay, so every step
+    # is a plain step, down to the last one (where nothing may be proposed at all).
+    prompt, plain = repeat
+    engine.use_profile(make_profile(lambda b: 10.0 * b * b))
+    r = engine.run(prompt, parse_strategy("auto"), N)
+    check_auto(r, plain)
+    assert r.steps == N and r.drafted == 0
+    assert all(s.proposer == "none" and s.expected_tokens == 1.0 for s in r.trace)

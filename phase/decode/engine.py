@@ -339,7 +339,9 @@ class Engine:
         while (remaining := n_tokens - (len(seq) - start)) > 0:
             limit = min(k, remaining - 1)
             t0 = clock()
-            proposal = list(proposer.propose(seq, limit))[:limit] if limit > 0 else []
+            # Asked even when nothing may be proposed (the last token): `auto` records a
+            # decision for every step, and the others answer [] at once.
+            proposal = list(proposer.propose(seq, limit))[:limit]
             t1 = clock()
             target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
             m = 0
