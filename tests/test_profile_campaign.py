@@ -4,6 +4,7 @@ the real test model (the quick plan: SmolLM2-135M as target and draft)."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,47 @@ def test_profile_command_bad_input(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "poetry" in result.output
     result = invoke("profile", "nonexistent-experiment")
     assert result.exit_code == 2 and "unknown experiment" in result.output
+
+
+def test_energy_per_pass_from_a_counter_and_auto_minimising_energy(tmp_path: Path) -> None:
+    """The real RAPL backend on a sysfs-shaped tree whose counter a thread advances at about
+    10 W: every profiled block is a sampler window, so each pass gets joules, and auto can
+    decide by energy."""
+    zone = tmp_path / "powercap" / "intel-rapl:0"
+    zone.mkdir(parents=True)
+    (zone / "name").write_text("package-0\n")
+    (zone / "max_energy_range_uj").write_text("262143328850\n")
+    counter = zone / "energy_uj"
+    counter.write_text("1000000\n")
+    stop = threading.Event()
+
+    def advance_in_place() -> None:  # 50 mJ every 5 ms, written in place as the kernel does
+        value = 1_000_000
+        while not stop.wait(0.005):
+            value += 50_000
+            with counter.open("r+") as fh:
+                fh.write(f"{value:>15d}\n")
+
+    writer = threading.Thread(target=advance_in_place, daemon=True)
+    writer.start()
+    try:
+        out = tmp_path / "e.json"
+        result = invoke("measure", "speculative", "--quick", "--rapl-root",
+                        str(tmp_path / "powercap"), "--hwmon-root", str(tmp_path / "none"),
+                        *QUICK[2:], "--strategies", "plain,auto", "--objective", "energy",
+                        "-o", str(out))
+    finally:
+        stop.set()
+        writer.join()
+    assert result.exit_code == 0, result.output
+    results = load_raw(out)
+    profile = results.profile
+    assert profile is not None and profile.energy_reason is None
+    sensor = results.sensors[0].name
+    for cost in profile.points[0].target:
+        joules = cost.energy_j[sensor]
+        # About 10 mJ per ms of pass; the writer thread's pace on a busy CPU varies.
+        assert 1e-3 < joules / cost.ms < 0.1
+    assert results.config.auto_objective == "energy"
+    [auto] = [r for r in results.runs if r.strategy == "auto"]
+    assert auto.matches_plain and all(s.expected_gain is not None for s in auto.trace)

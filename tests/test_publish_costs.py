@@ -4,8 +4,6 @@ the data is missing."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from cost_factories import make_profile
 from factories import make_results, make_run, write_results

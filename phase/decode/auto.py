@@ -82,6 +82,8 @@ class AutoProposer:
         self.draft = draft if table.draft is not None else None
         self.matcher = matcher or NgramMatcher()
         self.k_max = k_max
+        # Per-step costs looked up once: a step proposing k tokens verifies k + 1 rows.
+        self._base = [table.lookup + table.target(k + 1) for k in range(k_max + 1)]
         self.decisions: list[Decision] = []
         self._start()
 
@@ -105,7 +107,7 @@ class AutoProposer:
         self.ngram.expect(len(seq), match.context, match.continuation)
         table = self.table
         plain = table.plain()
-        base = [table.lookup + table.target(k + 1) for k in range(limit + 1)]
+        base = self._base[:limit + 1]
         # (surplus over plain, proposer, k, expected tokens, cost)
         choice = (1.0 - base[0] / plain, "none", 0, 1.0, base[0])
         n_avail = min(limit, len(match.continuation))
@@ -115,7 +117,11 @@ class AutoProposer:
             if k > 0 and tokens - base[k] / plain > choice[0]:
                 choice = (tokens - base[k] / plain, "ngram", k, tokens, base[k])
         if self.draft is not None and limit > 0:
-            costs = [base[0]] + [base[k] + table.draft_step(k, self._feed)
+            draft = table.draft
+            assert draft is not None  # self.draft is only set where the table has its costs
+            # The catch-up pass (its logits give the first guess), then k - 1 single passes.
+            first, single = draft(self._feed), draft(1)
+            costs = [base[0]] + [base[k] + first + (k - 1) * single
                                  for k in range(1, limit + 1)]
             k, tokens = _best(self.draft_rates.rates(limit), costs, plain)
             if k > 0 and tokens - costs[k] / plain > choice[0]:

@@ -23,31 +23,41 @@ CONTEXT_EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)
 
 
 class PositionEstimate:
-    """Faded per-position counts with a prior of `prior` worth `weight` observations."""
+    """Faded per-position counts with a prior of `prior` worth `weight` observations.
 
-    __slots__ = ("decay", "kept", "prior", "tried", "weight")
+    Fading is O(1): instead of multiplying every count by `decay` at each step, new
+    observations are added with a weight that grows by 1 / decay per step (`scale`), and
+    reads divide by it; the counts are brought back to scale 1 now and then.
+    """
+
+    __slots__ = ("decay", "kept", "prior", "scale", "tried", "weight")
 
     def __init__(self, size: int, prior: float, weight: float, decay: float) -> None:
         self.prior, self.weight, self.decay = prior, weight, decay
         self.tried = [0.0] * size
         self.kept = [0.0] * size
+        self.scale = 1.0
 
     def fade(self) -> None:
-        d = self.decay
-        self.tried = [t * d for t in self.tried]
-        self.kept = [k * d for k in self.kept]
+        self.scale /= self.decay
+        if self.scale > 1e100:
+            self.tried = [t / self.scale for t in self.tried]
+            self.kept = [k / self.scale for k in self.kept]
+            self.scale = 1.0
 
     def observe(self, proposed: int, kept: int) -> None:
         """One proposal of `proposed` tokens whose first `kept` were kept."""
+        w = self.scale
         reached = min(proposed, kept + 1, len(self.tried))
         for i in range(reached):
-            self.tried[i] += 1.0
+            self.tried[i] += w
         for i in range(min(kept, len(self.kept))):
-            self.kept[i] += 1.0
+            self.kept[i] += w
 
     def rates(self, k: int) -> list[float]:
-        p, w = self.prior * self.weight, self.weight
-        return [(self.kept[i] + p) / (self.tried[i] + w) for i in range(min(k, len(self.tried)))]
+        p, w, s = self.prior * self.weight, self.weight, self.scale
+        return [(self.kept[i] / s + p) / (self.tried[i] / s + w)
+                for i in range(min(k, len(self.tried)))]
 
 
 def context_bucket(context: int) -> int:
