@@ -56,7 +56,7 @@ class CampaignPlan:
     # shortest block in seconds (longer where an energy sensor updates slowly).
     profile: bool = True
     profile_blocks: int = 3
-    profile_min_block_s: float = 0.1
+    profile_min_block_s: float = 0.05
     # What `auto` minimises per generated token: "time" or "energy" (needs a sensor).
     auto_objective: Objective = "time"
 

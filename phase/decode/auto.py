@@ -7,9 +7,10 @@ are 1 + a_1 + a_1·a_2 + … with a_i the online estimate of position i's accept
 target's pass of k + 1 tokens, the draft's catch-up pass and its k - 1 single passes, the
 lookup). The lookup is made every step (it is what tells whether a match exists), so it is
 part of every candidate's cost. The winner is the candidate whose expected tokens exceed by
-the most what plain decoding would make for the same cost (see `_best`), which makes the run
-as a whole yield the most tokens per unit cost (time, or energy). It is proposed and verified
-exactly as the fixed strategies do; `decisions` keeps what was chosen and why, one per step.
+the most what plain decoding would make for the same cost: for the run's tokens per unit cost
+(time, or energy) that serves better than each step's own ratio (see `_best`). It is proposed
+and verified exactly as the fixed strategies do; `decisions` keeps what was chosen and why,
+one per step.
 
 The draft model is not kept in step when it is not drafting: when it drafts again it first
 takes, in one batch, every token it has not seen, and that catch-up is costed as such.

@@ -43,7 +43,7 @@ class BlockMeter(Protocol):
 @dataclass(frozen=True)
 class ProfileSettings:
     blocks: int = 3
-    min_block_s: float = 0.1
+    min_block_s: float = 0.05
     target_batches: tuple[int, ...] = TARGET_BATCHES
     draft_batches: tuple[int, ...] = DRAFT_BATCHES
 
