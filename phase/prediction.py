@@ -23,6 +23,21 @@ from phase.costmodel.predict import measured_terms_ms, run_terms
 from phase.results import ResultsFile, Run
 
 TOLERANCE = 0.10
+PROFILE_SHARE_LIMIT = 0.05  # issue 15: profiling adds less than 5% to a campaign's wall time
+
+
+def profile_share(results: ResultsFile) -> float | None:
+    """The profile's share of the campaign's wall time, or None without a profile or runs.
+
+    The campaign's time is taken as the span from the first run's start to the last run's
+    end plus the profile's own time: model loads and plain references are left out, so the
+    share is, if anything, overstated."""
+    if results.profile is None or not results.runs:
+        return None
+    span_s = (max(r.ended_unix_s for r in results.runs)
+              - min(r.started_unix_s for r in results.runs))
+    total_s = span_s + results.profile.wall_s
+    return results.profile.wall_s / total_s if total_s > 0 else None
 
 
 @dataclass(frozen=True)
@@ -247,6 +262,11 @@ def report_lines(results: ResultsFile, sensor: str | None = None) -> list[str]:
         best = "none beats plain" if b.k == 0 else f"k={b.k}: {b.speedup:.2f}x plain"
         alpha = "n/a" if b.alpha is None else f"{b.alpha:.0%}"
         lines.append(f"  {b.prompt[:10]:<10} {b.proposer:<6} acceptance {alpha}: {best}")
+    share = profile_share(results)
+    if share is not None and results.profile is not None:
+        lines.append("")
+        lines.append(f"cost profile: {results.profile.wall_s:.1f} s, {share:.1%} of the "
+                     f"campaign's wall time (target < {PROFILE_SHARE_LIMIT:.0%})")
     shares = auto_choices(results)
     if shares:
         lines.append("")

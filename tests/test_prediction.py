@@ -120,3 +120,30 @@ def test_predict_command(tmp_path: Path) -> None:
     bare = write_results(results_with([slow]), tmp_path / "bare.json")
     result = CliRunner().invoke(main, ["predict", str(bare)])
     assert result.exit_code == 2 and "$.profile" in result.output
+
+
+def test_profile_share_of_the_campaign_and_strict_exit(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from factories import PREFILL_S, write_results
+
+    from phase.cli import main
+    from phase.prediction import profile_share
+
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)  # wall_s 1.0
+    exact = trace([(0, 0)] * TOKENS, 15.0)
+    runs = [make_run(strategy="plain", tokens=TOKENS, decode_s=0.24, trace=exact,
+                     started_unix_s=1000.0 + 10.0 * i, repeat=i, order=i) for i in range(2)]
+    # runs span 10 s + one run's length; the profile's 1 s is added to that span
+    span = 10.0 + PREFILL_S + 0.24
+    results = results_with(runs, profile)
+    assert profile_share(results) == pytest.approx(1.0 / (span + 1.0))
+    assert profile_share(results_with(runs)) is None
+    path = write_results(results, tmp_path / "r.json")
+    out = CliRunner().invoke(main, ["predict", str(path), "--strict"])
+    # every condition is predicted exactly, but the profile took more than 5% of the time
+    assert out.exit_code == 1, out.output
+    assert "of the campaign's wall time (target < 5%)" in out.stdout
+    long_runs = [r.model_copy(update={"ended_unix_s": r.ended_unix_s + 100.0}) for r in runs]
+    quick = write_results(results_with(long_runs, profile), tmp_path / "quick.json")
+    out = CliRunner().invoke(main, ["predict", str(quick), "--strict"])
+    assert out.exit_code == 0, out.output

@@ -104,6 +104,11 @@ def test_every_cost_section_renders_with_its_chart(page: str) -> None:
         assert f'data-kind="{kind}"' in page
 
 
+def test_the_profile_says_what_it_cost(page: str) -> None:
+    assert "Profiling took 1.0 s, " in page
+    assert "of the campaign&#39;s wall time." in page or "of the campaign's wall time." in page
+
+
 def test_prediction_rows_show_the_miss_and_its_term(page: str) -> None:
     # code x ngram took exactly what the profile says; the XSS prompt's verifications took
     # twice as long, so the model expected them about twice as fast.

@@ -25,6 +25,7 @@ from phase.prediction import (
     best_k_rows,
     break_even_rows,
     predict_conditions,
+    profile_share,
 )
 from phase.results import ResultsFile
 
@@ -118,6 +119,10 @@ class CostCalls:
                         for c in point.target]
                 where = f" (prompt {point.prompt})" if point.prompt else ""
                 notes = [f"n-gram lookup: {fmt(raw.profile.ngram_lookup_ms, 3)} ms"]
+                share = profile_share(raw)
+                if share is not None:
+                    notes.append(f"Profiling took {fmt(raw.profile.wall_s, 1)} s, "
+                                 f"{pct(share, 1)} of the campaign's wall time.")
                 notes += [r for r in (raw.profile.draft_reason, raw.profile.energy_reason) if r]
                 parts.append(self._table(CostTable(
                     "cost_curve", f"Cost per pass at a KV fill of {point.kv_tokens}{where}",
