@@ -15,9 +15,11 @@ from phase import __version__
 from phase.cli.common import PhaseGroup
 from phase.cli.generate import generate_command
 from phase.cli.measure import measure
+from phase.cli.merge import merge
 from phase.cli.models import models
 from phase.cli.predict import predict_command
 from phase.cli.profile import profile_command
+from phase.cli.publish import publish_command
 from phase.cli.schema import schema
 from phase.cli.sensors import sensors
 from phase.cli.site import build, serve_command, site
@@ -35,14 +37,17 @@ def main() -> None:
       phase sensors                           which energy sensors this machine has
       phase profile                           what a forward pass costs here
       phase measure speculative -o results/x.json
+      phase measure speculative --shard 0/4  one part of it (a job array's task)
+      phase merge results/x.json shards/*.json   the shards of one campaign, checked
       phase validate results/x.json           check a results file against the rules
       phase predict results/x.json            the cost model against the measurements
       phase site                              validate, render notes, build site/
+      phase publish NOTE                      freeze a note's new versions (published/)
     """
 
 
-for _command in (models, schema, measure, profile_command, predict_command, validate, sensors,
-                 generate_command, build, site, serve_command):
+for _command in (models, schema, measure, profile_command, predict_command, merge, validate,
+                 sensors, generate_command, build, site, publish_command, serve_command):
     main.add_command(_command)
 
 

@@ -23,8 +23,9 @@ from phase.validate import RuleSettings, exit_code, format_report, validate_file
               help="Fewest runs the confound rule needs [6].")
 @click.option("--repeats", type=int, default=None,
               help="Expected repeats per condition [the file's config].")
-@click.option("--chip-sensor", default=None,
-              help="Sensor that chip energy means [automatic; see the report].")
+@click.option("--chip-sensor", "--energy-sensor", "chip_sensor", default=None,
+              help="Sensor that chip energy means [the file's primary energy sensors, else "
+              "automatic; see the report].")
 def validate(files: tuple[str, ...], as_json: bool, strict: bool, variance_max: float | None,
              lag_bias_max: float | None, confound_r: float | None,
              confound_min_runs: int | None, repeats: int | None,

@@ -2,12 +2,14 @@
 
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
     costs       the cost profile a campaign measures before its runs (CostProfile)
+    hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
     base        what every model shares (Strict, constrained numbers, paired value/reason)
     migrations  older files read as the current schema (MIGRATIONS, migrate)
     io          load / parse / dump, atomic writes, the run-by-run CampaignWriter, JSON Schema
 """
 
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
+from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
     CampaignWriter,
     atomic_write_text,
@@ -25,6 +27,7 @@ from phase.results.schema import (
     FiniteFloat,
     ModelInfo,
     PlainReference,
+    PrimaryEnergy,
     PromptSpec,
     Provenance,
     ResultsFile,
@@ -49,9 +52,13 @@ __all__ = [
     "CampaignWriter",
     "CostProfile",
     "FiniteFloat",
+    "HostIdentity",
+    "HostInfo",
+    "MergedShard",
     "ModelInfo",
     "PassCost",
     "PlainReference",
+    "PrimaryEnergy",
     "ProfilePoint",
     "PromptSpec",
     "Provenance",
@@ -63,6 +70,7 @@ __all__ = [
     "SensorKind",
     "SensorTrace",
     "SensorWindow",
+    "ShardInfo",
     "Step",
     "Strict",
     "SummaryFile",

@@ -33,6 +33,7 @@ from phase.results.base import (
 )
 from phase.results.base import paired as _paired
 from phase.results.costs import CostProfile
+from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
 # changes; the Literal of each file model's schema_version follows it):
@@ -67,6 +68,13 @@ class Provenance(Strict):
     # why: they change which kernels ran (phase.decode.cpu_buffers). None in older files.
     cpu_extra_buffers: bool | None = None
     cpu_extra_buffers_reason: str | None = None
+    # Where the model ran, as llama.cpp reported it when loading (phase.decode.placement):
+    # the build's accelerator ("cpu", "cuda", "metal", ...), and how many of its layers
+    # llama.cpp offloaded, counted as llama.cpp counts them (repeating layers + output layer).
+    # None in files written before phase recorded them.
+    accelerator: str | None = None
+    n_gpu_layers_offloaded: NonNegInt | None = None
+    n_layers: NonNegInt | None = None
 
 
 class ModelInfo(Strict):
@@ -91,6 +99,16 @@ class SensorInfo(Strict):
     max_power_w: NonNegFloat | None
     update_period_s: NonNegFloat | None
     update_period_reason: str | None = None
+    # Names of the other sensors in this file whose energy this sensor's reading physically
+    # includes (psys encloses the packages; a module input encloses its rails; a wall meter
+    # encloses everything). None: not declared (older files); [] declares "encloses nothing".
+    encloses: list[str] | None = None
+    # Names of this record's fields whose value was assumed rather than read from the device
+    # (e.g. "smoothing_s" from the GPU architecture, "max_power_w" from a power limit).
+    assumed: list[str] = Field(default_factory=list)
+    # The physical device this sensor reads, where it has a stable identity (a GPU's UUID),
+    # so that a resumed campaign cannot silently read another device under the same name.
+    device: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SensorInfo:
@@ -173,6 +191,10 @@ class SensorWindow(Strict):
     idle_power_reason: str | None = None
     samples: NonNegInt
     gaps: NonNegInt
+    # A counter that updates every p seconds is only known at its updates: the most energy_j
+    # can be off by because of where the window's edges fell between updates (None: not
+    # computed, as in older files). The counter-edges rule rejects windows where it is large.
+    edge_error_j: NonNegFloat | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SensorWindow:
@@ -230,6 +252,8 @@ class Run(Strict):
     matches_plain_reason: str | None = None
     first_divergence: NonNegInt | None = None
     samples: list[SensorTrace]
+    # The hostname that ran this run (one of ResultsFile.hosts); None in older files.
+    host: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -256,6 +280,17 @@ class PlainReference(Strict):
     token_ids: list[NonNegInt]
 
 
+class PrimaryEnergy(Strict):
+    """Which sensors "chip energy" means in this file: the energy of the device that ran the
+    model, as the sum of these sensors' windows (two GPUs, two CPU sockets, two compute
+    rails), with why they were chosen."""
+
+    sensors: list[str] = Field(min_length=1)
+    device: str
+    reason: str
+    chosen_by: Literal["auto", "override"]
+
+
 class ResultsFile(Strict):
     schema_version: Literal[2]
     kind: Literal["raw"] = "raw"
@@ -273,6 +308,31 @@ class ResultsFile(Strict):
     runs: list[Run]
     # The cost profile measured before the runs (phase.results.costs); None in older files.
     profile: CostProfile | None = None
+    # Beyond one machine (phase.campaign.shards, phase.campaign.merge). `campaign_id` is shared
+    # by every shard of one campaign (derived from the experiment, the plan, the shard count
+    # and the job id); `shard` is set in a shard's file; `hosts` lists every machine that ran
+    # runs (one for an unsharded campaign); `merged_from` lists the shard files a merged file
+    # was made from. All absent (None / empty) in older files.
+    campaign_id: str | None = None
+    shard: ShardInfo | None = None
+    hosts: list[HostInfo] = Field(default_factory=list)
+    merged_from: list[MergedShard] = Field(default_factory=list)
+    # None with a reason when no sensor measures the device that ran the model; both None in
+    # files written before phase recorded the choice (readers then fall back to ranking the
+    # chip-scope sensors, phase.analysis.ranked_chip_sensors).
+    primary_energy: PrimaryEnergy | None = None
+    primary_energy_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ResultsFile:
+        if self.primary_energy is not None:
+            if self.primary_energy_reason:
+                raise ValueError("primary_energy is set, so primary_energy_reason must be null")
+            declared = {s.name for s in self.sensors}
+            unknown = [n for n in self.primary_energy.sensors if n not in declared]
+            if unknown:
+                raise ValueError(f"primary_energy names undeclared sensor(s): {unknown}")
+        return self
 
 
 # --- summaries (what tables read) ---------------------------------------------------------

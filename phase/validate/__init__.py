@@ -15,7 +15,9 @@ build).
 
 The rules and their severities: schema (blocking), completeness (warning), sensor-lag
 (rejected), impossible (rejected), lag-confound (rejected, campaign-wide), variance (warning,
-marks a condition unstable), equivalence (warning); each module's docstring gives the details.
+marks a condition unstable), equivalence (warning), host-spread (warning: one condition measured
+differently by hosts of one class, in a merged campaign); each module's docstring gives the
+details.
 A rejected chip value is left out of the variance rule; a rejected enclosing value still
 counts for the confound rule (its error is exactly what that rule looks at).
 """

@@ -29,9 +29,11 @@ class RuleSettings:
     # Two sensors' windows count as "the same window" when both edges agree within this;
     # otherwise an enclosing-vs-chip comparison uses mean power over each window instead.
     window_match_s: float = 0.01
+    # Largest (max - min) / mean of per-host means of one condition in a merged campaign.
+    host_spread_max: float = 0.05
 
     def __post_init__(self) -> None:
-        for name in ("variance_max", "lag_bias_max", "window_match_s"):
+        for name in ("variance_max", "lag_bias_max", "window_match_s", "host_spread_max"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise UsageProblem(f"rule setting {name} must be a finite number >= 0, not {value}")

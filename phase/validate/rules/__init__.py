@@ -19,7 +19,9 @@ from phase.results import ResultsFile, SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.rules import (
     completeness,
+    counter_edges,
     equivalence,
+    host_spread,
     impossible,
     lag_confound,
     schema,
@@ -36,10 +38,12 @@ RAW_RULES: tuple[RawRule, ...] = (
     schema.check,
     completeness.check,
     sensor_lag.check,
+    counter_edges.check,
     impossible.check,
     lag_confound.check,
     variance.check,
     equivalence.check,
+    host_spread.check,
 )
 SUMMARY_RULES: tuple[SummaryRule, ...] = (summary.check,)
 
@@ -49,9 +53,11 @@ RULES = (
     "completeness",
     "variance",
     "sensor-lag",
+    "counter-edges",
     "lag-confound",
     "impossible",
     "equivalence",
+    "host-spread",
 )
 
 __all__ = ["RAW_RULES", "RULES", "SUMMARY_RULES", "RawRule", "SummaryRule"]
