@@ -5,6 +5,7 @@ fixture (chosen curves and traces, not measurements)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from factories import replaced, write_results
@@ -49,3 +50,30 @@ def test_a_campaign_without_a_profile_has_no_cost_section(tmp_path: Path) -> Non
     page = _note_page(tmp_path, replaced(costs_results(), profile=None))
     assert SECTION not in page
     assert 'data-kind="cost_curve"' not in page
+
+
+def test_the_cpu_note_shows_the_cost_model_from_version_2_only(tmp_path: Path) -> None:
+    from test_publish_inputs import REPO, site_paths
+
+    from phase.publish.site import build_docs
+
+    committed = "speculative-x86_64-2c-2026-11-30.json"
+    results, notes = tmp_path / "results", tmp_path / "notes"
+    results.mkdir()
+    notes.mkdir()
+    shutil.copy(REPO / "results" / committed, results / committed)
+    write_results(costs_results(), results / "speculative-costs.json")
+    source = (REPO / "phase/notes/2026-11-speculative-decoding-cpu.md").read_text()
+    v2 = ("  - version: 2\n    date: 2026-12\n    results: [speculative-x86_64-2c-2026-11-30.json,"
+          " speculative-costs.json]\n    changes: With auto and the cost profile.\nerrata:")
+    (notes / "2026-11-speculative-decoding-cpu.md").write_text(
+        source.replace("errata:", v2, 1))
+    paths = site_paths(tmp_path, type("I", (), {"results_dir": results, "notes_dir": notes})())
+    build_docs(paths)
+    pages = paths.docs_dir / "notes/speculative-decoding-cpu"
+    latest, v1 = (pages / "index.md").read_text(), (pages / "v1/index.md").read_text()
+    assert SECTION in latest and 'data-kind="cost_prediction"' in latest
+    assert 'data-kind="auto_choices" data-dataset="speculative-costs.json"' in latest
+    # the committed campaign predates profiling: its tables say so instead
+    assert "this results file has no cost profile to predict from" in latest
+    assert SECTION not in v1 and "data-kind=\"cost_curve\"" not in v1
