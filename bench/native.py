@@ -280,3 +280,41 @@ def lookup(bin_path: Path, model: Path, prompt: str, k: int, common: Common,
            "-lcd", str(cache_file), "-p", prompt, *common.flags()]
     stdout, stderr = _exec(cmd)
     return _speculative_stats(stdout, stderr, prompt, "llama-lookup")
+
+
+# llama.cpp's n-gram speculators, by their --spec-type names (common/speculative.cpp).
+NGRAM_SPEC_TYPES = ("ngram-simple", "ngram-map-k", "ngram-mod", "ngram-cache")
+
+
+def speculative_ngram(bin_path: Path, target: Path, prompt: str, spec_type: str,
+                      common: Common) -> dict[str, Any]:
+    """Self-speculation with one of llama.cpp's n-gram types at its own defaults (e.g.
+    ngram-simple: a 12-token lookup key, drafts of up to 48 tokens); no draft model."""
+    if spec_type not in NGRAM_SPEC_TYPES:
+        raise NativeError(f"unknown n-gram spec type {spec_type!r}")
+    cmd = [str(bin_path / "llama-speculative-simple"), "-m", str(target),
+           "--spec-type", spec_type, "-p", prompt, *common.flags()]
+    stdout, stderr = _exec(cmd)
+    return _speculative_stats(stdout, stderr, prompt, f"llama-speculative-simple {spec_type}")
+
+
+def speculative_p_min(bin_path: Path, target: Path, draft: Path, prompt: str, k: int,
+                      p_min: float, common: Common) -> dict[str, Any]:
+    """Draft-model speculation that stops drafting when the draft's top probability falls
+    below p_min (`--spec-draft-p-min`), with at most k tokens per step."""
+    cmd = [str(bin_path / "llama-speculative-simple"), "-m", str(target), "-md", str(draft),
+           "--spec-type", "draft-simple", "--spec-draft-n-max", str(k),
+           "--spec-draft-n-min", "0", "--spec-draft-p-min", str(p_min),
+           "--spec-draft-ngl", "0", "-p", prompt, *common.flags()]
+    stdout, stderr = _exec(cmd)
+    return _speculative_stats(stdout, stderr, prompt, "llama-speculative-simple p-min")
+
+
+def help_text(bin_path: Path, tool: str) -> str:
+    """A tool's --help, to check that the flags a bench passes exist in this build."""
+    try:
+        proc = subprocess.run([str(bin_path / tool), "--help"], capture_output=True, text=True,
+                              timeout=60, errors="replace", stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise NativeError(f"{tool} --help failed: {exc}") from None
+    return proc.stdout + proc.stderr

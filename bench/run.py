@@ -5,9 +5,11 @@
         [--out DIR] [--strict]
 
 Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
-native tools built by bench/native.py), sampler (bench/sampler_bench.py), bandwidth
-(bench/bandwidth.py), site (bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns
-over many host classes, the cross-host page). Writes bench/results/<date>-<host>.json and
+native tools built by bench/native.py), auto and ngram-native (bench/spec_bench.py: auto vs
+the fixed strategies with the cost model's predictions; phase's n-gram strategies vs
+llama.cpp's), sampler (bench/sampler_bench.py), bandwidth (bench/bandwidth.py), site
+(bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns over many host classes, the
+cross-host page). Writes bench/results/<date>-<host>.json and
 a Markdown table beside it, and prints a table with PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
 site counts: a smoke run of every section in a few minutes.
@@ -26,8 +28,11 @@ REPO = Path(__file__).resolve().parent.parent
 # Run as a script, Python puts bench/ first on sys.path; the sections import as `bench.*`.
 sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
 
-SECTIONS = ("plain", "draft", "ngram", "sampler", "bandwidth", "site", "hosts")
-NATIVE_SECTIONS = {"plain", "draft", "ngram"}
+SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "sampler", "bandwidth", "site",
+            "hosts")
+NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native"}
+# Sections that load the draft model as well as the target.
+DRAFT_SECTIONS = {"draft", "auto", "ngram-native"}
 
 
 def _csv(text: str) -> list[str]:
@@ -86,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         report,
         sampler_bench,
         site_bench,
+        spec_bench,
     )
     from bench.common import Context, Section
     from phase.decode.native import physical_cores
@@ -109,14 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     needs_models = set(args.only) - {"site", "hosts"}
     try:
         target = resolve(args.model) if needs_models else None
-        draft = resolve(args.draft) if "draft" in args.only else target
+        draft = resolve(args.draft) if DRAFT_SECTIONS & set(args.only) else target
     except PhaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
     runners = {
         "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
-        "ngram": decode_bench.run_ngram, "sampler": sampler_bench.run,
+        "ngram": decode_bench.run_ngram, "auto": spec_bench.run_auto,
+        "ngram-native": spec_bench.run_ngram_native, "sampler": sampler_bench.run,
         "bandwidth": bandwidth.run, "site": site_bench.run, "hosts": hosts_bench.run,
     }
     sections: list[Section] = []

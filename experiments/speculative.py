@@ -1,4 +1,5 @@
-"""Speculative decoding: plain vs draft-k vs n-gram copying, on speed, acceptance and energy.
+"""Speculative decoding: plain vs draft-k vs n-gram copying vs `auto`, on speed, acceptance
+and energy; every campaign first measures its cost profile.
 
     python experiments/speculative.py results/NAME.json
     phase measure speculative -o results/NAME.json      # the same command
@@ -25,7 +26,7 @@ PLAN = replace(
     target=DEFAULT_TARGET,
     draft=DEFAULT_DRAFT,
     prompts=("code", "prose", "edit"),
-    strategies=("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram"),
+    strategies=("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram", "auto"),
 )
 
 EXPERIMENT = Experiment(
@@ -44,9 +45,11 @@ EXPERIMENT = Experiment(
         draft=TEST_MODEL,
         tokens=48,
         repeats=2,
-        strategies=("plain", "draft-4", "ngram"),
+        strategies=("plain", "draft-4", "ngram", "auto"),
         cooldown_s=0.2,
         idle_window_s=0.2,
+        profile_blocks=2,
+        profile_min_block_s=0.02,
     ),
 )
 

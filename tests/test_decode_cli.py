@@ -82,3 +82,16 @@ def test_incompatible_draft_is_one_error_line(test_model_path: Path,
     assert code == 1 and out == ""
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and "cannot be paired" in lines[0]
+
+
+def test_generate_auto_profiles_first_and_records_its_decisions(test_model_path: Path) -> None:
+    code, out, err = generate("--model", str(test_model_path), "--draft", str(test_model_path),
+                              "--strategy", "auto", "--tokens", "12", "--prompt",
+                              "Repeat exactly: one two three four five six seven eight.",
+                              "--compare-plain", "--json")
+    assert code == 0, err
+    assert "auto: timing target and draft passes first" in err
+    record = json.loads(out)
+    assert record["strategy"] == "auto" and record["matches_plain"] is True
+    assert all(s["proposer"] in ("none", "ngram", "draft") for s in record["trace"])
+    assert all(s["expected_gain"] is not None for s in record["trace"])

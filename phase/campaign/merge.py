@@ -27,10 +27,12 @@ from phase.campaign import merge_checks
 from phase.campaign.merge_checks import ShardFile
 from phase.errors import UsageProblem
 from phase.results import (
+    CostProfile,
     HostInfo,
     MergedShard,
     PlainReference,
     PrimaryEnergy,
+    ProfilePoint,
     ResultsError,
     ResultsFile,
     Run,
@@ -163,6 +165,24 @@ def _unavailable(files: Sequence[ShardFile]) -> list[UnavailableBackend]:
     return list(seen.values())
 
 
+def _profile(files: Sequence[ShardFile]) -> CostProfile | None:
+    """Every shard's cost profile in one: each measured the fills of its own prompts on the
+    same host class, so the points are pooled (a fill two shards both profiled, as in a split
+    by repeats, is kept once, from the lower shard) and the profiling time is summed. None
+    when no shard profiled."""
+    profiles = [f.results.profile for f in files if f.results.profile is not None]
+    if not profiles:
+        return None
+    points: dict[tuple[str | None, int], ProfilePoint] = {}
+    for profile in profiles:
+        for point in profile.points:
+            points.setdefault((point.prompt, point.kv_tokens), point)
+    return profiles[0].model_copy(update={
+        "points": sorted(points.values(), key=lambda p: p.kv_tokens),
+        "wall_s": sum(p.wall_s for p in profiles),
+    })
+
+
 def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
     """The one results file the checked shards make (shard 0's file is the template, so
     fields this module does not know are carried from it)."""
@@ -187,6 +207,7 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
         "sensors_unavailable": _unavailable(files),
         "references": _references(files),
         "runs": runs,
+        "profile": _profile(files),
         "shard": None,
         "hosts": hosts,
         "primary_energy": _primary(files),

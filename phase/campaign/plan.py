@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from phase.costmodel import Objective
 from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET
 from phase.results import CampaignConfig, PromptSpec
@@ -30,7 +31,8 @@ class CampaignPlan:
     draft: str | None = DEFAULT_DRAFT
     # Prompt names: files <name>.txt in the experiment's prompts directory.
     prompts: tuple[str, ...] = ()
-    strategies: tuple[str, ...] = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram")
+    strategies: tuple[str, ...] = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram",
+                                   "auto")
     # Tokens generated per run (exactly; end-of-sequence is ignored) and repeats per condition.
     tokens: int = 384
     repeats: int = 3
@@ -49,6 +51,14 @@ class CampaignPlan:
     ngram_n_min: int = NGRAM_N_MIN
     ngram_n_max: int = NGRAM_N_MAX
     ngram_k: int = NGRAM_K
+    # The cost profile measured before the runs (phase.campaign.profiling): `auto` decides
+    # with it and the notes predict every strategy from it. Blocks per pass size, and the
+    # shortest block in seconds (longer where an energy sensor updates slowly).
+    profile: bool = True
+    profile_blocks: int = 3
+    profile_min_block_s: float = 0.05
+    # What `auto` minimises per generated token: "time" or "energy" (needs a sensor).
+    auto_objective: Objective = "time"
 
 
 DEFAULT_PLAN = CampaignPlan()
@@ -71,4 +81,5 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         ngram_n_min=plan.ngram_n_min,
         ngram_n_max=plan.ngram_n_max,
         ngram_k=plan.ngram_k,
+        auto_objective=plan.auto_objective,
     )

@@ -22,6 +22,7 @@ from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
+from phase.costmodel import OBJECTIVES
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
@@ -96,6 +97,7 @@ def prepare(
         prompt_tokens, models = _check_vocabularies(plan, prompts, target, draft)
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(discovery.sensors)
+        _check_objective(plan, strategies, discovery)
         if discovery.sensors:
             held.sampler = Sampler(discovery.sensors, hz=plan.sample_hz)
             held.sampler.start()
@@ -119,6 +121,17 @@ def prepare(
         experiment, plan, destination, observer, prompts, strategies, held.engine, models,
         prompt_tokens, previous or header, previous is not None, held.sampler, claim, identity,
     )
+
+
+def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],
+                     discovery: Discovery) -> None:
+    """auto's energy objective needs energy per pass, so a sensor to read it from."""
+    if plan.auto_objective != "energy" or not any(s.name == "auto" for s in strategies.values()):
+        return
+    if not discovery.sensors:
+        why = "; ".join(f"{u.backend}: {u.reason}" for u in discovery.unavailable)
+        raise UsageProblem("--objective energy needs an energy sensor and none was found"
+                           + (f" ({why})" if why else "") + "; use --objective time")
 
 
 def _claim(destination: Destination) -> Claim:
@@ -161,6 +174,12 @@ def _parse_strategies(plan: CampaignPlan) -> dict[str, Strategy]:
         raise UsageProblem(f"strategy names repeat: {list(plan.strategies)}")
     if any(st.name == "draft" for st in strategies.values()) and not plan.draft:
         raise UsageProblem("draft-k strategies need a draft model: pass --draft")
+    if any(st.name == "auto" for st in strategies.values()) and not plan.profile:
+        raise UsageProblem("auto decides with the cost profile: leave profiling on "
+                           "(drop --no-profile) or leave auto out of --strategies")
+    if plan.auto_objective not in OBJECTIVES:
+        raise UsageProblem(f"auto objective must be one of {', '.join(OBJECTIVES)}, "
+                           f"not {plan.auto_objective!r}")
     return strategies
 
 
@@ -170,7 +189,8 @@ def _resolve_models(plan: CampaignPlan, strategies: dict[str, Strategy],
     say = observer.message
     target = resolve(plan.target, progress=lambda m: say(f"target: {m}"))
     draft: ResolvedModel | None = None
-    if plan.draft and any(st.name == "draft" for st in strategies.values()):
+    # auto drafts too where drafting pays, so it loads the draft model when there is one.
+    if plan.draft and any(st.name in ("draft", "auto") for st in strategies.values()):
         draft = resolve(plan.draft, progress=lambda m: say(f"draft: {m}"))
     return target, draft
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from phase.campaign import machine
+from phase.campaign import machine, profiling
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun, schedule
@@ -137,6 +137,7 @@ class Campaign:
                              plan.seed, plan.shuffle), self._shard)
         try:
             refs = self._references(writer)
+            self._profile(writer, refs)
             self.observer.campaign_started(len(runs), len(done))
             for index, scheduled in enumerate(runs):
                 if scheduled.run_id in done:
@@ -201,6 +202,22 @@ class Campaign:
                                    token_ids=list(result.token_ids))
                 )
         return refs
+
+    def _profile(self, writer: CampaignWriter, refs: dict[str, list[int]]) -> None:
+        """Measure the cost profile once per file (a resumed campaign keeps the one its
+        earlier runs were decided with), and hand it to `auto`."""
+        if not self.plan.profile:
+            return
+        profile = writer.results.profile
+        if profile is None:
+            self.observer.message("cost profile: timing target and draft passes of 1..17 "
+                                  "tokens")
+            profile = profiling.measure(self.engine, self.plan, self.prompt_tokens, refs,
+                                        self.sampler, self.unavailable)
+            writer.results.profile = profile  # written with the first run
+            self.observer.message(profiling.summary_line(profile))
+        if any(s.name == "auto" for s in self.strategies.values()):
+            self.engine.use_profile(profile, self.plan.auto_objective)
 
     def _one_run(self, scheduled: ScheduledRun, reference: list[int]) -> Run:
         window = WindowCallbacks(

@@ -17,6 +17,8 @@ from phase.cli.generate import generate_command
 from phase.cli.measure import measure
 from phase.cli.merge import merge
 from phase.cli.models import models
+from phase.cli.predict import predict_command
+from phase.cli.profile import profile_command
 from phase.cli.publish import publish_command
 from phase.cli.schema import schema
 from phase.cli.sensors import sensors
@@ -33,17 +35,19 @@ def main() -> None:
     Typical use:
       phase models fetch qwen2.5-coder-1.5b   get an embedded model (verified)
       phase sensors                           which energy sensors this machine has
+      phase profile                           what a forward pass costs here
       phase measure speculative -o results/x.json
       phase measure speculative --shard 0/4  one part of it (a job array's task)
       phase merge results/x.json shards/*.json   the shards of one campaign, checked
       phase validate results/x.json           check a results file against the rules
+      phase predict results/x.json            the cost model against the measurements
       phase site                              validate, render notes, build site/
       phase publish NOTE                      freeze a note's new versions (published/)
     """
 
 
-for _command in (models, schema, measure, merge, validate, sensors, generate_command, build, site,
-                 publish_command, serve_command):
+for _command in (models, schema, measure, profile_command, predict_command, merge, validate,
+                 sensors, generate_command, build, site, publish_command, serve_command):
     main.add_command(_command)
 
 

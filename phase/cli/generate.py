@@ -18,9 +18,11 @@ from phase.errors import UsageProblem
                "that does not fit the context: checked before the model loads).")
 @click.option("--model", "model", default=DEFAULT_PLAN.target, show_default=True,
               help="Target model: an embedded name, a .gguf path, or hf:REPO/FILE.")
-@click.option("--draft", default=None, help="Draft model for draft-K (name or path).")
+@click.option("--draft", default=None, help="Draft model for draft-K, and for auto to draft "
+              "with (name or path).")
 @click.option("--strategy", default="plain", show_default=True,
-              help="plain, draft-K (e.g. draft-4), ngram or ngram-K.")
+              help="plain, draft-K (e.g. draft-4), ngram, ngram-K or auto (which first "
+              "profiles the models' pass costs).")
 @click.option("--tokens", "n_tokens", type=click.IntRange(min=1), default=128, show_default=True,
               help="Exactly this many tokens are generated (end-of-sequence is ignored).")
 @click.option("--prompt", default=None, help="The user message.")

@@ -100,6 +100,8 @@ def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> Cam
         given["shuffle"] = False
     if given.pop("raw_prompt", False):
         given["chat_template"] = False
+    if given.pop("no_profile", False):
+        given["profile"] = False
     return replace(base, **given)
 
 
@@ -272,6 +274,11 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                      help="Keep the same order in every repeat."),
         click.option("--raw-prompt", is_flag=True, default=None,
                      help="Send prompts without the chat template."),
+        click.option("--objective", "auto_objective", type=click.Choice(["time", "energy"]),
+                     help=f"What auto minimises per token; energy needs an energy sensor "
+                     f"[default: {plan.auto_objective}]"),
+        click.option("--no-profile", is_flag=True, default=None,
+                     help="Skip the cost profile before the runs (auto needs it)."),
     ]
 
     def apply(fn: Any) -> Any:

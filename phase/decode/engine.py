@@ -24,8 +24,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
+from phase.costmodel import CostTable, NoCost, Objective, cost_table
+from phase.decode.auto import AutoProposer, Decision
 from phase.decode.native import ContextOptions, NativeModel, system_info
 from phase.decode.placement import ModelPlacement
+from phase.decode.profiler import BlockMeter, ProfileContext, ProfileSettings, profile_models
 from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
 from phase.decode.result import DecodeResult
 from phase.decode.strategy import Strategy
@@ -33,7 +36,7 @@ from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
-from phase.results import Step
+from phase.results import CostProfile, Step
 
 Callback = Callable[[], object] | None
 # One target pass as timed in the hot loop: proposed, accepted, propose ms, verify ms. Steps
@@ -101,6 +104,9 @@ class Engine:
         # Both models are loaded with the same decision unless the draft's own probe differs;
         # the target's is what a results file records.
         self.extra_buffers = self.target.extra_buffers
+        # What `auto` decides with (use_profile): the measured costs and what to minimise.
+        self.cost_profile: CostProfile | None = None
+        self.objective: Objective = "time"
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -147,15 +153,45 @@ class Engine:
     def detokenize(self, tokens: list[int]) -> str:
         return self.target.detokenize(tokens)
 
-    def proposer_for(self, strategy: Strategy) -> Proposer | None:
+    # -- costs ----------------------------------------------------------------------------
+
+    def profile(self, contexts: Sequence[ProfileContext], settings: ProfileSettings,
+                meter: BlockMeter | None = None,
+                energy_reason: str | None = None) -> CostProfile:
+        """Measure what passes cost at these KV fills (phase.decode.profiler)."""
+        for ctx in contexts:
+            self.check_fits(max(ctx.kv_tokens, 1), max(settings.target_batches))
+        return profile_models(self.target, self.draft, contexts, settings, meter,
+                              energy_reason)
+
+    def use_profile(self, profile: CostProfile, objective: Objective = "time") -> None:
+        """The costs `auto` decides with; UsageProblem when they cannot serve the objective
+        (the energy objective needs energy per pass)."""
+        try:
+            cost_table(profile, profile.points[0].kv_tokens, objective)
+        except NoCost as exc:
+            raise UsageProblem(f"auto cannot minimise {objective}: {exc}") from None
+        self.cost_profile, self.objective = profile, objective
+
+    def cost_table(self, kv_tokens: int) -> CostTable:
+        if self.cost_profile is None:
+            raise UsageProblem("auto needs a cost profile: measure one with Engine.profile() "
+                               "and pass it to Engine.use_profile()")
+        return cost_table(self.cost_profile, kv_tokens, self.objective)
+
+    def proposer_for(self, strategy: Strategy, kv_tokens: int = 0) -> Proposer | None:
         """The proposer `run` uses for `strategy` (None for plain). Exposed so a caller can
-        wrap it (tests corrupt proposals to exercise rollback) and pass it back to `run`."""
+        wrap it (tests corrupt proposals to exercise rollback) and pass it back to `run`.
+        `kv_tokens`: the run's mean KV fill, at which `auto` reads its costs."""
         if strategy.name == "plain":
             return None
         if strategy.name == "draft":
             if self.draft is None:
                 raise UsageProblem(f"{strategy.label} needs a draft model (none loaded)")
             return DraftProposer(self.draft)
+        if strategy.name == "auto":
+            draft = DraftProposer(self.draft) if self.draft is not None else None
+            return AutoProposer(self.cost_table(kv_tokens), draft, k_max=strategy.max_proposal)
         return NgramProposer(strategy.ngram_n_min, strategy.ngram_n_max)
 
     # -- running --------------------------------------------------------------------------
@@ -178,7 +214,7 @@ class Engine:
         prompt = [int(t) for t in prompt_tokens]
         self._check(prompt, strategy, n_tokens)
         if proposer is None:
-            proposer = self.proposer_for(strategy)
+            proposer = self.proposer_for(strategy, len(prompt) + n_tokens // 2)
         elif strategy.name == "plain":
             raise UsageProblem("plain decoding takes no proposer")
 
@@ -191,7 +227,8 @@ class Engine:
         finally:
             if on_decode_end is not None:
                 on_decode_end()
-        return self._result(strategy, prompt, timed, started_unix, prefill_s)
+        decisions = getattr(proposer, "decisions", None)
+        return self._result(strategy, prompt, timed, started_unix, prefill_s, decisions)
 
     def _prefill(self, prompt: list[int], proposer: Proposer | None) -> float:
         """Every model in play takes the prompt but its last token; returns the seconds."""
@@ -219,9 +256,12 @@ class Engine:
         return _Timed(generated, raw_trace, decode_s, cpu_s, started_unix, time.time())
 
     def _result(self, strategy: Strategy, prompt: list[int], timed: _Timed,
-                started_unix: float, prefill_s: float) -> DecodeResult:
-        trace = [Step(proposed=p, accepted=a, propose_ms=p_ms, verify_ms=v_ms)
-                 for p, a, p_ms, v_ms in timed.raw_trace]
+                started_unix: float, prefill_s: float,
+                decisions: list[Decision] | None = None) -> DecodeResult:
+        made: list[Decision | None] = list(decisions or [None] * len(timed.raw_trace))
+        trace = [Step(proposed=p, accepted=a, propose_ms=p_ms, verify_ms=v_ms,
+                      **(d.step_fields() if d is not None else {}))
+                 for (p, a, p_ms, v_ms), d in zip(timed.raw_trace, made, strict=True)]
         drafted = sum(s.proposed for s in trace)
         accepted = sum(s.accepted for s in trace)
         if strategy.name == "plain":
@@ -297,10 +337,14 @@ class Engine:
         start = len(seq)
         pos = start - 1  # KV position of seq[-1], the one token the target has not seen
         trace: list[RawStep] = []
+        # `auto` learns from every step's outcome; the fixed proposers need no feedback.
+        observe = getattr(proposer, "observe", None)
         while (remaining := n_tokens - (len(seq) - start)) > 0:
             limit = min(k, remaining - 1)
             t0 = clock()
-            proposal = list(proposer.propose(seq, limit))[:limit] if limit > 0 else []
+            # Asked even when nothing may be proposed (the last token): `auto` records a
+            # decision for every step, and the others answer [] at once.
+            proposal = list(proposer.propose(seq, limit))[:limit]
             t1 = clock()
             target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
             m = 0
@@ -315,4 +359,6 @@ class Engine:
             pos += len(kept)
             t2 = clock()
             trace.append((len(proposal), m, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
+            if observe is not None:
+                observe(len(proposal), m)
         return seq[start:], trace

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from phase.decode.engine import Engine
+from phase.decode.profiler import ProfileContext, ProfileSettings
 from phase.decode.result import compare_to_plain
 from phase.decode.strategy import parse_strategy
 from phase.decode.template import format_prompt
@@ -39,7 +40,7 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
         raise UsageProblem(f"{strategy.label} needs a draft model: pass --draft NAME|PATH")
     target = resolve(req.model, progress=lambda m: say(f"target: {m}"))
     draft = None
-    if strategy.name == "draft" and req.draft:
+    if strategy.name in ("draft", "auto") and req.draft:
         draft = resolve(req.draft, progress=lambda m: say(f"draft: {m}"))
     # Every check before the weights load: tokenize and fit with the vocabulary alone.
     with VocabFile(target.path) as vocab:
@@ -52,6 +53,8 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
     say(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
     with Engine(target.path, draft.path if draft else None, n_ctx=req.n_ctx,
                 n_threads=req.threads, n_threads_batch=req.threads) as engine:
+        if strategy.name == "auto":
+            _profile_for(engine, prompt, req.n_tokens, say)
         result = engine.run(prompt, strategy, req.n_tokens)
         record: dict[str, Any] = {
             "model": target.name,
@@ -68,6 +71,19 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
             record["first_divergence"] = divergence
             record["plain_tokens_per_s"] = plain.tokens_per_s
     return record
+
+
+def _profile_for(engine: Engine, prompt: list[int], n_tokens: int,
+                 say: Callable[[str], None]) -> None:
+    """auto decides with measured costs: profile at this run's mid-run fill first (the
+    prompt repeated fills the cache past the prompt; what it holds does not change costs)."""
+    history = list(prompt)
+    while len(history) < len(prompt) + n_tokens + 1:
+        history.extend(prompt)
+    say("auto: timing target" + (" and draft" if engine.draft else "") + " passes first")
+    engine.use_profile(engine.profile(
+        [ProfileContext(None, history, len(prompt) + n_tokens // 2)], ProfileSettings(),
+        energy_reason="phase generate reads no energy sensor"))
 
 
 def summary_lines(record: dict[str, Any]) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from phase.decode.native import NativeModel
+from phase.decode.ngram import DEFAULT_KEY_NS, NgramMatcher
 
 
 class Proposer(Protocol):
@@ -67,44 +68,20 @@ class DraftProposer:
 
 
 class NgramProposer:
-    """Prompt-lookup decoding: find the most recent earlier occurrence of the sequence's last
-    n tokens (longest n first, n_max down to n_min) and propose what followed it.
-
-    An index per n maps each n-gram to its latest start, updated with only the tokens added
-    since the previous call, so a lookup costs O(n_max - n_min + 1) dict probes instead of a
-    scan of the whole history.
+    """Prompt-lookup decoding: after the earlier occurrence whose context matches the
+    sequence's end for the most tokens, propose what followed it, when that context is at
+    least `n_min` tokens (see `ngram.NgramMatcher`; keys of n_min..n_max tokens are indexed).
     """
 
     def __init__(self, n_min: int, n_max: int) -> None:
         if not 1 <= n_min <= n_max:
             raise ValueError(f"need 1 <= n_min <= n_max, got {n_min}..{n_max}")
         self.n_min, self.n_max = n_min, n_max
-        self._index: dict[int, dict[tuple[int, ...], int]] = {}
-        self._indexed: dict[int, int] = {}
+        keys = {n_min, n_max, *(n for n in DEFAULT_KEY_NS if n_min <= n <= n_max)}
+        self.matcher = NgramMatcher(sorted(keys))
 
     def begin(self, prompt: Sequence[int]) -> None:
-        ns = range(self.n_min, self.n_max + 1)
-        self._index = {n: {} for n in ns}
-        self._indexed = dict.fromkeys(ns, 0)
-        self._update(list(prompt))
-
-    def _update(self, seq: list[int]) -> None:
-        # Index every n-gram except the final one (the suffix being looked up): a match must
-        # be an *earlier* occurrence, with at least one token after it.
-        for n, table in self._index.items():
-            stop = len(seq) - n
-            for start in range(self._indexed[n], stop):
-                table[tuple(seq[start:start + n])] = start
-            self._indexed[n] = max(self._indexed[n], stop)
+        self.matcher.begin(prompt)
 
     def propose(self, seq: list[int], max_tokens: int) -> list[int]:
-        self._update(seq)
-        if max_tokens <= 0:
-            return []
-        for n in range(self.n_max, self.n_min - 1, -1):
-            if len(seq) <= n:
-                continue
-            start = self._index[n].get(tuple(seq[-n:]))
-            if start is not None:
-                return seq[start + n:start + n + max_tokens]
-        return []
+        return self.matcher.lookup(seq, max_tokens, self.n_min).continuation

@@ -10,6 +10,8 @@ A note source's body is a Jinja template; these functions are what it can call:
     {{ reproduce() }}             the reproduce command (and each campaign's exact command)
     {{ value("code", "draft-4", "tokens_per_s") }}   one figure, for prose (figures.py lists
                                   value_range, step, bench, model_size, baseline_caveats)
+    {{ cost_curve() }}, {{ cost_prediction() }}, {{ break_even() }}, {{ auto_choices() }}
+                                  the cost model (phase.publish.costs)
 
 The front matter's `finding` is rendered with the same calls (the latest version's data on
 the home page). Each takes an optional `file="name.json"` to restrict it to one results
@@ -43,6 +45,7 @@ from .benchpage import BENCH_GLOBAL
 from .changes import compare
 from .charts import KINDS as ENERGY_KINDS
 from .charts import Chart, build_chart, html_safe_json, render_png
+from .costs import cost_calls
 from .datasets import Dataset, page_stem
 from .downloads import TableDownloads, findings_frame, frame_files, results_frame
 from .figures import CAVEAT_ID, Figures
@@ -275,6 +278,7 @@ class _Calls:
             "source_link": self.source_link,
             "has_results": bool(self.datasets),
             "version": self.version.version,
+            **cost_calls(self),
         }
 
     def missing_sections(self) -> Markup:

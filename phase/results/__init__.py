@@ -1,8 +1,9 @@
 """The results contract: what `phase measure` writes and everything downstream reads.
 
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
+    costs       the cost profile a campaign measures before its runs (CostProfile)
     hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
-    base        Strict and the constrained number types every model uses
+    base        what every model shares (Strict, constrained numbers, paired value/reason)
     migrations  older files read as the current schema (MIGRATIONS, migrate)
     jsonread    strict JSON reading: regular UTF-8 files, no duplicate keys, bounded nesting
     io          load / parse (strict) / dump, the JSON Schema
@@ -18,6 +19,7 @@ from phase.results.claim import (
     claim_new,
     claim_numbered,
 )
+from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
     dump_json,
@@ -64,6 +66,7 @@ __all__ = [
     "CampaignConfig",
     "CampaignWriter",
     "Claim",
+    "CostProfile",
     "FileBusy",
     "FiniteFloat",
     "Holder",
@@ -71,8 +74,10 @@ __all__ = [
     "HostInfo",
     "MergedShard",
     "ModelInfo",
+    "PassCost",
     "PlainReference",
     "PrimaryEnergy",
+    "ProfilePoint",
     "PromptSpec",
     "Provenance",
     "ResultsError",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -26,9 +26,13 @@ from phase.results.base import (
     NonNegFloat,
     NonNegInt,
     PosInt,
+    Scope,
+    SensorKind,
     Sha256,
     Strict,
 )
+from phase.results.base import paired as _paired
+from phase.results.costs import CostProfile
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
@@ -39,18 +43,6 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                sensor: the declared sensor's unit), SummaryRow.ratio_vs_plain ->
 #                energy_ratio_vs_plain.
 SCHEMA_VERSION = 2
-
-Scope = Literal["chip", "board", "module", "wall"]
-SensorKind = Literal["counter", "power"]
-
-
-def _paired(value: Any, reason: str | None, name: str) -> None:
-    """A measurement is either present or absent with a reason, never both, never neither."""
-    if value is None and not reason:
-        raise ValueError(f"{name} is null, so {name}_reason must say why")
-    if value is not None and reason:
-        raise ValueError(f"{name} has a value, so {name}_reason must be null")
-
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -153,6 +145,9 @@ class CampaignConfig(Strict):
     ngram_n_min: PosInt
     ngram_n_max: PosInt
     ngram_k: PosInt
+    # What `auto` maximises per step: expected tokens per ms ("time") or per joule
+    # ("energy"); None in files from before `auto` existed.
+    auto_objective: Literal["time", "energy"] | None = None
 
 
 # --- per run -------------------------------------------------------------------------------
@@ -160,12 +155,21 @@ class CampaignConfig(Strict):
 
 class Step(Strict):
     """One target forward pass in decode: tokens proposed to it, how many it kept, and the
-    wall time spent proposing (draft model or n-gram lookup) and verifying (target pass)."""
+    wall time spent proposing (draft model or n-gram lookup) and verifying (target pass).
+
+    `auto` also records its decision (None for the fixed strategies): the proposer it chose
+    (none, ngram or draft; `proposed` is the k it chose), the tokens it expected the step to
+    yield, and `expected_gain`, the expected tokens per unit cost of that choice over a plain
+    step's; `match_tokens` is the n-gram lookup's matched context length (0: no match)."""
 
     proposed: NonNegInt
     accepted: NonNegInt
     propose_ms: NonNegFloat
     verify_ms: NonNegFloat
+    proposer: Literal["none", "ngram", "draft"] | None = None
+    expected_tokens: NonNegFloat | None = None
+    expected_gain: NonNegFloat | None = None
+    match_tokens: NonNegInt | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Step:
@@ -302,6 +306,8 @@ class ResultsFile(Strict):
     config: CampaignConfig
     references: list[PlainReference]
     runs: list[Run]
+    # The cost profile measured before the runs (phase.results.costs); None in older files.
+    profile: CostProfile | None = None
     # Beyond one machine (phase.campaign.shards, phase.campaign.merge). `campaign_id` is shared
     # by every shard of one campaign (derived from the experiment, the plan, the shard count
     # and the job id); `shard` is set in a shard's file; `hosts` lists every machine that ran

@@ -1,0 +1,205 @@
+"""`auto` against the fixed strategies, and phase's n-gram strategies against llama.cpp's.
+
+auto          On each of the speculative experiment's prompts, chat-formatted as a campaign
+              does: plain, draft-k (the bench's ks), ngram and auto take turns in one engine
+              (target + draft loaded once), after the engine's cost profile was measured at
+              the prompts' mid-run fills, as a campaign measures it. Rows: auto against the
+              best fixed strategy (>= 0.98x) and against plain (>= 0.97x) per prompt, and
+              every arm's tokens/s as the cost model predicts it from the profile and the
+              arm's own steps (within 10% of the measured).
+ngram-native  On the edit prompt (chat-formatted text, sent as is to both sides): phase's
+              ngram and auto against llama-speculative-simple --spec-type ngram-simple,
+              ngram-map-k, ngram-mod and ngram-cache, the draft model with
+              --spec-draft-p-min, and llama-lookup. Targets: phase ngram >= 1.0x the best of
+              llama.cpp's n-gram types; auto above both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bench import native
+from bench.common import (
+    Context,
+    Row,
+    Section,
+    alternate,
+    check_at_least,
+    median,
+    ratio,
+)
+from bench.decode_bench import _common, _skip_without_native, _values, prompt_text
+from phase.campaign.profiling import contexts
+from phase.costmodel import cost_table
+from phase.costmodel.predict import run_terms
+from phase.decode import DecodeResult, Engine, parse_strategy
+from phase.decode.profiler import ProfileSettings, choose_contexts
+from phase.prediction import TOLERANCE
+from phase.results import CostProfile
+
+PROMPTS = ("code", "prose", "edit")
+EDIT = "edit"
+AUTO_VS_BEST = 0.98
+AUTO_VS_PLAIN = 0.97
+NGRAM_VS_NATIVE = 1.0
+P_MIN = 0.75  # --spec-draft-p-min for the draft model: llama.cpp's server default
+P_MIN_K = 16
+
+
+def _record(r: DecodeResult) -> dict[str, Any]:
+    return {"tokens_per_s": r.tokens_per_s, "tokens": len(r.token_ids), "drafted": r.drafted,
+            "accepted": r.accepted, "acceptance": r.acceptance, "steps": r.steps,
+            "trace": r.trace, "token_ids": r.token_ids, "text": r.text}
+
+
+def _engine(ctx: Context) -> Engine:
+    return Engine(ctx.target_path, ctx.draft_path, n_ctx=ctx.n_ctx, n_threads=ctx.threads)
+
+
+def _profile(engine: Engine, ctx: Context, prompts: dict[str, list[int]]) -> CostProfile:
+    """The engine's cost profile at the prompts' mid-run fills, measured after a plain
+    warm-up run of each (whose tokens are the fills' history), as a campaign does."""
+    plain = parse_strategy("plain")
+    continuations = {name: engine.run(p, plain, ctx.tokens).token_ids
+                     for name, p in prompts.items()}
+    chosen = choose_contexts(contexts(prompts, continuations, ctx.tokens))
+    profile = engine.profile(chosen, ProfileSettings(), energy_reason="the bench reads no sensor")
+    engine.use_profile(profile)
+    ctx.log(f"cost profile in {profile.wall_s:.1f} s")
+    return profile
+
+
+def _arm(engine: Engine, prompt: list[int], label: str,
+         tokens: int) -> Callable[[], dict[str, Any]]:
+    strategy = parse_strategy(label)
+    engine.run(prompt, strategy, min(tokens, 16))  # warm-up
+
+    def arm() -> dict[str, Any]:
+        return _record(engine.run(prompt, strategy, tokens))
+
+    return arm
+
+
+def _prediction_row(section: Section, prompt_name: str, label: str, runs: list[dict[str, Any]],
+                    profile: CostProfile, prompt_tokens: int, tokens: int) -> None:
+    table = cost_table(profile, prompt_tokens + tokens // 2)
+    predicted = [r["tokens"] / (run_terms(r["trace"], label, table).total / 1e3) for r in runs]
+    p, m = median(predicted), median(_values(runs, "tokens_per_s"))
+    r = ratio(p, m)
+    section.rows.append(Row(
+        section.name, f"{prompt_name} {label} predicted", p, m, "measured", "tok/s", r,
+        f"within {TOLERANCE:.0%}", None if r is None else abs(r - 1) <= TOLERANCE,
+        "cost model: profile + this arm's own steps",
+        {"predicted": predicted, "measured": _values(runs, "tokens_per_s")}))
+
+
+def run_auto(ctx: Context) -> Section:
+    section = Section("auto")
+    labels = ["plain", *(f"draft-{k}" for k in ctx.ks), "ngram", "auto"]
+    with _engine(ctx) as engine:
+        prompts = {name: engine.format_prompt(prompt_text(name)) for name in PROMPTS}
+        profile = _profile(engine, ctx, prompts)
+        section.info = {"target": ctx.target_name, "draft": ctx.draft_name,
+                        "chat_template": True, "arms": labels, "profile_s": profile.wall_s,
+                        "prompt_tokens": {n: len(p) for n, p in prompts.items()}}
+        for name, prompt in prompts.items():
+            ctx.log(f"prompt {name}")
+            arms = {label: _arm(engine, prompt, label, ctx.tokens) for label in labels}
+            runs = alternate(ctx.repeats, arms, ctx.log)
+            speeds = {label: median(_values(runs[label], "tokens_per_s")) for label in labels}
+            fixed = {k: v for k, v in speeds.items() if k != "auto" and v is not None}
+            best = max(fixed, key=lambda k: fixed[k])
+            samples = {label: _values(runs[label], "tokens_per_s") for label in labels}
+            r = ratio(speeds["auto"], fixed[best])
+            section.rows.append(Row(
+                "auto", f"{name} auto vs best fixed", speeds["auto"], fixed[best], best, "tok/s",
+                r, f">= {AUTO_VS_BEST:.2f}x", check_at_least(r, AUTO_VS_BEST),
+                f"auto kept {median(_values(runs['auto'], 'acceptance')) or 0:.0%} of "
+                f"{median(_values(runs['auto'], 'drafted'))} proposed tokens",
+                {"auto": samples["auto"], best: samples[best]}))
+            r = ratio(speeds["auto"], speeds["plain"])
+            section.rows.append(Row(
+                "auto", f"{name} auto vs plain", speeds["auto"], speeds["plain"], "plain",
+                "tok/s", r, f">= {AUTO_VS_PLAIN:.2f}x", check_at_least(r, AUTO_VS_PLAIN), "",
+                {"auto": samples["auto"], "plain": samples["plain"]}))
+            for label in labels:
+                _prediction_row(section, name, label, runs[label], profile, len(prompt),
+                                ctx.tokens)
+    return section
+
+
+def _native_arms(ctx: Context, text: str) -> dict[str, Callable[[], dict[str, Any]]]:
+    common = _common(ctx)
+    bin_path = ctx.native_bin
+    assert bin_path is not None
+    counter = iter(range(1_000_000))
+    arms: dict[str, Callable[[], dict[str, Any]]] = {
+        t: (lambda t=t: native.speculative_ngram(bin_path, ctx.target_path, text, t, common))
+        for t in native.NGRAM_SPEC_TYPES
+    }
+    arms["llama-lookup"] = lambda: native.lookup(
+        bin_path, ctx.target_path, text, 8, common, ctx.workdir / f"lookup-{next(counter)}.bin")
+    arms["draft p-min"] = lambda: native.speculative_p_min(
+        bin_path, ctx.target_path, ctx.draft_path, text, P_MIN_K, P_MIN, common)
+    return arms
+
+
+def _check_flags(ctx: Context) -> None:
+    assert ctx.native_bin is not None
+    text = native.help_text(ctx.native_bin, "llama-speculative-simple")
+    missing = [f for f in ("--spec-type", "--spec-draft-p-min", *native.NGRAM_SPEC_TYPES)
+               if f not in text]
+    if missing:
+        raise native.NativeError(f"this llama.cpp build lacks {', '.join(missing)}")
+
+
+def run_ngram_native(ctx: Context) -> Section:
+    section = Section("ngram-native")
+    if _skip_without_native(ctx, section):
+        return section
+    _check_flags(ctx)
+    with _engine(ctx) as engine:
+        # The chat-formatted prompt as text, so both sides tokenize the same string.
+        text = engine.detokenize(engine.format_prompt(prompt_text(EDIT)))
+        prompt = engine.format_prompt(text, chat_template=False)
+        _profile(engine, ctx, {EDIT: prompt})
+        arms = {"phase ngram": _arm(engine, prompt, "ngram", ctx.tokens),
+                "phase auto": _arm(engine, prompt, "auto", ctx.tokens),
+                **_native_arms(ctx, text)}
+        runs = alternate(ctx.repeats, arms, ctx.log)
+    speeds = {k: median(_values(v, "tokens_per_s")) for k, v in runs.items()}
+    section.info = {"prompt": EDIT, "chat_template": "formatted, then sent as text",
+                    "phase_prompt_tokens": len(prompt),
+                    "native_prompt_tokens": runs["ngram-simple"][0]["prompt_tokens"],
+                    "drafted": {k: median(_values(v, "drafted")) for k, v in runs.items()},
+                    "acceptance": {k: median(_values(v, "acceptance")) for k, v in runs.items()},
+                    "p_min": P_MIN, "p_min_k": P_MIN_K}
+    ngram_types = [*native.NGRAM_SPEC_TYPES, "llama-lookup"]
+    best = max((t for t in ngram_types if speeds.get(t)), key=lambda t: speeds[t] or 0.0)
+    samples = {k: _values(v, "tokens_per_s") for k, v in runs.items()}
+    for phase_arm, target in (("phase ngram", NGRAM_VS_NATIVE), ("phase auto", None)):
+        r = ratio(speeds[phase_arm], speeds[best])
+        limit = target if target is not None else 1.0
+        section.rows.append(Row(
+            "ngram-native", f"{phase_arm} vs best llama.cpp n-gram", speeds[phase_arm],
+            speeds[best], best, "tok/s", r,
+            f">= {limit:.2f}x" if target is not None else "> 1.00x",
+            check_at_least(r, limit) if target is not None else (None if r is None else r > 1),
+            f"acceptance {section.info['acceptance'][phase_arm]} vs "
+            f"{section.info['acceptance'][best]}",
+            {phase_arm: samples[phase_arm], best: samples[best]}))
+    r = ratio(speeds["phase auto"], speeds["phase ngram"])
+    section.rows.append(Row(
+        "ngram-native", "phase auto vs phase ngram", speeds["phase auto"],
+        speeds["phase ngram"], "phase ngram", "tok/s", r, "> 1.00x",
+        None if r is None else r > 1, "",
+        {"phase auto": samples["phase auto"], "phase ngram": samples["phase ngram"]}))
+    for name in (*native.NGRAM_SPEC_TYPES, "llama-lookup", "draft p-min"):
+        section.rows.append(Row(
+            "ngram-native", f"phase ngram vs {name}", speeds["phase ngram"], speeds[name], name,
+            "tok/s", ratio(speeds["phase ngram"], speeds[name]), None, None,
+            f"drafted {section.info['drafted'][name]}, kept "
+            f"{section.info['acceptance'][name]}",
+            {"phase ngram": samples["phase ngram"], name: samples[name]}))
+    return section

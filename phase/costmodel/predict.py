@@ -1,0 +1,111 @@
+"""Predicted cost of runs: from their own steps, or from acceptance rates alone.
+
+A run's predicted decode cost is the sum over its steps of what the step asked of the models:
+
+    plain step                  c_t(1)
+    n-gram step, k proposals    lookup + c_t(k + 1)
+    draft step, k proposals     c_d(feed) + (k - 1)·c_d(1) + c_t(k + 1)
+
+where `feed` counts the accepted tokens the draft model has not seen yet (1 after a rejection,
+2 after a fully kept draft, more after `auto` steps that did not draft). That is the issue's
+Σ (k·c_d + c_t(k + 1)) with the draft's catch-up made explicit. The prediction keeps its
+terms apart (target passes, proposing) so that a miss can be blamed on the term that is off:
+each step also records the measured `verify_ms` and `propose_ms` that the terms predict.
+
+For a strategy that was not run, the same sum is taken over expected steps: with per-position
+acceptance rates a_i, a step of k proposals yields `expected_tokens(a_1..a_k)` tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from phase.costmodel.acceptance import expected_tokens
+from phase.costmodel.curve import CostTable
+from phase.results import Step
+
+
+def _proposer(step: Step, strategy: str) -> str:
+    """Which proposer made a step: recorded by `auto`, implied by a fixed strategy's name."""
+    if step.proposer is not None:
+        return step.proposer
+    if step.proposed == 0 and strategy == "plain":
+        return "none"
+    if strategy.startswith("draft"):
+        return "draft"
+    if strategy.startswith("ngram"):
+        return "ngram"
+    return "none"
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A run's decode cost split by what it was spent on (one unit: ms or J)."""
+
+    target: float  # target passes (plain steps and verifications)
+    propose: float  # draft passes and n-gram lookups
+
+    @property
+    def total(self) -> float:
+        return self.target + self.propose
+
+
+def step_costs(steps: Sequence[Step], strategy: str, table: CostTable) -> list[Terms]:
+    """The predicted cost of each step, in order (the draft's catch-up depends on order)."""
+    out: list[Terms] = []
+    feed = 1  # prefill leaves the draft one token short: the prompt's last
+    for step in steps:
+        who = _proposer(step, strategy)
+        target = table.target(step.proposed + 1)
+        if who == "draft" and step.proposed > 0:
+            out.append(Terms(target, table.draft_step(step.proposed, feed)))
+            feed = 2 if step.accepted == step.proposed else 1
+            continue
+        # A lookup happens on every step of an n-gram run, and on every auto step (its
+        # decision looks for a match first).
+        looked = who == "ngram" or step.proposer is not None
+        out.append(Terms(target, table.lookup if looked else 0.0))
+        feed += step.accepted + 1
+    return out
+
+
+def run_terms(steps: Sequence[Step], strategy: str, table: CostTable) -> Terms:
+    costs = step_costs(steps, strategy, table)
+    return Terms(sum(c.target for c in costs), sum(c.propose for c in costs))
+
+
+def measured_terms_ms(steps: Sequence[Step]) -> Terms:
+    """What the trace measured for the same terms: verify_ms and propose_ms, summed."""
+    return Terms(sum(s.verify_ms for s in steps), sum(s.propose_ms for s in steps))
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A strategy's expected cost per generated token, from acceptance rates alone."""
+
+    tokens_per_step: float
+    cost_per_step: float
+
+    @property
+    def cost_per_token(self) -> float:
+        return self.cost_per_step / self.tokens_per_step
+
+
+def expected_draft(table: CostTable, rates: Sequence[float], k: int) -> Expected:
+    """draft-k with conditional acceptance rates a_1..a_k; the draft's catch-up feed is 2
+    tokens after a fully kept draft, 1 otherwise."""
+    tokens = expected_tokens(rates[:k])
+    all_kept = 1.0
+    for a in rates[:k]:
+        all_kept *= a
+    feed_cost = all_kept * table.draft_step(k, 2) + (1 - all_kept) * table.draft_step(k, 1)
+    return Expected(tokens, feed_cost + table.target(k + 1))
+
+
+def expected_ngram(table: CostTable, rates: Sequence[float], k: int) -> Expected:
+    return Expected(expected_tokens(rates[:k]), table.lookup + table.target(k + 1))
+
+
+def expected_plain(table: CostTable) -> Expected:
+    return Expected(1.0, table.plain())

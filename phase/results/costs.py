@@ -1,0 +1,91 @@
+"""The measured cost profile a campaign records before its runs (`ResultsFile.profile`).
+
+What one forward pass costs on this host: the target's pass of b tokens (b = 1..17: one plain
+step, or a verification of b - 1 proposals), the draft model's pass of b tokens (one drafted
+token, or a catch-up batch), and one n-gram lookup. A pass's cost depends on how full the KV
+cache is (attention reads every cached position), so each figure belongs to a profile point:
+a KV fill, chosen as the middle of a run of one of the campaign's prompts (its prompt tokens
+plus half the generated tokens), where a run's mean step cost falls when cost grows linearly
+with position.
+
+Each cost is the median over `blocks` timed blocks of back-to-back passes (a block runs at
+least `min_block_s` seconds), with the blocks kept and their spread. Energy per pass comes
+from the same blocks where a sensor reads: energy over a block divided by its passes, per
+sensor; with no sensor, `energy_reason` says why.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from phase.results.base import NonNegFloat, PosInt, Strict, paired
+
+NonNegFloatList = list[NonNegFloat]
+
+
+class PassCost(Strict):
+    """One forward pass of `tokens` tokens (b) at its profile point's KV fill."""
+
+    tokens: PosInt
+    # Median per-pass milliseconds over the blocks, and (max - min) / median (None: one block).
+    ms: NonNegFloat
+    ms_spread: NonNegFloat | None = None
+    # Per-pass milliseconds of each block, and the passes each block ran.
+    block_ms: NonNegFloatList = Field(min_length=1)
+    block_passes: list[PosInt] = Field(min_length=1)
+    # Median per-pass joules by sensor name (sensors whose block windows held energy), their
+    # spread, and each block's per-pass joules; empty where no sensor read.
+    energy_j: dict[str, NonNegFloat] = Field(default_factory=dict)
+    energy_spread: dict[str, NonNegFloat] = Field(default_factory=dict)
+    block_energy_j: dict[str, NonNegFloatList] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> PassCost:
+        if len(self.block_ms) != len(self.block_passes):
+            raise ValueError(f"block_ms has {len(self.block_ms)} entries but block_passes "
+                             f"has {len(self.block_passes)}")
+        return self
+
+
+class ProfilePoint(Strict):
+    """Costs at one KV fill: the target's for b = 1..17, the draft's for a few b."""
+
+    # The campaign prompt whose mid-run position this is (None: a fill given directly).
+    prompt: str | None = None
+    kv_tokens: Annotated[int, Field(ge=0)]
+    target: list[PassCost] = Field(min_length=1)
+    draft: list[PassCost] = Field(default_factory=list)
+
+
+class CostProfile(Strict):
+    points: list[ProfilePoint] = Field(min_length=1)
+    # In words, how each point's KV fill was chosen.
+    position_rule: str
+    blocks: PosInt
+    min_block_s: NonNegFloat
+    # Median and spread of one n-gram lookup (index update + probe) over a real token history.
+    ngram_lookup_ms: NonNegFloat | None
+    ngram_lookup_ms_reason: str | None = None
+    ngram_lookup_ms_spread: NonNegFloat | None = None
+    # Why `draft` is empty at every point (no draft model loaded), and why no pass has energy.
+    draft_reason: str | None = None
+    energy_reason: str | None = None
+    # Wall seconds the profile took, all of it (KV fill included).
+    wall_s: NonNegFloat
+
+    @model_validator(mode="after")
+    def _check(self) -> CostProfile:
+        paired(self.ngram_lookup_ms, self.ngram_lookup_ms_reason, "ngram_lookup_ms")
+        has_draft = any(p.draft for p in self.points)
+        if not has_draft and not self.draft_reason:
+            raise ValueError("no point has draft costs, so draft_reason must say why")
+        if has_draft and self.draft_reason:
+            raise ValueError("points have draft costs, so draft_reason must be null")
+        has_energy = any(c.energy_j for p in self.points for c in [*p.target, *p.draft])
+        if not has_energy and not self.energy_reason:
+            raise ValueError("no pass has energy, so energy_reason must say why")
+        if has_energy and self.energy_reason:
+            raise ValueError("passes have energy, so energy_reason must be null")
+        return self

@@ -1,0 +1,138 @@
+"""The n-gram matcher, auto's online estimates and its decisions, on token lists (no model).
+
+auto's costs come from fixture profiles (tests/cost_factories.py); the target's verdicts are
+replayed from a known continuation, as the engine's verification would give them."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from cost_factories import make_profile
+
+from phase.costmodel import cost_table
+from phase.decode.auto import AutoProposer
+from phase.decode.estimates import NgramEstimates, PositionEstimate, ngram_prior
+from phase.decode.ngram import NgramMatcher
+from phase.decode.proposers import NgramProposer
+
+
+def test_matcher_prefers_the_longest_context_then_the_latest() -> None:
+    m = NgramMatcher(key_ns=(2,))
+    #      0  1  2  3  4  5  6  7  8  9 10 11
+    seq = [5, 1, 2, 3, 9, 7, 2, 3, 8, 5, 1, 2, 3]
+    m.begin(seq)
+    found = m.lookup(seq, 3)
+    # (2,3) occurs twice before; after index 1-3 the context goes back 4 tokens (5,1,2,3),
+    # after 6-7 only 2: the longer context wins even though it is older.
+    assert (found.context, found.continuation) == (4, [9, 7, 2])
+    assert m.lookup(seq, 3, min_context=5).continuation == []
+
+
+def test_matcher_ties_go_to_the_latest_occurrence() -> None:
+    m = NgramMatcher(key_ns=(2,))
+    seq = [1, 2, 3, 4, 2, 3, 5, 9, 2, 3]
+    m.begin(seq)
+    assert m.lookup(seq, 2).continuation == [5, 9]
+
+
+def test_matcher_indexes_new_tokens_and_never_matches_the_suffix_itself() -> None:
+    m = NgramMatcher(key_ns=(2, 3))
+    m.begin([1, 2])
+    assert m.lookup([1, 2], 4).continuation == []
+    assert m.lookup([1, 2, 7, 1, 2], 4).continuation == [7, 1, 2]
+    assert m.lookup([1, 2, 7, 1, 2], 0).continuation == []
+
+
+def test_fixed_ngram_proposes_only_after_n_min_tokens_of_context() -> None:
+    p = NgramProposer(4, 8)
+    text = [10, 11, 12, 13, 14, 15, 16, 17]
+    p.begin([*text, 99, 10, 11, 12])
+    assert p.propose([*text, 99, 10, 11, 12], 4) == []  # 3 tokens of context: too few
+    assert p.propose([*text, 99, 10, 11, 12, 13], 4) == [14, 15, 16, 17]
+
+
+def test_position_estimate_fades_back_to_its_prior() -> None:
+    est = PositionEstimate(4, prior=0.8, weight=2.0, decay=0.5)
+    for _ in range(5):
+        est.observe(4, 0)
+    low = est.rates(1)[0]
+    assert low < 0.3
+    for _ in range(20):
+        est.fade()
+    assert est.rates(1)[0] == pytest.approx(0.8, abs=0.01)
+    assert est.rates(2)[1] == pytest.approx(0.8, abs=0.01)  # never tried: the prior
+
+
+def test_shadow_scoring_learns_from_guesses_never_proposed() -> None:
+    est = NgramEstimates(size=4, decay=1.0)
+    seq = list(range(50))
+    est.expect(10, 8, [10, 11, 12, 13])  # right
+    est.expect(10, 8, [10, 99, 98, 97])  # wrong at its second token
+    est.score(seq[:11])  # one token known so far, right for both: both still pending
+    assert len(est.pending) == 2
+    est.score(seq)
+    assert not est.pending
+    rates = est.rates(8, 4)
+    prior = ngram_prior(8)
+    assert rates[0] == pytest.approx((2 + prior) / (2 + 1))
+    assert rates[1] == pytest.approx((1 + prior) / (2 + 1))
+
+
+def _replay(auto: AutoProposer, prompt: list[int], truth: list[int]) -> list[tuple[int, int]]:
+    """Run auto's proposals against a known continuation, as verification would judge them."""
+    auto.begin(prompt)
+    seq = list(prompt)
+    steps = []
+    while len(seq) - len(prompt) < len(truth):
+        done = len(seq) - len(prompt)
+        proposal = auto.propose(seq, len(truth) - done - 1)
+        m = 0
+        while m < len(proposal) and proposal[m] == truth[done + m]:
+            m += 1
+        seq.extend(truth[done:done + m + 1])
+        auto.observe(len(proposal), m)
+        steps.append((len(proposal), m))
+    return steps
+
+
+def test_auto_copies_where_copying_pays_and_stays_plain_elsewhere() -> None:
+    # A CPU-like curve: every row costs most of a plain step.
+    table = cost_table(make_profile(lambda b: 11.0 + 30.0 * b), 100)
+    rng = random.Random(0)
+    source = [rng.randrange(1000) for _ in range(120)]
+    copied = _replay(AutoProposer(table, None), source, source[:100])
+    assert sum(m for _, m in copied) > 60  # most of the copy came from accepted guesses
+    fresh = [rng.randrange(1000, 2000) for _ in range(100)]
+    plain = _replay(AutoProposer(table, None), source, fresh)
+    assert all(p == 0 for p, _ in plain)  # nothing recurs: never a wasted verification
+
+
+def test_auto_records_one_decision_per_step_with_its_expected_value() -> None:
+    table = cost_table(make_profile(lambda b: 11.0 + 30.0 * b), 100)
+    auto = AutoProposer(table, None)
+    source = list(range(200, 260))
+    steps = _replay(auto, source, source[:40])
+    assert len(auto.decisions) == len(steps)
+    for (proposed, _), d in zip(steps, auto.decisions, strict=True):
+        assert d.k == proposed
+        assert d.proposer == ("none" if proposed == 0 else "ngram")
+        if d.proposer == "ngram":
+            assert d.match_tokens >= 1 and d.expected_tokens > 1.0
+            assert d.expected_gain > 1.0  # chosen because it beats a plain step
+        else:
+            assert d.expected_tokens == 1.0
+
+
+def test_auto_proposes_longer_where_verification_is_cheap() -> None:
+    rng = random.Random(1)
+    source = [rng.randrange(1000) for _ in range(150)]
+    cpu = AutoProposer(cost_table(make_profile(lambda b: 11.0 + 30.0 * b), 100), None)
+    gpu = AutoProposer(cost_table(make_profile(lambda b: 10.0 + 0.2 * b), 100), None)
+    _replay(cpu, source, source[:120])
+    _replay(gpu, source, source[:120])
+    # Before the evidence is in (the first proposal, at its prior), and on average.
+    first = [next(d.k for d in a.decisions if d.k) for a in (cpu, gpu)]
+    mean = [sum(d.k for d in a.decisions) / len(a.decisions) for a in (cpu, gpu)]
+    assert first[1] > first[0]
+    assert mean[1] > mean[0]

@@ -1,0 +1,149 @@
+"""Predicted vs measured per condition, break-even rows, best k, auto's choices: on results
+files built with chosen curves and traces (tests/factories.py, tests/cost_factories.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cost_factories import make_profile
+from factories import make_results, make_run, make_window
+
+from phase.prediction import (
+    auto_choices,
+    best_k_rows,
+    break_even_rows,
+    predict_conditions,
+)
+from phase.results import CostProfile, ResultsFile, Run, Step
+
+TOKENS = 16
+
+
+def trace(pattern: list[tuple[int, int]], verify_ms: float, propose_ms: float = 0.0,
+          proposer: str | None = None) -> list[Step]:
+    return [Step(proposed=p, accepted=a, propose_ms=propose_ms, verify_ms=verify_ms,
+                 proposer=proposer) for p, a in pattern]
+
+
+def results_with(runs: list[Run], profile: CostProfile | None = None,
+                 strategies: tuple[str, ...] = ("plain",)) -> ResultsFile:
+    return make_results(runs, prompts=["p1"], strategies=strategies, repeats=1, tokens=TOKENS,
+                        profile=profile)
+
+
+def test_plain_prediction_is_exact_when_the_trace_costs_what_the_profile_says() -> None:
+    # c_t(1) = 15 ms: 16 plain steps cost 240 ms, and so did the run.
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)
+    run = make_run(strategy="plain", tokens=TOKENS, decode_s=0.24,
+                   trace=trace([(0, 0)] * TOKENS, 15.0))
+    [pred] = predict_conditions(results_with([run], profile), sensor="chip")
+    assert pred.predicted_tokens_per_s == pytest.approx(TOKENS / 0.24)
+    assert pred.error == pytest.approx(0.0, abs=1e-9)
+    assert pred.within and pred.blame() is None
+    assert pred.predicted_j_per_token is None and "no energy per pass" in pred.energy_reason
+
+
+def test_a_miss_is_put_on_the_term_that_is_off() -> None:
+    # The run's verifications took 30% longer than the profile's passes of 5 tokens.
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)
+    steps = trace([(4, 4)] * 3 + [(4, 0)] * 1, 35.0 * 1.3, propose_ms=0.05, proposer=None)
+    run = make_run(strategy="ngram", k=4, tokens=TOKENS, decode_s=0.1822,
+                   steps=4, drafted=16, accepted=12, acceptance=0.75, acceptance_reason=None,
+                   trace=steps)
+    [pred] = predict_conditions(results_with([run], profile, ("ngram",)))
+    assert pred.error == pytest.approx(0.3, abs=0.01)  # the model expected it 30% faster
+    assert not pred.within
+    blame = pred.blame()
+    assert blame is not None and blame.startswith("target passes")
+    assert "-23%" in blame
+
+
+def test_energy_is_predicted_from_joules_per_pass() -> None:
+    profile = make_profile(lambda b: 10.0 * b, joules_per_ms={"chip": 0.01})
+    window = make_window("chip", window_s=0.16, energy_j=1.6)
+    run = make_run(strategy="plain", tokens=TOKENS, decode_s=0.16, energy=[window],
+                   trace=trace([(0, 0)] * TOKENS, 10.0))
+    [pred] = predict_conditions(results_with([run], profile), sensor="chip")
+    assert pred.predicted_j_per_token == pytest.approx(0.1)
+    assert pred.measured_j_per_token == pytest.approx(0.1)
+    assert pred.energy_error == pytest.approx(0.0, abs=1e-9)
+
+
+def test_no_profile_no_prediction() -> None:
+    run = make_run(strategy="plain", tokens=TOKENS, trace=trace([(0, 0)] * TOKENS, 15.0))
+    results = results_with([run])
+    assert predict_conditions(results) == []
+    assert break_even_rows(results) == [] and best_k_rows(results) == []
+
+
+def test_break_even_and_best_k_per_prompt() -> None:
+    profile = make_profile(lambda b: 11.0 + 30.0 * b, draft=lambda b: 20.0 * b)
+    ngram = make_run(strategy="ngram", k=4, tokens=TOKENS, steps=4, drafted=16, accepted=12,
+                     acceptance=0.75, acceptance_reason=None,
+                     trace=trace([(4, 4)] * 3 + [(4, 0)], 100.0))
+    results = results_with([ngram], profile, ("ngram",))
+    rows = break_even_rows(results, ks=(1, 4))
+    assert [(r.prompt, r.k) for r in rows] == [("p1", 1), ("p1", 4)]
+    assert all(r.draft is None for r in rows)  # the draft costs as much as the target
+    assert all(r.ngram is not None and 0.5 < r.ngram < 1.0 for r in rows)
+    [best] = best_k_rows(results)
+    assert best.proposer == "ngram" and best.alpha == pytest.approx(12 / 13)
+    assert best.k >= 1 and best.speedup > 1.0
+
+
+def test_auto_choices_are_shares_of_steps() -> None:
+    steps = (trace([(0, 0)] * 6, 15.0, proposer="none")
+             + trace([(4, 4)] * 2, 35.0, proposer="ngram"))
+    run = make_run(strategy="auto", tokens=TOKENS, steps=8, drafted=8, accepted=8,
+                   acceptance=1.0, acceptance_reason=None, trace=steps)
+    shares = auto_choices(results_with([run], make_profile(), ("auto",)))
+    assert [(s.proposer, s.k, s.steps) for s in shares] == [("ngram", 4, 2), ("none", 0, 6)]
+    assert sum(s.share for s in shares) == pytest.approx(1.0)
+
+
+def test_predict_command(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from factories import write_results
+
+    from phase.cli import main
+
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)
+    slow = make_run(strategy="plain", tokens=TOKENS, decode_s=0.48,
+                    trace=trace([(0, 0)] * TOKENS, 30.0))
+    path = write_results(results_with([slow], profile), tmp_path / "r.json")
+    result = CliRunner().invoke(main, ["predict", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "target passes: predicted 0.24 s per run, measured 0.48 s" in result.stdout
+    assert "break-even acceptance" in result.stdout
+    assert CliRunner().invoke(main, ["predict", str(path), "--strict"]).exit_code == 1
+    bare = write_results(results_with([slow]), tmp_path / "bare.json")
+    result = CliRunner().invoke(main, ["predict", str(bare)])
+    assert result.exit_code == 2 and "$.profile" in result.output
+
+
+def test_profile_share_of_the_campaign_and_strict_exit(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from factories import PREFILL_S, write_results
+
+    from phase.cli import main
+    from phase.prediction import profile_share
+
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)  # wall_s 1.0
+    exact = trace([(0, 0)] * TOKENS, 15.0)
+    runs = [make_run(strategy="plain", tokens=TOKENS, decode_s=0.24, trace=exact,
+                     started_unix_s=1000.0 + 10.0 * i, repeat=i, order=i) for i in range(2)]
+    # runs span 10 s + one run's length; the profile's 1 s is added to that span
+    span = 10.0 + PREFILL_S + 0.24
+    results = results_with(runs, profile)
+    assert profile_share(results) == pytest.approx(1.0 / (span + 1.0))
+    assert profile_share(results_with(runs)) is None
+    path = write_results(results, tmp_path / "r.json")
+    out = CliRunner().invoke(main, ["predict", str(path), "--strict"])
+    # every condition is predicted exactly, but the profile took more than 5% of the time
+    assert out.exit_code == 1, out.output
+    assert "of the campaign's wall time (target < 5%)" in out.stdout
+    long_runs = [r.model_copy(update={"ended_unix_s": r.ended_unix_s + 100.0}) for r in runs]
+    quick = write_results(results_with(long_runs, profile), tmp_path / "quick.json")
+    out = CliRunner().invoke(main, ["predict", str(quick), "--strict"])
+    assert out.exit_code == 0, out.output

@@ -1,0 +1,132 @@
+"""The cost model on a note page: template calls rendered against a results file with a
+profile and auto runs (fixtures with chosen curves and traces), escaped, and explained where
+the data is missing."""
+
+from __future__ import annotations
+
+import pytest
+from cost_factories import make_profile
+from factories import make_results, make_run, write_results
+from test_publish_inputs import XSS_PROMPT, site_paths
+
+from phase.publish.site import build_docs
+from phase.results import ResultsFile, Run, Step
+
+TOKENS = 16
+FILE = "speculative-fixture-costs.json"
+BARE = "speculative-fixture-bare.json"
+NOTE = """---
+title: Fixture note about costs
+date: 2026-03-01
+finding: The cost model on a page.
+reproduce: make measure
+versions:
+  - version: 1
+    date: 2026-03-01
+    results: [{file}, {bare}]
+    changes: First version.
+errata: []
+---
+
+{{{{ cost_curve(file="{file}") }}}}
+
+{{{{ cost_prediction() }}}}
+
+{{{{ break_even(file="{file}") }}}}
+
+{{{{ auto_choices() }}}}
+"""
+
+
+def _steps(pattern: list[tuple[int, int]], verify_ms: float, proposer: str | None) -> list[Step]:
+    return [Step(proposed=p, accepted=a, propose_ms=0.05, verify_ms=verify_ms,
+                 proposer=proposer, expected_tokens=1.0 + a if proposer else None,
+                 expected_gain=1.1 if proposer else None, match_tokens=8 if proposer else None)
+            for p, a in pattern]
+
+
+def _run(prompt: str, strategy: str, repeat: int, order: int, steps: list[Step],
+         k: int | None) -> Run:
+    drafted = sum(s.proposed for s in steps)
+    accepted = sum(s.accepted for s in steps)
+    decode_s = sum(s.verify_ms + s.propose_ms for s in steps) / 1e3
+    return make_run(prompt=prompt, strategy=strategy, repeat=repeat, order=order, k=k,
+                    tokens=TOKENS, decode_s=decode_s, steps=len(steps), drafted=drafted,
+                    accepted=accepted, acceptance=accepted / drafted if drafted else None,
+                    acceptance_reason=None if drafted else "nothing proposed", trace=steps)
+
+
+def costs_results() -> ResultsFile:
+    """plain, ngram and auto on two prompts (one named with markup), with a profile whose
+    verifications cost 5 ms a row over a 10 ms base; runs take what the profile says, except
+    the XSS prompt's ngram runs, whose verifications took twice as long."""
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)
+    runs = []
+    order = 0
+    for prompt in ("code", XSS_PROMPT):
+        for strategy in ("plain", "ngram", "auto"):
+            for repeat in range(2):
+                if strategy == "plain":
+                    steps = _steps([(0, 0)] * TOKENS, 15.0, None)
+                elif strategy == "ngram":
+                    slow = 2.0 if prompt == XSS_PROMPT else 1.0
+                    steps = _steps([(4, 4)] * 3 + [(4, 0)], 35.0 * slow, None)
+                else:
+                    steps = (_steps([(0, 0)] * 6, 15.0, "none")
+                             + _steps([(4, 4)] * 2, 35.0, "ngram"))
+                k = {"plain": None, "ngram": 4, "auto": 16}[strategy]
+                runs.append(_run(prompt, strategy, repeat, order, steps, k))
+                order += 1
+    return make_results(runs, sensors=[], prompts=["code", XSS_PROMPT],
+                        strategies=["plain", "ngram", "auto"], repeats=2, tokens=TOKENS,
+                        id="fixture-costs", experiment="speculative", profile=profile)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    base = tmp_path_factory.mktemp("costs")
+    results, notes = base / "results", base / "notes"
+    results.mkdir()
+    notes.mkdir()
+    write_results(costs_results(), results / FILE)
+    write_results(make_results(sensors=[], id="fixture-bare", experiment="speculative"),
+                  results / BARE)
+    (notes / "2026-03-fixture-costs.md").write_text(NOTE.format(file=FILE, bare=BARE))
+    paths = site_paths(base, type("I", (), {"results_dir": results, "notes_dir": notes})())
+    build_docs(paths)
+    return (paths.docs_dir / "notes/fixture-costs/index.md").read_text(encoding="utf-8")
+
+
+def test_every_cost_section_renders_with_its_chart(page: str) -> None:
+    for kind in ("cost_curve", "prediction", "break_even", "auto_choices"):
+        assert f'data-kind="{kind}" data-dataset="{FILE}"' in page
+    for kind in ("cost_curve", "cost_prediction", "break_even", "best_k", "auto_choices"):
+        assert f'data-kind="{kind}"' in page
+
+
+def test_the_profile_says_what_it_cost(page: str) -> None:
+    assert "Profiling took 1.0 s, " in page
+    assert "of the campaign&#39;s wall time." in page or "of the campaign's wall time." in page
+
+
+def test_prediction_rows_show_the_miss_and_its_term(page: str) -> None:
+    # code x ngram took exactly what the profile says; the XSS prompt's verifications took
+    # twice as long, so the model expected them about twice as fast.
+    assert "5 of 6 conditions predicted within 10%" in page
+    assert "target passes: predicted 0.14 s per run, measured 0.28 s" in page
+
+
+def test_auto_choices_are_listed(page: str) -> None:
+    assert 'data-value="0.75"' in page  # 6 of 8 auto steps were plain steps
+    assert 'data-value="0.25"' in page
+
+
+def test_text_from_data_is_escaped(page: str) -> None:
+    assert XSS_PROMPT not in page
+    assert "&lt;script&gt;" in page
+
+
+def test_a_file_without_a_profile_says_so(page: str) -> None:
+    assert f'data-kind="prediction" data-dataset="{BARE}"' in page
+    assert "this results file has no cost profile to predict from" in page
+    assert "this results file has no auto runs" in page
