@@ -99,6 +99,10 @@ class SensorInfo(Strict):
     max_power_w: NonNegFloat | None
     update_period_s: NonNegFloat | None
     update_period_reason: str | None = None
+    # Names of the other sensors in this file whose energy this one's reading physically
+    # includes (psys encloses the package; dram is disjoint from it). None: not declared (older
+    # files); validation then derives enclosure from scope and backend (phase.validate).
+    encloses: list[str] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SensorInfo:
@@ -225,6 +229,11 @@ class Run(Strict):
     matches_plain: bool | None
     matches_plain_reason: str | None = None
     first_divergence: NonNegInt | None = None
+    # Evidence at the first divergence (None where the output matches, or in older files): the
+    # gap between the two best logits of the pass that produced this run's token there, and
+    # of the plain reference's pass at the same position (its `top2_gaps` entry).
+    divergence_gap_verify: NonNegFloat | None = None
+    divergence_gap_reference: NonNegFloat | None = None
     samples: list[SensorTrace]
 
     @model_validator(mode="after")
@@ -250,6 +259,9 @@ class PlainReference(Strict):
     prompt: str
     output_sha256: Sha256
     token_ids: list[NonNegInt]
+    # Per generated token, the best logit minus the second best of the pass that produced it:
+    # how close each greedy choice was to a tie. None in older files.
+    top2_gaps: list[NonNegFloat] | None = None
 
 
 class ResultsFile(Strict):

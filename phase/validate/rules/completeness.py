@@ -1,7 +1,7 @@
 """completeness (warning): every configured prompt x strategy has the configured repeats.
 
-Also warns when the campaign is not complete, and about runs for a condition the config does
-not list or beyond the configured repeats.
+Also warns when the campaign is not complete, and about runs beyond the configured repeats.
+Runs of a prompt or strategy the config does not declare are rule consistency's (blocking).
 """
 
 from __future__ import annotations
@@ -25,11 +25,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     for prompt, strategy in conditions(results):
         runs = by_condition.get((prompt, strategy), [])
         if (prompt, strategy) not in configured:
-            out.append(ctx.finding(
-                "completeness", "warning",
-                f"{len(runs)} run(s) for a prompt x strategy the config does not list",
-                prompt=prompt, strategy=strategy, numbers={"runs": len(runs)},
-            ))
             continue
         present = {r.repeat for r in runs if r.repeat < repeats}
         missing = [i for i in range(repeats) if i not in present]
