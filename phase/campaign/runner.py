@@ -167,15 +167,17 @@ class Campaign:
             runs=[],
         )
 
-    def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:
-        """Plain decoding of every prompt (and the warm-up); a resumed campaign must
-        reproduce the references it recorded before, or its runs would not compare."""
+    def _references(self, writer: CampaignWriter) -> dict[str, PlainReference]:
+        """Plain decoding of every prompt (and the warm-up), with each token's top-2 logit gap
+        as evidence for later divergences; a resumed campaign must reproduce the references it
+        recorded before, or its runs would not compare."""
         stored = {r.prompt: r for r in writer.results.references}
-        refs: dict[str, list[int]] = {}
+        refs: dict[str, PlainReference] = {}
         for prompt in self.prompts:
             self.observer.message(f"plain reference (and warm-up) for prompt '{prompt.name}'")
             result = self.engine.run(
-                self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens
+                self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens,
+                record_gaps=True,
             )
             sha = token_sha256(result.token_ids)
             old = stored.get(prompt.name)
@@ -185,15 +187,15 @@ class Campaign:
                     "recorded before the interruption (same models and config); resuming would "
                     "mix incomparable runs. Start a new campaign."
                 )
-            refs[prompt.name] = list(result.token_ids)
             if old is None:
-                writer.results.references.append(
-                    PlainReference(prompt=prompt.name, output_sha256=sha,
-                                   token_ids=list(result.token_ids))
-                )
+                old = PlainReference(prompt=prompt.name, output_sha256=sha,
+                                     token_ids=list(result.token_ids),
+                                     top2_gaps=result.top2_gaps)
+                writer.results.references.append(old)
+            refs[prompt.name] = old
         return refs
 
-    def _one_run(self, scheduled: ScheduledRun, reference: list[int]) -> Run:
+    def _one_run(self, scheduled: ScheduledRun, reference: PlainReference) -> Run:
         window = WindowCallbacks(
             self.sampler.begin(idle_s=self.plan.idle_window_s) if self.sampler else None
         )
@@ -204,6 +206,7 @@ class Campaign:
                 self.plan.tokens,
                 on_decode_start=window.start,
                 on_decode_end=window.stop,
+                reference=reference.token_ids,
             )
         finally:
             window.stop()  # also when decoding failed: the sampler's window must not stay open
@@ -214,7 +217,8 @@ class Campaign:
             order=scheduled.order,
             prompt=scheduled.prompt,
             strategy=scheduled.strategy,
-            reference=reference,
+            reference=reference.token_ids,
+            reference_gaps=reference.top2_gaps,
             energy=energy,
             samples=samples,
             temperatures_c=machine.temperatures_c(),

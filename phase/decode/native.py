@@ -26,6 +26,7 @@ import llama_cpp
 import numpy as np
 
 from phase.decode import cpu_buffers
+from phase.decode.logits import top2_gap
 from phase.decode.vocab import VocabInfo
 from phase.errors import PhaseError
 
@@ -373,13 +374,18 @@ class NativeModel:
             raise DecodeFailed(
                 f"llama_decode failed with code {rc} at position {pos}{_native_error()}"
             )
-        return self._argmax_batch_row(0)
+        self._first_out = 0
+        return int(self._row(0).argmax())
 
     def argmax(self, i: int) -> int:
         """Greedy token for the i-th logits row of the last `decode`."""
-        return self._argmax_batch_row(self._first_out + i)
+        return int(self._row(self._first_out + i).argmax())
 
-    def _argmax_batch_row(self, row: int) -> int:
+    def top2_gap(self, i: int) -> float:
+        """Best minus second-best logit of row i of the last decode (or decode_one)."""
+        return top2_gap(self._row(self._first_out + i))
+
+    def _row(self, row: int) -> np.ndarray:
         ptr = self._get_logits_ith(self._ctx, row)
         if not ptr:
             raise DecodeFailed(f"no logits for batch row {row}")
@@ -390,4 +396,4 @@ class NativeModel:
         if view is None:
             view = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
             self._views[addr] = view
-        return int(view.argmax())
+        return view
