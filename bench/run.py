@@ -1,11 +1,14 @@
 """phase benchmarks: speed against native llama.cpp, and the overheads phase adds.
 
-    .venv/bin/python bench/run.py [--only plain,draft,ngram,sampler,bandwidth,site]
+    .venv/bin/python bench/run.py
+        [--only plain,draft,ngram,selfdraft,evidence,sampler,bandwidth,site]
         [--repeats N] [--tokens N] [--model NAME] [--draft NAME] [--threads T] [--quick]
         [--out DIR] [--strict]
 
 Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
-native tools built by bench/native.py), sampler (bench/sampler_bench.py), bandwidth
+native tools built by bench/native.py), selfdraft (bench/self_draft.py: the target as its own
+draft, phase's acceptance >= llama-speculative-simple's), evidence (bench/evidence_bench.py:
+what recording the top-2 logit gaps costs), sampler (bench/sampler_bench.py), bandwidth
 (bench/bandwidth.py), site (bench/site_bench.py). Writes bench/results/<date>-<host>.json and
 a Markdown table beside it, and prints a table with PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
@@ -25,8 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 # Run as a script, Python puts bench/ first on sys.path; the sections import as `bench.*`.
 sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
 
-SECTIONS = ("plain", "draft", "ngram", "sampler", "bandwidth", "site")
-NATIVE_SECTIONS = {"plain", "draft", "ngram"}
+SECTIONS = ("plain", "draft", "ngram", "selfdraft", "evidence", "sampler", "bandwidth", "site")
+NATIVE_SECTIONS = {"plain", "draft", "ngram", "selfdraft"}
 
 
 def _csv(text: str) -> list[str]:
@@ -73,7 +76,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench import bandwidth, decode_bench, native, report, sampler_bench, site_bench
+    from bench import (
+        bandwidth,
+        decode_bench,
+        evidence_bench,
+        native,
+        report,
+        sampler_bench,
+        self_draft,
+        site_bench,
+    )
     from bench.common import Context, Section
     from phase.decode.native import physical_cores
     from phase.errors import PhaseError
@@ -96,14 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     needs_models = set(args.only) - {"site"}
     try:
         target = resolve(args.model) if needs_models else None
-        draft = resolve(args.draft) if "draft" in args.only else target
+        wants_draft = {"draft", "selfdraft"} & set(args.only)
+        draft = resolve(args.draft) if wants_draft else target
     except PhaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
     runners = {
         "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
-        "ngram": decode_bench.run_ngram, "sampler": sampler_bench.run,
+        "ngram": decode_bench.run_ngram, "selfdraft": self_draft.run,
+        "evidence": evidence_bench.run, "sampler": sampler_bench.run,
         "bandwidth": bandwidth.run, "site": site_bench.run,
     }
     sections: list[Section] = []
