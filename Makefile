@@ -12,6 +12,12 @@ PHASE := $(VENV)/bin/phase
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.phase-synced
 
+# make setup ACCEL=cuda|metal -> llama-cpp-python rebuilt with that GPU backend (ACCEL=cpu: back)
+ACCEL ?=
+LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml)
+ACCEL_CMAKE_cuda := -DGGML_CUDA=on
+ACCEL_CMAKE_metal := -DGGML_METAL=on
+ACCEL_CMAKE_cpu :=
 # make measure QUICK=1  -> a smoke campaign of a few minutes on the small test model
 QUICK ?=
 MEASURE_ARGS ?=
@@ -22,7 +28,7 @@ PORT ?= 8000
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-setup: $(STAMP) ## create .venv with uv (installs uv first when missing)
+setup: $(STAMP) $(if $(ACCEL),$(VENV)/.phase-accel-$(ACCEL)) ## create .venv with uv (ACCEL=cuda|metal: GPU build)
 
 $(STAMP): pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || { \
@@ -33,11 +39,21 @@ $(STAMP): pyproject.toml uv.lock
 	$(UV) sync --frozen --extra test
 	@touch $@
 
+# The locked llama-cpp-python, compiled again from source with the backend's CMake flag (uv
+# would otherwise reuse its cached CPU build). Needs that backend's toolkit (CUDA: nvcc).
+$(VENV)/.phase-accel-%: $(STAMP)
+	@case "$*" in cuda|metal|cpu) ;; *) echo "ACCEL=$* is not one of: cuda metal cpu"; exit 2;; esac
+	CMAKE_ARGS="$(ACCEL_CMAKE_$*)" FORCE_CMAKE=1 $(UV) pip install --python $(PY) \
+	  --reinstall-package llama-cpp-python --no-binary llama-cpp-python --no-cache \
+	  "llama-cpp-python==$(LLAMA_VERSION)"
+	@rm -f $(VENV)/.phase-accel-*
+	@touch $@
+
 measure: setup ## run the speculative-decoding campaign -> results/speculative-<host>-<date>.json
 	$(PHASE) measure speculative $(if $(QUICK),--quick) $(MEASURE_ARGS)
 
-site: setup ## validate results, render notes, build the static site into site/
-	$(PHASE) site
+site: setup ## validate results, render notes, build site/ (QUICK=1: preview results/quick/ too)
+	$(PHASE) site $(if $(QUICK),--include-quick)
 
 serve: site ## browse the built site on http://127.0.0.1:$(PORT)
 	$(PHASE) serve --port $(PORT)
@@ -52,6 +68,7 @@ lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject
 	$(VENV)/bin/ruff check phase tests bench experiments
 	$(VENV)/bin/lint-imports
 
-clean: ## remove generated pages and the built site (never results/)
+clean: ## remove generated pages and the built site (never results/ nor published/)
 	rm -rf site docs/notes docs/raw docs/assets/vendor .pytest_cache .ruff_cache
+	rm -rf .phase-tmp-* docs/.phase-tmp-* docs/assets/.phase-tmp-*  # left by a killed build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

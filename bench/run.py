@@ -1,16 +1,17 @@
 """phase benchmarks: speed against native llama.cpp, and the overheads phase adds.
 
     .venv/bin/python bench/run.py
-        [--only plain,draft,ngram,selfdraft,evidence,sampler,bandwidth,site]
+        [--only plain,draft,ngram,selfdraft,evidence,sampler,bandwidth,site,hosts]
         [--repeats N] [--tokens N] [--model NAME] [--draft NAME] [--threads T] [--quick]
         [--out DIR] [--strict]
 
 Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
 native tools built by bench/native.py), selfdraft (bench/self_draft.py: the target as its own
 draft, phase's acceptance >= llama-speculative-simple's), evidence (bench/evidence_bench.py:
-what recording the top-2 logit gaps costs), sampler (bench/sampler_bench.py), bandwidth
-(bench/bandwidth.py), site (bench/site_bench.py). Writes bench/results/<date>-<host>.json and
-a Markdown table beside it, and prints a table with PASS/FAIL against the project's targets.
+what recording the top-2 logit gaps costs), sampler (bench/sampler_bench.py), bandwidth (bench/bandwidth.py), site (bench/site_bench.py), hosts
+(bench/hosts_bench.py: many campaigns over many host classes, the cross-host page). Writes
+bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
+PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
 site counts: a smoke run of every section in a few minutes.
 """
@@ -28,7 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 # Run as a script, Python puts bench/ first on sys.path; the sections import as `bench.*`.
 sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
 
-SECTIONS = ("plain", "draft", "ngram", "selfdraft", "evidence", "sampler", "bandwidth", "site")
+SECTIONS = ("plain", "draft", "ngram", "selfdraft", "evidence", "sampler", "bandwidth", "site",
+            "hosts")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "selfdraft"}
 
 
@@ -50,6 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ks", default="2,4,8", help="draft lengths for the draft section")
     p.add_argument("--site-counts", default=None,
                    help="campaign counts for the site section (default 1,10,50; quick 1,3)")
+    p.add_argument("--host-counts", default=None,
+                   help="campaign counts for the hosts section (default 20,100,200; quick 2,4,6)")
     p.add_argument("--quick", action="store_true",
                    help="small test model as target and draft, 32 tokens, 3 repeats")
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results",
@@ -66,6 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.tokens = args.tokens or (32 if quick else 128)
     args.repeats = args.repeats or 3
     args.site_counts = [int(c) for c in _csv(args.site_counts or ("1,3" if quick else "1,10,50"))]
+    args.host_counts = [int(c) for c in _csv(args.host_counts
+                                             or ("2,4,6" if quick else "20,100,200"))]
     args.ks = [int(k) for k in _csv(args.ks)]
     for name in ("tokens", "repeats", "ctx"):
         if getattr(args, name) < 1:
@@ -80,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         bandwidth,
         decode_bench,
         evidence_bench,
+        hosts_bench,
         native,
         report,
         sampler_bench,
@@ -105,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             problem = str(exc)
             print(f"native llama.cpp unavailable: {problem}", file=sys.stderr)
 
-    needs_models = set(args.only) - {"site"}
+    needs_models = set(args.only) - {"site", "hosts"}
     try:
         target = resolve(args.model) if needs_models else None
         wants_draft = {"draft", "selfdraft"} & set(args.only)
@@ -118,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
         "ngram": decode_bench.run_ngram, "selfdraft": self_draft.run,
         "evidence": evidence_bench.run, "sampler": sampler_bench.run,
-        "bandwidth": bandwidth.run, "site": site_bench.run,
+        "bandwidth": bandwidth.run, "site": site_bench.run, "hosts": hosts_bench.run,
     }
     sections: list[Section] = []
     started = time.time()
@@ -130,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             draft_path=draft.path if draft else Path(),
             ks=tuple(args.ks), quick=args.quick, native_bin=bin_path, native_problem=problem,
             workdir=Path(tmp), site_counts=tuple(args.site_counts),
+            host_counts=tuple(args.host_counts),
             sampler_hz=(20.0, 100.0),
         )
         for name in SECTIONS:
@@ -154,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         "config": {"target": args.model, "draft": args.draft, "tokens": args.tokens,
                    "repeats": args.repeats, "threads": threads, "n_ctx": args.ctx,
                    "ks": args.ks, "quick": args.quick, "chat_template": False,
-                   "site_counts": args.site_counts, "sections": args.only},
+                   "site_counts": args.site_counts, "host_counts": args.host_counts,
+                   "sections": args.only},
         "sections": [s.as_dict() for s in sections],
         "checks": [{"item": r.item, "target": r.target, "passed": r.passed, "noise": r.noise}
                    for s in sections for r in s.rows if r.target is not None],

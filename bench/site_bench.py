@@ -22,8 +22,9 @@ from types import ModuleType
 from typing import Any
 
 from bench.common import REPO, Context, Row, Section, check_at_most, median
+from phase.publish.mkdocs_run import mkdocs_build
 from phase.publish.notes import GLOB_CHARS, discover_notes
-from phase.publish.site import SitePaths, build_docs, mkdocs_build
+from phase.publish.site import SitePaths, build_docs
 
 PROMPTS = ("code", "edit", "prose")
 STRATEGIES = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram-8")
@@ -119,14 +120,14 @@ def _cited_by_name(notes_dir: Path, results_dir: Path) -> list[Path]:
 
 def _paths(root: Path) -> SitePaths:
     return SitePaths.default(REPO, results_dir=root / "results", docs_dir=root / "docs",
-                             site_dir=root / "site")
+                             site_dir=root / "site", published_dir=root / "published")
 
 
 def build_once(paths: SitePaths) -> dict[str, float]:
     t0 = time.perf_counter()
     result = build_docs(paths)
     t1 = time.perf_counter()
-    mkdocs_build(paths, result.notes)
+    mkdocs_build(paths.mkdocs_yml, paths.docs_dir, paths.site_dir, result.notes)
     t2 = time.perf_counter()
     return {"total_s": t2 - t0, "render_s": t1 - t0, "mkdocs_s": t2 - t1}
 

@@ -5,6 +5,8 @@ terminal summary share.
     sensors_by_name, first_windows    a file's sensors and each run's windows (measured_windows:
                                       those with energy)
     energy_window, energy_*_per_token one sensor's energy in one run, per generated token
+    primary_sensors, primary_energy_j which sensors "chip energy" means, and its value in a run
+                                      (the sum of those sensors' windows)
     spread                            (max - min) / mean, the variance rule's measure
     summarize                         raw runs -> one summary row per condition (in memory)
 
@@ -32,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from phase.errors import PhaseError
+from phase.hosts import machine_label
 from phase.results import (
     SCHEMA_VERSION,
     ResultsFile,
@@ -123,6 +126,61 @@ def energy_mj_per_token(run: Run, sensor: str | None) -> float | None:
     return None if per_token is None else per_token * 1000.0
 
 
+def ranked_chip_sensors(results: ResultsFile) -> list[str]:
+    """Chip-scope sensors, best first: one with energy in some run, a counter before a power
+    reading, smaller declared smoothing, earlier in the file. The choice for files that do not
+    record `primary_energy` (written before phase recorded it)."""
+    measured = {w.sensor for r in results.runs for w in r.energy if w.energy_j is not None}
+    ranked = sorted(
+        (s.name not in measured, s.kind != "counter", s.smoothing_s, i, s.name)
+        for i, s in enumerate(results.sensors)
+        if s.scope == "chip"
+    )
+    names: list[str] = []
+    for *_, name in ranked:
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def primary_sensors(results: ResultsFile, fallback: str | None = None) -> list[str]:
+    """The sensors whose summed energy is this file's chip energy: its recorded
+    `primary_energy`; for older files `fallback` (a validator's chip sensor) or the best
+    ranked chip sensor."""
+    if results.primary_energy is not None:
+        return list(results.primary_energy.sensors)
+    if results.primary_energy_reason is not None:
+        return []
+    if fallback is not None:
+        return [fallback]
+    return ranked_chip_sensors(results)[:1]
+
+
+class RejectionOf(Protocol):
+    def rejection_of(self, run_id: str, sensor: str) -> Rejection | None: ...
+
+
+def primary_energy_j(results: ResultsFile, run: Run, judgement: RejectionOf | None = None,
+                     *, fallback: str | None = None) -> tuple[float | None, str | None]:
+    """The run's chip energy: the sum of its primary sensors' windows (J), or None and why
+    (a part missing, without energy, or rejected by validation when `judgement` is given)."""
+    names = primary_sensors(results, fallback)
+    if not names:
+        return None, results.primary_energy_reason or "no chip-level energy sensor was recorded"
+    total = 0.0
+    for name in names:
+        w = energy_window(run, name)
+        if w is None:
+            return None, f"run {run.id} has no window of {name}"
+        if w.energy_j is None:
+            return None, f"{name}: {w.energy_reason}"
+        finding = judgement.rejection_of(run.id, name) if judgement is not None else None
+        if finding is not None:
+            return None, f"{name} rejected by {finding.rule}: {finding.message}"
+        total += w.energy_j
+    return total, None
+
+
 def cpu_ms_per_token(run: Run) -> float:
     return run.cpu_s / run.tokens * 1000.0
 
@@ -138,21 +196,22 @@ def spread(values: Sequence[float]) -> float | None:
 # --- which sensors a summary reports -----------------------------------------------------------
 
 
-def board_sensor(raw: ResultsFile) -> str | None:
+def board_sensor(raw: ResultsFile, chip: list[str] | None = None) -> str | None:
+    """The sensor of the "board" column: one whose declared `encloses` holds every chip
+    sensor (board before wall), or for files without declarations the first of BOARD_SCOPES."""
+    chip = primary_sensors(raw) if chip is None else chip
+    declared = [s for s in raw.sensors if s.encloses is not None]
+    if declared:
+        for scope in ("board", "wall", "module"):
+            for s in declared:
+                if s.scope == scope and chip and set(chip) <= set(s.encloses or []):
+                    return s.name
+        return None
     for scope in BOARD_SCOPES:
         for s in raw.sensors:
             if s.scope == scope:
                 return s.name
     return None
-
-
-def machine_label(raw: ResultsFile) -> str:
-    p = raw.provenance
-    parts = [p.cpu_model or "unknown CPU", f"{p.cpu_cores} cores"]
-    if p.ram_bytes:
-        parts.append(f"{p.ram_bytes / 2**30:.0f} GiB RAM")
-    parts.append(", ".join(p.gpus) if p.gpus else "no GPU")
-    return f"{p.host_class}: " + ", ".join(parts)
 
 
 # --- summaries ---------------------------------------------------------------------------------
@@ -186,6 +245,27 @@ def _no_sensor_reason(raw: ResultsFile, scope_words: str) -> str:
         why = "; ".join(f"{u.backend}: {u.reason}" for u in raw.sensors_unavailable)
         return f"no {scope_words} energy sensor on this machine ({why})"
     return f"no {scope_words} energy sensor was recorded in this campaign"
+
+
+def standing_chip_energy(raw: ResultsFile, runs: Sequence[Run], judgement: Judgement,
+                         missing_reason: str) -> tuple[list[float], str | None]:
+    """Standing chip mJ/token values (the primary sensors summed) over a condition's runs."""
+    names = primary_sensors(raw, judgement.chip_sensor)
+    if not names:
+        return [], raw.primary_energy_reason or missing_reason
+    values: list[float] = []
+    reasons: list[str] = []
+    for run in runs:
+        energy, why = primary_energy_j(raw, run, judgement, fallback=judgement.chip_sensor)
+        if energy is None:
+            reasons.append(why or "")
+        else:
+            values.append(energy / run.tokens * 1000.0)
+    if values:
+        return values, None
+    first = reasons[0] if reasons else missing_reason
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return [], f"{first}{more}"
 
 
 def standing_energy(
@@ -226,11 +306,11 @@ def _acceptance_reason(runs: Sequence[Run]) -> str | None:
 def _row(
     raw: ResultsFile, condition: tuple[str, str], runs: list[Run], judgement: Judgement
 ) -> SummaryRow:
-    board = board_sensor(raw)
+    board = board_sensor(raw, primary_sensors(raw, judgement.chip_sensor))
     speeds = [r.tokens_per_s for r in runs]
     accepts = [r.acceptance for r in runs if r.acceptance is not None]
-    chip_values, chip_reason = standing_energy(
-        runs, judgement.chip_sensor, judgement, _no_sensor_reason(raw, "chip-level")
+    chip_values, chip_reason = standing_chip_energy(
+        raw, runs, judgement, _no_sensor_reason(raw, "chip-level")
     )
     board_values, board_reason = standing_energy(
         runs, board, judgement, _no_sensor_reason(raw, "board-level")
@@ -281,7 +361,7 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
         "energy values left out",
         raw_files=[raw_name],
         machine=machine_label(raw),
-        chip_sensor=judgement.chip_sensor,
-        board_sensor=board_sensor(raw),
+        chip_sensor=" + ".join(primary_sensors(raw, judgement.chip_sensor)) or None,
+        board_sensor=board_sensor(raw, primary_sensors(raw, judgement.chip_sensor)),
         rows=rows,
     )

@@ -78,3 +78,17 @@ def powercap(sysfs_tree: Callable[..., Path]) -> Path:
 @pytest.fixture
 def hwmon(sysfs_tree: Callable[..., Path]) -> Path:
     return sysfs_tree("hwmon")
+
+
+def _archive_snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()} if root.is_dir() else {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def repository_archive_untouched():
+    """No test publishes into the repository's published/ (they pass temporary archives):
+    a published version is a public record."""
+    before = _archive_snapshot(REPO / "published")
+    yield
+    assert _archive_snapshot(REPO / "published") == before, "a test wrote into published/"

@@ -6,6 +6,7 @@ import json
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -245,6 +246,38 @@ def test_rapl_fixture_tree_feeds_energy_windows(tmp_path: Path) -> None:
         assert window.energy_j is not None and window.energy_j > 0
         assert window.end_unix_s > window.start_unix_s
     assert json.loads(out.read_text())["runs"][0]["samples"]
+    # CPU only (this build offloads nothing): the RAPL package is the chip energy, and why
+    p = results.provenance
+    assert (p.accelerator, p.n_gpu_layers_offloaded) == ("cpu", 0) and p.n_layers == 31
+    assert results.primary_energy is not None and results.primary_energy_reason is None
+    assert results.primary_energy.sensors == ["rapl:package-0"]
+    assert results.primary_energy.chosen_by == "auto" and results.primary_energy.device == "cpu"
+    assert "no layers offloaded" in results.primary_energy.reason
+    assert results.sensors[0].encloses == []
+
+
+def test_energy_sensor_override_is_recorded_and_unknown_names_refused_early(
+        tmp_path: Path, sysfs_tree: Callable[..., Path]) -> None:
+    powercap = sysfs_tree("powercap")
+    options = SensorOptions(rapl_root=str(powercap), hwmon_root=str(tmp_path / "none"),
+                            energy_sensors=("rapl:psys",))
+    plan = replace(SMALL_PLAN, strategies=("plain",), repeats=1, tokens=4)
+    out = tmp_path / "o.json"
+    found = discover_sensors(options)
+    with prepare(SPECULATIVE, plan, Destination(out), found,
+                 energy_sensors=options.energy_sensors) as campaign:
+        results = campaign.run()
+    assert results.primary_energy is not None
+    assert results.primary_energy.sensors == ["rapl:psys"]
+    assert results.primary_energy.chosen_by == "override"
+    assert "rapl:package-0" in results.primary_energy.reason  # what auto would have chosen
+    # An unknown name is bad input before any model loads (exit 2, nothing written)
+    never = tmp_path / "never.json"
+    with_sensors = [a for a in SMALL if a != "--no-sensor"]
+    result = measure(*with_sensors, "--rapl-root", str(powercap), "--energy-sensor",
+                     "rapl:nope", "-o", str(never))
+    assert result.exit_code == 2 and "no sensor named rapl:nope" in result.output
+    assert not never.exists()
 
 
 def test_script_and_phase_measure_are_the_same_command(tmp_path: Path) -> None:

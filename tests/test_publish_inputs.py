@@ -187,13 +187,16 @@ def note_results(slug_file: str) -> list[str]:
     return list(meta["versions"][-1]["results"])
 
 
-def site_paths(base: Path, inputs: Inputs) -> SitePaths:
+def site_paths(base: Path, inputs: Inputs, published: Path | None = None) -> SitePaths:
+    """Temporary directories for everything a build writes, the archive included (a test
+    never publishes into the repository's published/)."""
     return SitePaths.default(
         REPO,
         results_dir=inputs.results_dir,
         notes_dir=inputs.notes_dir,
         docs_dir=base / "docs",
         site_dir=base / "site",
+        published_dir=published or base / "published",
     )
 
 

@@ -135,7 +135,9 @@ def test_jetson_rails_by_label(hwmon: Path) -> None:
     try:
         rails = {s.name: s for s in found.sensors}
         assert set(rails) == {"ina3221:VDD_IN", "ina3221:VDD_CPU_GPU_CV", "ina3221:VDD_SOC"}
-        assert rails["ina3221:VDD_IN"].scope == "board"
+        assert rails["ina3221:VDD_IN"].scope == "module"  # the module input; carrier excluded
+        assert sorted(rails["ina3221:VDD_IN"].encloses or []) == [
+            "ina3221:VDD_CPU_GPU_CV", "ina3221:VDD_SOC"]
         assert rails["ina3221:VDD_CPU_GPU_CV"].scope == "chip"
         assert rails["ina3221:VDD_SOC"].scope == "module"
         vdd_in = rails["ina3221:VDD_IN"]

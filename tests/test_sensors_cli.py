@@ -40,7 +40,7 @@ def test_sensors_json_with_a_sampled_window(sysfs_tree: Callable[..., Path],
     assert set(rows) == {"ina3221:VDD_IN", "ina3221:VDD_CPU_GPU_CV", "ina3221:VDD_SOC"}
     window = rows["ina3221:VDD_CPU_GPU_CV"]["window"]
     assert window["mean_power_w"] == pytest.approx(2.0) and window["energy_j"] > 0
-    assert rows["ina3221:VDD_IN"]["scope"] == "board"
+    assert rows["ina3221:VDD_IN"]["scope"] == "module"
     reasons = {u["backend"]: u["reason"] for u in data["unavailable"]}
     assert "/nonexistent" in reasons["rapl"]
 

@@ -7,7 +7,9 @@
     sensing     which sensors to read (SensorOptions) and the sampler-window adapter
     prepare     every check that can fail before anything is written -> a Campaign
     runner      run -> write, run by run (Campaign, Destination, Observer)
-    machine     provenance: the machine and software a campaign ran on
+    machine     provenance: the machine and software a campaign ran on; host class identity
+    shards      one part of a plan per machine (--shard I/N or a scheduler's array index)
+    merge       the shards of one campaign -> one results file (checks in merge_checks)
     ui          the terminal's progress bar and closing table (rich, no click)
 """
 

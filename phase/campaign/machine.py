@@ -13,8 +13,10 @@ from pathlib import Path
 
 from phase import REPO_ROOT, __version__
 from phase.decode.cpu_buffers import ExtraBuffers
-from phase.results import Provenance
-from phase.sensors.nvml import gpu_names
+from phase.decode.placement import ModelPlacement
+from phase.hosts import accelerator_build, ram_gib
+from phase.results import HostIdentity, HostInfo, Provenance
+from phase.sensors.nvml import gpu_driver_version, gpu_names
 
 
 def cpu_model() -> str | None:
@@ -51,6 +53,32 @@ def host_class(gpus: list[str] | None = None) -> str:
     else:
         label = f"{platform.machine().lower() or 'cpu'}-{os.cpu_count() or 1}c"
     return re.sub(r"[^a-z0-9._-]+", "-", label)
+
+
+def host_identity(llama_system_info: str | None, gpus: list[str] | None = None) -> HostIdentity:
+    """The full identity of this host's class: what `phase merge` compares across shards."""
+    gpus = gpu_names() if gpus is None else gpus
+    return HostIdentity(
+        cpu_model=cpu_model(),
+        cpu_cores=os.cpu_count() or 1,
+        ram_gib=ram_gib(ram_bytes()),
+        gpus=gpus,
+        gpu_driver=gpu_driver_version() if gpus else None,
+        accelerator=accelerator_build(llama_system_info),
+    )
+
+
+def hostname() -> str:
+    """This machine's name as runs record it; PHASE_HOSTNAME overrides it where the process's
+    own hostname is not the machine's (a Kubernetes pod: set it to the node's name)."""
+    return os.environ.get("PHASE_HOSTNAME") or socket.gethostname()
+
+
+def host_info(llama_system_info: str | None, shards: list[int] | None = None) -> HostInfo:
+    """This host as a results file lists it (`ResultsFile.hosts`)."""
+    gpus = gpu_names()
+    return HostInfo(hostname=hostname(), host_class=host_class(gpus),
+                    identity=host_identity(llama_system_info, gpus), shards=shards or [])
 
 
 def git_state() -> tuple[str | None, bool | None]:
@@ -90,7 +118,8 @@ def temperatures_c(root: Path = Path("/sys/class/thermal")) -> dict[str, float]:
 
 
 def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
-               extra_buffers: ExtraBuffers | None = None) -> Provenance:
+               extra_buffers: ExtraBuffers | None = None,
+               placement: ModelPlacement | None = None) -> Provenance:
     commit, dirty = git_state()
     gpus = gpu_names()
     return Provenance(
@@ -101,7 +130,7 @@ def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
         llama_cpp_system_info=llama_system_info,
         python_version=sys.version.split()[0],
         os=platform.platform(),
-        hostname=socket.gethostname(),
+        hostname=hostname(),
         host_class=host_class(gpus),
         cpu_model=cpu_model(),
         cpu_cores=os.cpu_count() or 1,
@@ -112,4 +141,7 @@ def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
         command_line=list(sys.argv),
         cpu_extra_buffers=None if extra_buffers is None else extra_buffers.enabled,
         cpu_extra_buffers_reason=None if extra_buffers is None else extra_buffers.reason,
+        accelerator=placement.accelerator if placement else None,
+        n_gpu_layers_offloaded=placement.n_gpu_layers_offloaded if placement else None,
+        n_layers=placement.n_layers if placement else None,
     )

@@ -6,14 +6,25 @@ not fit the context, an output file that exists) raises with exit 2 and writes n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan, campaign_config
 from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
+from phase.campaign.sensing import primary_energy
+from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.errors import UsageProblem
 from phase.models import ResolvedModel, resolve
-from phase.results import CampaignConfig, ModelInfo, PromptSpec, ResultsFile, load_raw
+from phase.results import (
+    CampaignConfig,
+    ModelInfo,
+    PrimaryEnergy,
+    PromptSpec,
+    ResultsFile,
+    load_raw,
+)
 from phase.sensors import Discovery, Sampler, assert_publishable
 
 
@@ -23,19 +34,35 @@ def prepare(
     destination: Destination,
     discovery: Discovery,
     observer: Observer | None = None,
+    energy_sensors: Sequence[str] = (),
+    *,
+    shard: ShardRequest | None = None,
+    job_id: tuple[str | None, str | None] = (None, None),
 ) -> Campaign:
     """Check the destination, prompts and strategies, load the models, tokenize the prompts,
-    load the campaign to resume, start sampling `discovery`'s sensors. Raises on bad input
-    (exit 2, nothing written); the discovered sensors are closed on any failure."""
+    choose the primary energy sensors for where llama.cpp put the model (or take
+    `energy_sensors`), load the campaign to resume, start sampling `discovery`'s sensors.
+    Raises on bad input (exit 2, nothing written); the discovered sensors are closed on any
+    failure.
+
+    `shard` runs one part of the plan (phase.campaign.shards); `job_id` (id, source) goes into
+    the campaign id that every shard of one campaign shares."""
     observer = observer or QuietObserver()
     engine: Engine | None = None
     try:
         _check_destination(destination)
+        identity: CampaignIdentity | None = identify(experiment.name, plan, shard, job_id)
         prompts = load_prompts(experiment.prompts_dir, plan.prompts)
         strategies = _parse_strategies(plan)
         engine, models = _load_models(plan, strategies, observer)
         prompt_tokens = _tokenize(engine, plan, prompts)
-        previous = _previous(destination, campaign_config(plan, prompts), models)
+        primary = primary_energy(discovery, engine.placement(), energy_sensors)
+        previous = _previous(destination, campaign_config(plan, prompts), models, primary[0])
+        if previous is not None:
+            # A resumed campaign keeps the identity (and the shard) its file records.
+            same_shard(shard, previous.shard, str(destination.path))
+            identity = (CampaignIdentity(previous.campaign_id, previous.shard)
+                        if previous.campaign_id else None)
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(discovery.sensors)
         sampler = Sampler(discovery.sensors, hz=plan.sample_hz) if discovery.sensors else None
@@ -49,7 +76,7 @@ def prepare(
     return Campaign(
         experiment, plan, destination, observer, prompts, strategies, engine, models,
         prompt_tokens, previous, sampler, sampler.sensor_infos() if sampler else [],
-        list(discovery.unavailable),
+        list(discovery.unavailable), primary[0], primary[1], identity,
     )
 
 
@@ -132,7 +159,8 @@ def _tokenize(
 
 
 def _previous(
-    destination: Destination, config: CampaignConfig, models: list[ModelInfo]
+    destination: Destination, config: CampaignConfig, models: list[ModelInfo],
+    primary: PrimaryEnergy | None,
 ) -> ResultsFile | None:
     """The interrupted campaign to continue; refused when it is complete or differs."""
     if not destination.resume:
@@ -143,6 +171,11 @@ def _previous(
             f"{destination.path}: campaign already complete; results files are immutable"
         )
     diffs = _differences(previous, config, models)
+    old = previous.primary_energy
+    if (old is not None or previous.primary_energy_reason is not None) and \
+            (old.sensors if old else None) != (primary.sensors if primary else None):
+        diffs.append(f"primary energy sensors: {old.sensors if old else None} → "
+                     f"{primary.sensors if primary else None}")
     if diffs:
         raise UsageProblem(
             f"{destination.path}: cannot resume, the campaign differs: " + "; ".join(diffs)

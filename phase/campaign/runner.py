@@ -24,17 +24,21 @@ from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan, campaign_config
 from phase.campaign.schedule import ScheduledRun, schedule
 from phase.campaign.sensing import WindowCallbacks
+from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine, Strategy, parse_strategy
 from phase.errors import PhaseError
 from phase.results import (
     SCHEMA_VERSION,
     CampaignWriter,
+    HostInfo,
     ModelInfo,
     PlainReference,
+    PrimaryEnergy,
     PromptSpec,
     ResultsFile,
     Run,
     SensorInfo,
+    ShardInfo,
     UnavailableBackend,
     token_sha256,
 )
@@ -94,6 +98,11 @@ class Campaign:
     sampler: Sampler | None
     sensor_infos: list[SensorInfo]
     unavailable: list[UnavailableBackend]
+    # Which sensors "chip energy" means (phase.sensors.primary), or why none does.
+    primary: PrimaryEnergy | None = None
+    primary_reason: str | None = "no primary energy sensor was chosen"
+    # The campaign id and, for a shard, its part of the plan (phase.campaign.shards).
+    identity: CampaignIdentity | None = None
 
     @property
     def output(self) -> Path:
@@ -116,8 +125,8 @@ class Campaign:
         plan = self.plan
         writer = CampaignWriter(self.output, self._start_file())
         done = {r.id for r in writer.results.runs}
-        runs = schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
-                        plan.seed, plan.shuffle)
+        runs = keep(schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
+                             plan.seed, plan.shuffle), self._shard)
         try:
             refs = self._references(writer)
             self.observer.campaign_started(len(runs), len(done))
@@ -143,10 +152,23 @@ class Campaign:
         writer.finish("complete")
         return writer.results
 
+    @property
+    def _shard(self) -> ShardInfo | None:
+        return self.identity.shard if self.identity is not None else None
+
+    def _host(self) -> HostInfo:
+        shard = self._shard
+        return machine.host_info(self.engine.system_info(),
+                                 [shard.index] if shard is not None else [])
+
     def _start_file(self) -> ResultsFile:
         if self.previous is not None:
             # Loaded and checked in prepare(); reading the file again would be wasted I/O.
             self.previous.status = "running"
+            host = self._host()
+            if all(h.hostname != host.hostname for h in self.previous.hosts):
+                # Resumed on another machine: its runs say so (Run.host), and so does the file.
+                self.previous.hosts = [*self.previous.hosts, host]
             return self.previous
         return ResultsFile(
             schema_version=SCHEMA_VERSION,
@@ -157,7 +179,7 @@ class Campaign:
             status="running",
             provenance=machine.provenance(
                 self.engine.n_threads, self.engine.n_threads_batch, self.engine.system_info(),
-                self.engine.extra_buffers,
+                self.engine.extra_buffers, self.engine.placement(),
             ),
             models=self.models,
             sensors=self.sensor_infos,
@@ -165,6 +187,11 @@ class Campaign:
             config=campaign_config(self.plan, self.prompts),
             references=[],
             runs=[],
+            campaign_id=self.identity.campaign_id if self.identity is not None else None,
+            shard=self._shard,
+            hosts=[self._host()],
+            primary_energy=self.primary,
+            primary_energy_reason=None if self.primary is not None else self.primary_reason,
         )
 
     def _references(self, writer: CampaignWriter) -> dict[str, PlainReference]:
@@ -173,7 +200,10 @@ class Campaign:
         recorded before, or its runs would not compare."""
         stored = {r.prompt: r for r in writer.results.references}
         refs: dict[str, PlainReference] = {}
+        shard = self._shard
         for prompt in self.prompts:
+            if shard is not None and prompt.name not in shard.prompts:
+                continue  # another shard runs this prompt, and generates its reference
             self.observer.message(f"plain reference (and warm-up) for prompt '{prompt.name}'")
             result = self.engine.run(
                 self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens,
@@ -211,7 +241,7 @@ class Campaign:
         finally:
             window.stop()  # also when decoding failed: the sampler's window must not stay open
         energy, samples = window.outcome()
-        return result.to_run(
+        run = result.to_run(
             run_id=scheduled.run_id,
             repeat=scheduled.repeat,
             order=scheduled.order,
@@ -223,6 +253,8 @@ class Campaign:
             samples=samples,
             temperatures_c=machine.temperatures_c(),
         )
+        run.host = machine.hostname()
+        return run
 
 
 def default_output(experiment: str, *, quick: bool = False,

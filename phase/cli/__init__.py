@@ -15,7 +15,9 @@ from phase import __version__
 from phase.cli.common import PhaseGroup
 from phase.cli.generate import generate_command
 from phase.cli.measure import measure
+from phase.cli.merge import merge
 from phase.cli.models import models
+from phase.cli.publish import publish_command
 from phase.cli.schema import schema
 from phase.cli.sensors import sensors
 from phase.cli.site import build, serve_command, site
@@ -32,13 +34,16 @@ def main() -> None:
       phase models fetch qwen2.5-coder-1.5b   get an embedded model (verified)
       phase sensors                           which energy sensors this machine has
       phase measure speculative -o results/x.json
+      phase measure speculative --shard 0/4  one part of it (a job array's task)
+      phase merge results/x.json shards/*.json   the shards of one campaign, checked
       phase validate results/x.json           check a results file against the rules
       phase site                              validate, render notes, build site/
+      phase publish NOTE                      freeze a note's new versions (published/)
     """
 
 
-for _command in (models, schema, measure, validate, sensors, generate_command, build, site,
-                 serve_command):
+for _command in (models, schema, measure, merge, validate, sensors, generate_command, build, site,
+                 publish_command, serve_command):
     main.add_command(_command)
 
 

@@ -3,6 +3,7 @@ command, built from the experiment's declared plan (its defaults show in --help)
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from dataclasses import replace
@@ -22,7 +23,15 @@ from phase.campaign import (
     prepare,
     ui,
 )
-from phase.cli.common import PhaseCommand
+from phase.campaign.shards import (
+    ShardRequest,
+    identify,
+    job_id,
+    shard_file_name,
+    shard_from_env,
+    shard_request,
+)
+from phase.cli.common import PhaseCommand, say
 
 EXIT_STATUS = """\b
 Exit status:
@@ -107,11 +116,18 @@ def resume_hint(argv: list[str], output: Path) -> str:
 
 
 def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
-                 sensors: SensorOptions) -> None:
+                 sensors: SensorOptions, shard: ShardRequest | None = None,
+                 job: tuple[str | None, str | None] = (None, None)) -> None:
     """Prepare (bad input: exit 2, nothing written), run with a progress bar, summarise.
     Ctrl-C keeps the finished runs, prints the command that continues, and exits 130."""
     observer = ui.ProgressObserver()
-    campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer)
+    campaign = prepare(exp, plan, destination, discover_sensors(sensors), observer,
+                       energy_sensors=sensors.energy_sensors, shard=shard, job_id=job)
+    if campaign.identity is not None and campaign.identity.shard is not None:
+        part = campaign.identity.shard
+        say(f"shard {part.index} of {part.count} ({part.source}), campaign "
+            f"{campaign.identity.campaign_id}: prompts {', '.join(part.prompts)}; "
+            f"repeats {', '.join(map(str, part.repeats))}")
     with campaign:
         ui.show_start(campaign)
         try:
@@ -132,35 +148,71 @@ def experiment_command(exp: Experiment) -> click.Command:
         name=exp.name,
         cls=PhaseCommand,
         help=f"{exp.description}\n\nOUTPUT defaults to "
-        f"results/{exp.name}-<host-class>-<date>.json.",
+        f"results/{exp.name}-<host-class>-<date>.json; a shard's to "
+        "results/<campaign id>-shard-<I>-of-<N>.json.",
         epilog=EXIT_STATUS,
         context_settings={"help_option_names": ["-h", "--help"]},
     )(_options(exp, exp.plan)(_callback(exp)))
 
 
+def _default_path(exp: Experiment, plan: CampaignPlan, quick: bool, out_dir: Path | None,
+                  shard: ShardRequest | None, job: tuple[str | None, str | None]) -> Path:
+    """`<dir>/<experiment>-<host class>-<date>.json`, or a shard's `<dir>/<campaign id>-shard-
+    <I>-of-<N>.json`; <dir> is --out-dir, else results/ (results/quick/ for --quick)."""
+    if shard is None:
+        return default_output(exp.name, quick=quick and out_dir is None,
+                              results_dir=out_dir or Path("results"))
+    identity = identify(exp.name, plan, shard, job)
+    assert identity.shard is not None  # a shard request gives a shard
+    directory = out_dir or (Path("results") / "quick" if quick else Path("results"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / shard_file_name(identity.campaign_id, identity.shard)
+
+
 def _callback(exp: Experiment) -> Any:
     def command(output_arg: Path | None, output: Path | None, resume: Path | None,
                 quick: bool, use_sensors: bool, meters: tuple[str, ...],
-                rapl_root: str | None, hwmon_root: str | None, **opts: Any) -> None:
+                rapl_root: str | None, hwmon_root: str | None, iio_root: str | None,
+                energy_sensor: str | None, shard: str | None, job_id_opt: str | None,
+                out_dir: Path | None, **opts: Any) -> None:
         if sum(x is not None for x in (output_arg, output, resume)) > 1:
             raise click.UsageError("give the output once: OUTPUT, -o or --resume")
         plan = plan_from_options(exp, quick, opts)
-        path = resume or output_arg or output or default_output(exp.name, quick=quick)
+        request = shard_request(shard) if shard else shard_from_env(os.environ)
+        job = job_id(job_id_opt, os.environ)
+        path = (resume or output_arg or output
+                or _default_path(exp, plan, quick, out_dir, request, job))
         sensors = SensorOptions(use=use_sensors, meters=meters,
+                                energy_sensors=_csv(energy_sensor) or (),
                                 **{k: v for k, v in (("rapl_root", rapl_root),
-                                                     ("hwmon_root", hwmon_root)) if v})
-        run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors)
+                                                     ("hwmon_root", hwmon_root),
+                                                     ("iio_root", iio_root)) if v})
+        run_campaign(exp, plan, Destination(path, resume=resume is not None), sensors,
+                     request, job)
 
     return command
 
 
 def _options(exp: Experiment, plan: CampaignPlan) -> Any:
+    """Every `phase measure` option, defaults shown from the experiment's plan.
+
+    Long because it is one flat list of options: split up, a reader would have to visit
+    several functions to see the command's whole surface."""
     path = click.Path(dir_okay=False, path_type=Path)
     options = [
         click.argument("output_arg", metavar="[OUTPUT]", required=False, type=path),
         click.option("-o", "--output", type=path, help="Results file to write (same as OUTPUT)."),
         click.option("--resume", type=path, help="Continue an interrupted campaign in this file "
                      "(same options as before)."),
+        click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Directory for the default-named results file [default: results/]."),
+        click.option("--shard", metavar="I/N", help="Run shard I (from 0) of N of the plan: "
+                     "whole prompts per shard, or whole repeats when there are fewer prompts "
+                     "than shards [default: SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT, "
+                     "or JOB_COMPLETION_INDEX with PHASE_SHARD_COUNT, where set]"),
+        click.option("--job-id", "job_id_opt", metavar="ID", help="Job id the campaign id is "
+                     "derived from; every shard of one campaign needs the same [default: "
+                     "PHASE_JOB_ID, else SLURM_ARRAY_JOB_ID]"),
         click.option("--quick", is_flag=True, help="Smoke campaign: small test model, short "
                      "generations, fewer strategies; written under results/quick/, which the "
                      "site does not publish."),
@@ -182,8 +234,13 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                      help="Sample every energy sensor found (see `phase sensors`)."),
         click.option("--meter", "meters", multiple=True, metavar="FILE:SCOPE:TAU",
                      help="External meter trace (CSV/JSON), e.g. wall.csv:wall:1.0. Repeatable."),
+        click.option("--energy-sensor", metavar="NAME[,NAME]",
+                     help="The sensor(s) whose energy, summed, is the chip energy [default: "
+                     "the device that ran the model; see `phase sensors`]."),
         click.option("--rapl-root", help="powercap sysfs root [default: /sys/class/powercap]"),
         click.option("--hwmon-root", help="hwmon sysfs root [default: /sys/class/hwmon]"),
+        click.option("--iio-root", help="IIO root for JetPack 4 rails "
+                     "[default: /sys/bus/iio/devices]"),
         click.option("--cooldown", "cooldown_s", type=click.FloatRange(min=0),
                      help=f"Seconds of rest before each run [default: {plan.cooldown_s}]"),
         click.option("--idle-window", "idle_window_s", type=click.FloatRange(min=0),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -21,10 +22,13 @@ from phase.publish.site import (
 from phase.validate import format_report
 
 F = TypeVar("F", bound=Callable[..., None])
-BLOCKED = "Exit status: 0 built; 1 a results file has a blocking finding (nothing is published)."
+BLOCKED = ("Exit status: 0 built; 1 a results file has a blocking finding, or a published "
+           "version's inputs changed (nothing is published); 2 bad input: an output directory "
+           "phase did not make, or one that overlaps an input (nothing is touched).")
 
 
 def _paths(**dirs: str | None) -> SitePaths:
+    """Relative directories are taken from the working directory (for mkdocs too)."""
     return SitePaths.default(**{k: v for k, v in dirs.items() if v is not None})
 
 
@@ -36,9 +40,14 @@ def _publish(build: Callable[[SitePaths], BuildResult], paths: SitePaths) -> Bui
         for report in exc.reports:
             say(format_report(report))
         raise
-    for line in describe(result):
+    for line in describe(result, paths):
         say(line)
     return result
+
+
+QUICK = click.option("--include-quick", is_flag=True,
+                     help="Also show the quick campaigns in results/quick/ as preview notes "
+                     "(never published).")
 
 
 def _with_dirs(fn: F) -> F:
@@ -46,6 +55,8 @@ def _with_dirs(fn: F) -> F:
         click.option("--results-dir", default=None, help="Results files [results/]."),
         click.option("--notes-dir", default=None, help="Note sources [phase/notes/]."),
         click.option("--docs-dir", default=None, help="mkdocs docs dir to render into [docs/]."),
+        click.option("--published-dir", default=None,
+                     help="The archive of published note versions [published/]."),
     ]):
         fn = option(fn)
     return fn
@@ -53,31 +64,39 @@ def _with_dirs(fn: F) -> F:
 
 @click.command("build", epilog=BLOCKED)
 @_with_dirs
-def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None) -> None:
+@QUICK
+def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
+          published_dir: str | None, include_quick: bool) -> None:
     """Validate every results file and render the notes into docs/ (no mkdocs build).
 
-    Refuses (exit 1) when any results file has a blocking finding. Writes the generated pages
-    docs/notes/ and docs/raw/ (with each raw file's derived summary as a download); nothing
-    is written into the results directory.
+    Refuses (exit 1) when any results file has a blocking finding. Replaces the generated
+    pages docs/notes/ and docs/raw/ (with each raw file's derived summary as a download) only
+    once all of them rendered; nothing is written into the results directory, and no version
+    is published (`phase site` or `phase publish` does that).
     """
-    paths = _paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir)
-    _publish(build_docs, paths)
+    paths = _paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir,
+                   published_dir=published_dir)
+    _publish(functools.partial(build_docs, include_quick=include_quick), paths)
     click.echo(paths.docs_dir)
 
 
 @click.command("site", epilog=BLOCKED)
 @_with_dirs
 @click.option("--site-dir", default=None, help="Where the static site goes [site/].")
+@QUICK
 def site(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
-         site_dir: str | None) -> None:
+         published_dir: str | None, site_dir: str | None, include_quick: bool) -> None:
     """Validate, render the notes, and build the static site (mkdocs build --strict).
 
-    Refuses (exit 1) when any results file has a blocking finding. The site works offline
-    and from file://; open site/index.html or run `phase serve`.
+    Every campaign becomes a note (one per experiment and host class; authored notes in
+    phase/notes/ keep the files they cite). A note version built for the first time is
+    published: frozen into published/<note>/vN/ (commit it), and served from there byte for
+    byte ever after. Refuses (exit 1) when any results file has a blocking finding. The site
+    works offline and from file://; open site/index.html or run `phase serve`.
     """
     paths = _paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir,
-                   site_dir=site_dir)
-    _publish(build_site, paths)
+                   published_dir=published_dir, site_dir=site_dir)
+    _publish(functools.partial(build_site, include_quick=include_quick), paths)
     click.echo(paths.site_dir / "index.html")
 
 

@@ -27,8 +27,9 @@ from phase.validate import RuleSettings, exit_code, format_report, validate_file
               "near-tie rather than a mismatch [0.1].")
 @click.option("--repeats", type=int, default=None,
               help="Expected repeats per condition [the file's config].")
-@click.option("--chip-sensor", default=None,
-              help="Sensor that chip energy means [automatic; see the report].")
+@click.option("--chip-sensor", "--energy-sensor", "chip_sensor", default=None,
+              help="Sensor that chip energy means [the file's primary energy sensors, else "
+              "automatic; see the report].")
 def validate(files: tuple[str, ...], as_json: bool, strict: bool, variance_max: float | None,
              lag_bias_max: float | None, confound_r: float | None,
              confound_min_runs: int | None, near_tie_gap: float | None, repeats: int | None,

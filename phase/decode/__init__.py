@@ -4,6 +4,7 @@ This package is the only place in phase that imports `llama_cpp`.
 """
 
 from phase.decode.engine import Engine
+from phase.decode.placement import Device, ModelPlacement, build_accelerator, this_build
 from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
 from phase.decode.result import DecodeResult, compare_to_plain
 from phase.decode.strategy import (
@@ -22,14 +23,18 @@ __all__ = [
     "NGRAM_N_MAX",
     "NGRAM_N_MIN",
     "DecodeResult",
+    "Device",
     "DraftProposer",
     "Engine",
     "IncompatibleVocab",
+    "ModelPlacement",
     "NgramProposer",
     "Proposer",
     "Strategy",
     "VocabInfo",
+    "build_accelerator",
     "check_compatible",
     "compare_to_plain",
     "parse_strategy",
+    "this_build",
 ]

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
 from phase.decode.native import ContextOptions, NativeModel, system_info
+from phase.decode.placement import ModelPlacement
 from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
 from phase.decode.result import DecodeResult
 from phase.decode.strategy import Strategy
@@ -143,6 +145,15 @@ class Engine:
 
     def system_info(self) -> str:
         return system_info()
+
+    def placement(self) -> ModelPlacement:
+        """Where llama.cpp put the models, as it logged it: the target's accelerator and
+        layer counts, and every device the target or the draft used."""
+        target = self.target.placement
+        devices = list(target.devices)
+        if self.draft is not None:
+            devices += [d for d in self.draft.placement.devices if d not in devices]
+        return replace(target, devices=tuple(devices))
 
     def format_prompt(self, user_text: str, chat_template: bool = True) -> list[int]:
         return format_prompt(self.target, user_text, chat_template=chat_template)

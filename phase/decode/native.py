@@ -25,7 +25,7 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from phase.decode import cpu_buffers
+from phase.decode import cpu_buffers, placement
 from phase.decode.logits import top2_gap
 from phase.decode.vocab import VocabInfo
 from phase.errors import PhaseError
@@ -69,6 +69,7 @@ def _log(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
     if level != _GGML_LOG_CONT:
         _log_level = level
     message = text.decode("utf-8", errors="replace")
+    placement.capture(message)
     if _log_verbose:
         sys.stderr.write(message)
     elif _log_level >= _GGML_LOG_ERROR and message.strip():
@@ -153,6 +154,7 @@ class NativeModel:
     """
 
     def __init__(self, path: str | Path, options: ContextOptions) -> None:
+        """Long because each step must free what the earlier ones allocated if it fails."""
         _init_backend(options.verbose)
         self.path = str(path)
         if not Path(self.path).is_file():
@@ -164,7 +166,8 @@ class NativeModel:
         self.extra_buffers = cpu_buffers.resolve(options.extra_buffers, Path(self.path),
                                                  system_info())
         mparams.use_extra_bufts = self.extra_buffers.enabled
-        self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), mparams)
+        with placement.capturing() as load_log:
+            self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), mparams)
         if not self._model:
             raise PhaseError(
                 f"{self.path}: llama.cpp could not load this GGUF file{_native_error()}",
@@ -173,6 +176,7 @@ class NativeModel:
         self._ctx = None
         self._batch: llama_cpp.llama_batch | None = None
         try:
+            self.placement = placement.of_model(load_log, self._model)  # as llama.cpp logged
             self._vocab = llama_cpp.llama_model_get_vocab(self._model)
             self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
             threads = options.n_threads or physical_cores()
@@ -340,10 +344,8 @@ class NativeModel:
             )
 
     def decode(self, tokens: list[int], pos0: int, n_logits: int) -> None:
-        """Forward `tokens` at positions pos0.., producing logits for the last `n_logits` rows.
-
-        Afterwards `argmax(i)` reads the i-th of those rows (0-based).
-        """
+        """Forward `tokens` at positions pos0..; `argmax(i)` then reads the i-th (from 0) of
+        the logits rows of the last `n_logits` tokens."""
         n = len(tokens)
         if n == 0 or n > self._capacity:
             raise DecodeFailed(f"cannot decode a batch of {n} tokens (capacity {self._capacity})")
@@ -392,8 +394,6 @@ class NativeModel:
         # A zero-copy view over llama.cpp's logits buffer, cached by address: the buffer is
         # reused across decodes, so the same few row addresses come back every step.
         addr = ctypes.cast(ptr, ctypes.c_void_p).value or 0
-        view = self._views.get(addr)
-        if view is None:
-            view = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-            self._views[addr] = view
+        if (view := self._views.get(addr)) is None:
+            view = self._views[addr] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
         return view

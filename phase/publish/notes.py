@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -117,6 +118,26 @@ class NoteSource:
     slug: str
     meta: FrontMatter
     body: str  # Markdown with Jinja calls, rendered once per version
+    # A note generated from campaigns (phase.publish.generated) rather than written by hand:
+    kind: Literal["authored", "generated"] = "authored"
+    # its finding per version (computed from that version's data), when not one for all;
+    findings: tuple[str, ...] | None = None
+    # extra names its body can use, per version number;
+    context: Callable[[int], dict[str, Any]] | None = None
+    # versions whose campaign is incomplete (drafts: never frozen, not compared);
+    incomplete: frozenset[int] = frozenset()
+    # a preview (quick campaigns): no version of it is ever frozen.
+    preview: bool = False
+    # What the archive records as its source file (default: the note file's name).
+    source_file: str | None = None
+
+    def finding_of(self, number: int) -> str:
+        return self.meta.finding if self.findings is None else self.findings[number - 1]
+
+    def freezable(self, number: int) -> bool:
+        """Whether version `number` is published (frozen) once it has been built."""
+        version = self.meta.versions[number - 1]
+        return not (self.preview or version.draft or number in self.incomplete)
 
     @property
     def latest(self) -> VersionMeta:

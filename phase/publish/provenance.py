@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from phase.analysis import machine_label
+from phase.hosts import machine_label
 
 from .anchors import raw_page
 from .datasets import Dataset

@@ -18,6 +18,24 @@ from .provenance import ProvenanceBox, provenance_box
 from .tables import DASH, Cell, Table, build_table, fmt, pct
 
 ROOT = "../"  # data pages live in raw/
+# Longer texts (model outputs, prompts) are cut on the page, with a pointer to the raw file:
+# one page must stay readable however much a run generated.
+SHOWN_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A text as the page shows it: its first SHOWN_CHARS characters and how many were left
+    out (the whole text is in the downloadable results file)."""
+
+    text: str
+    omitted_chars: int = 0
+
+
+def shown(text: str) -> Shown:
+    if len(text) <= SHOWN_CHARS:
+        return Shown(text)
+    return Shown(text[:SHOWN_CHARS], len(text) - SHOWN_CHARS)
 
 
 @dataclass(frozen=True)
@@ -27,7 +45,7 @@ class RunRow:
     cells: list[Cell]
     energy: list[Cell]
     output_sha256: str
-    output_text: str
+    output_text: Shown
 
 
 @dataclass(frozen=True)
@@ -56,7 +74,7 @@ class RawPage:
     provenance: ProvenanceBox
     findings: list[FindingRow]
     settings: dict[str, object]
-    prompts: list[tuple[str, str]]
+    prompts: list[tuple[str, Shown]]
     run_columns: list[str]
     sensors: list[str]
     runs: list[RunRow]
@@ -124,7 +142,7 @@ def _run_rows(ds: Dataset, raw: ResultsFile, sensors: list[str]) -> list[RunRow]
             cells=_run_cells(run),
             energy=_energy_cells(ds, run, sensors),
             output_sha256=run.output_sha256,
-            output_text=run.output_text,
+            output_text=shown(run.output_text),
         )
         for run in sorted(raw.runs, key=lambda r: r.order)
     ]
@@ -176,7 +194,7 @@ def build_raw_page(
         title=f"Raw data: {ds.stem}",
         kind="raw",
         identity=identity,
-        prompts=[(p.name, p.text) for p in raw.config.prompts],
+        prompts=[(p.name, shown(p.text)) for p in raw.config.prompts],
         run_columns=RUN_COLUMNS,
         sensors=sensors,
         runs=_run_rows(ds, raw, sensors),

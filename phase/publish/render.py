@@ -15,8 +15,9 @@ available: `has_results`, `version` (its number), `rows()` (summary rows) and
 `note_url("slug")` (a link target for another note, right from any version's page).
 
 Every value that comes from data is HTML-escaped (Jinja autoescape): a prompt named
-`<script>` shows as text. A frozen page is a pure function of its own version's inputs, so
-publishing v2 leaves v1's page byte-identical.
+`<script>` shows as text. A version's page is a pure function of its own version's inputs
+(and the previous version's, for the changes table); once published it is served from the
+archive (phase.publish.versions), whatever later changes to the note, templates or rules.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from markupsafe import Markup, escape
 
 from phase.results import SummaryRow
 
-from .anchors import note_page
 from .changes import compare
 from .charts import KINDS, build_chart, html_safe_json, render_png
 from .datasets import Dataset
@@ -247,13 +247,17 @@ def render_version(
     *,
     latest_page: bool,
 ) -> Page:
-    """Version `number`'s page: frozen (`vN/index.md`) or the note's latest (`index.md`).
+    """Version `number`'s page: frozen (`vN/index.md`) or the note's latest (`index.md`),
+    without the versions list and errata (`note_tail`), which grow after publication.
 
-    A frozen page reads only versions `number` and `number - 1` (for its changes table).
+    A version's page reads only versions `number` and `number - 1` (for its changes table).
     """
     version = note.meta.versions[number - 1]
+    meta = note.meta.model_copy(update={"finding": note.finding_of(number)})
     datasets = by_version[number - 1]
     previous = by_version[number - 2] if number > 1 else None
+    if number in note.incomplete:
+        previous = None  # an incomplete campaign is not compared with anything
     asset_dir = f"notes/{note.slug}/v{number}"
     calls = _Calls(
         env, note, version, datasets,
@@ -261,14 +265,17 @@ def render_version(
         asset_dir=asset_dir,
         asset_href=f"v{number}/" if latest_page else "",
     )
+    context = calls.context()
+    if note.context is not None:
+        context.update(note.context(number))
     try:
-        body = env.from_string(note.body).render(**calls.context())
+        body = env.from_string(note.body).render(**context)
     except jinja2.TemplateError as exc:
         raise NoteError(f"{note.path}: cannot render version {number}: {exc}") from None
     body_markup = Markup(body) + calls.missing_sections()
     text = env.get_template("note.md.j2").render(
         note=note,
-        meta=note.meta,
+        meta=meta,
         version=version,
         latest_page=latest_page,
         datasets=datasets,
@@ -276,50 +283,17 @@ def render_version(
         changes=compare(previous, datasets) if previous is not None else None,
         frozen_href=f"v{number}/index.html",
         latest_href="../index.html",
-        versions=[
-            (v, f"v{v.version}/index.html") for v in note.meta.versions
-        ] if latest_page else [],
-        errata=note.meta.errata if latest_page else [],
     )
     path = f"notes/{note.slug}/index.md" if latest_page else f"{asset_dir}/index.md"
     return Page(path, text, calls.assets)
 
 
-def render_note(
-    env: jinja2.Environment, note: NoteSource, by_version: list[list[Dataset]]
-) -> list[Page]:
-    pages = [
-        render_version(env, note, n, by_version, latest_page=False)
-        for n in range(1, len(note.meta.versions) + 1)
-    ]
-    pages.append(render_version(env, note, len(note.meta.versions), by_version, latest_page=True))
-    return pages
-
-
-@dataclass(frozen=True)
-class NoteEntry:
-    title: str
-    slug: str
-    date: str
-    finding: str
-    href: str
-    versions: list[tuple[int, str, str]]  # (number, date, href)
-    errata: int
-    draft: bool
-
-
-def note_entries(notes: list[NoteSource], root: str) -> list[NoteEntry]:
-    return [
-        NoteEntry(
-            title=n.meta.title,
-            slug=n.slug,
-            date=n.meta.date,
-            finding=n.meta.finding,
-            href=note_page(n.slug, root),
-            versions=[(v.version, v.date, note_page(n.slug, root, v.version))
-                      for v in n.meta.versions],
-            errata=len(n.meta.errata),
-            draft=n.latest.draft,
-        )
-        for n in notes
-    ]
+def note_tail(env: jinja2.Environment, note: NoteSource, number: int | None) -> str:
+    """What follows a page's frozen bytes: on the latest page (`number` None) the versions list
+    and every erratum; on version `number`'s page the errata about that version."""
+    if number is None:
+        versions = [(v, f"v{v.version}/index.html") for v in note.meta.versions]
+        errata = note.meta.errata
+    else:
+        versions, errata = [], [e for e in note.meta.errata if e.version == number]
+    return env.get_template("note_tail.md.j2").render(versions=versions, errata=errata)

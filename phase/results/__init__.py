@@ -1,10 +1,13 @@
 """The results contract: what `phase measure` writes and everything downstream reads.
 
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
+    hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
+    base        Strict and the constrained number types every model uses
     migrations  older files read as the current schema (MIGRATIONS, migrate)
     io          load / parse / dump, atomic writes, the run-by-run CampaignWriter, JSON Schema
 """
 
+from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
     CampaignWriter,
     atomic_write_text,
@@ -22,6 +25,7 @@ from phase.results.schema import (
     FiniteFloat,
     ModelInfo,
     PlainReference,
+    PrimaryEnergy,
     PromptSpec,
     Provenance,
     ResultsFile,
@@ -45,8 +49,12 @@ __all__ = [
     "CampaignConfig",
     "CampaignWriter",
     "FiniteFloat",
+    "HostIdentity",
+    "HostInfo",
+    "MergedShard",
     "ModelInfo",
     "PlainReference",
+    "PrimaryEnergy",
     "PromptSpec",
     "Provenance",
     "ResultsError",
@@ -57,6 +65,7 @@ __all__ = [
     "SensorKind",
     "SensorTrace",
     "SensorWindow",
+    "ShardInfo",
     "Step",
     "Strict",
     "SummaryFile",

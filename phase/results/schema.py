@@ -16,9 +16,20 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from phase.results.base import (
+    FiniteFloat,
+    Fraction,
+    NonNegFloat,
+    NonNegInt,
+    PosInt,
+    Sha256,
+    Strict,
+)
+from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
 # changes; the Literal of each file model's schema_version follows it):
@@ -29,18 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 #                energy_ratio_vs_plain.
 SCHEMA_VERSION = 2
 
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-NonNegInt = Annotated[int, Field(ge=0)]
-PosInt = Annotated[int, Field(ge=1)]
-Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 Scope = Literal["chip", "board", "module", "wall"]
 SensorKind = Literal["counter", "power"]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
 
 
 def _paired(value: Any, reason: str | None, name: str) -> None:
@@ -75,6 +76,13 @@ class Provenance(Strict):
     # why: they change which kernels ran (phase.decode.cpu_buffers). None in older files.
     cpu_extra_buffers: bool | None = None
     cpu_extra_buffers_reason: str | None = None
+    # Where the model ran, as llama.cpp reported it when loading (phase.decode.placement):
+    # the build's accelerator ("cpu", "cuda", "metal", ...), and how many of its layers
+    # llama.cpp offloaded, counted as llama.cpp counts them (repeating layers + output layer).
+    # None in files written before phase recorded them.
+    accelerator: str | None = None
+    n_gpu_layers_offloaded: NonNegInt | None = None
+    n_layers: NonNegInt | None = None
 
 
 class ModelInfo(Strict):
@@ -99,10 +107,16 @@ class SensorInfo(Strict):
     max_power_w: NonNegFloat | None
     update_period_s: NonNegFloat | None
     update_period_reason: str | None = None
-    # Names of the other sensors in this file whose energy this one's reading physically
-    # includes (psys encloses the package; dram is disjoint from it). None: not declared (older
-    # files); validation then derives enclosure from scope and backend (phase.validate).
+    # Names of the other sensors in this file whose energy this sensor's reading physically
+    # includes (psys encloses the packages; a module input encloses its rails; a wall meter
+    # encloses everything). None: not declared (older files); [] declares "encloses nothing".
     encloses: list[str] | None = None
+    # Names of this record's fields whose value was assumed rather than read from the device
+    # (e.g. "smoothing_s" from the GPU architecture, "max_power_w" from a power limit).
+    assumed: list[str] = Field(default_factory=list)
+    # The physical device this sensor reads, where it has a stable identity (a GPU's UUID),
+    # so that a resumed campaign cannot silently read another device under the same name.
+    device: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SensorInfo:
@@ -173,6 +187,10 @@ class SensorWindow(Strict):
     idle_power_reason: str | None = None
     samples: NonNegInt
     gaps: NonNegInt
+    # A counter that updates every p seconds is only known at its updates: the most energy_j
+    # can be off by because of where the window's edges fell between updates (None: not
+    # computed, as in older files). The counter-edges rule rejects windows where it is large.
+    edge_error_j: NonNegFloat | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SensorWindow:
@@ -235,6 +253,8 @@ class Run(Strict):
     divergence_gap_verify: NonNegFloat | None = None
     divergence_gap_reference: NonNegFloat | None = None
     samples: list[SensorTrace]
+    # The hostname that ran this run (one of ResultsFile.hosts); None in older files.
+    host: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -264,6 +284,17 @@ class PlainReference(Strict):
     top2_gaps: list[NonNegFloat] | None = None
 
 
+class PrimaryEnergy(Strict):
+    """Which sensors "chip energy" means in this file: the energy of the device that ran the
+    model, as the sum of these sensors' windows (two GPUs, two CPU sockets, two compute
+    rails), with why they were chosen."""
+
+    sensors: list[str] = Field(min_length=1)
+    device: str
+    reason: str
+    chosen_by: Literal["auto", "override"]
+
+
 class ResultsFile(Strict):
     schema_version: Literal[2]
     kind: Literal["raw"] = "raw"
@@ -279,6 +310,31 @@ class ResultsFile(Strict):
     config: CampaignConfig
     references: list[PlainReference]
     runs: list[Run]
+    # Beyond one machine (phase.campaign.shards, phase.campaign.merge). `campaign_id` is shared
+    # by every shard of one campaign (derived from the experiment, the plan, the shard count
+    # and the job id); `shard` is set in a shard's file; `hosts` lists every machine that ran
+    # runs (one for an unsharded campaign); `merged_from` lists the shard files a merged file
+    # was made from. All absent (None / empty) in older files.
+    campaign_id: str | None = None
+    shard: ShardInfo | None = None
+    hosts: list[HostInfo] = Field(default_factory=list)
+    merged_from: list[MergedShard] = Field(default_factory=list)
+    # None with a reason when no sensor measures the device that ran the model; both None in
+    # files written before phase recorded the choice (readers then fall back to ranking the
+    # chip-scope sensors, phase.analysis.ranked_chip_sensors).
+    primary_energy: PrimaryEnergy | None = None
+    primary_energy_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ResultsFile:
+        if self.primary_energy is not None:
+            if self.primary_energy_reason:
+                raise ValueError("primary_energy is set, so primary_energy_reason must be null")
+            declared = {s.name for s in self.sensors}
+            unknown = [n for n in self.primary_energy.sensors if n not in declared]
+            if unknown:
+                raise ValueError(f"primary_energy names undeclared sensor(s): {unknown}")
+        return self
 
 
 # --- summaries (what tables read) ---------------------------------------------------------

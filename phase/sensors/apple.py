@@ -1,11 +1,15 @@
 """Apple Silicon: IOReport energy counters via zeus-apple-silicon, else `powermetrics`.
 
 zeus-apple-silicon (the optional `apple` extra) reads cumulative energy counters in mJ
-without sudo; we expose CPU, GPU and ANE (chip) and DRAM (module) as counters.
+without sudo: CPU, GPU (and GPU SRAM), ANE as chip-scope counters, DRAM as module. IOReport
+publishes them in batches (about every 2 s on M-series Max chips): the sampler measures the
+update period and aligns window edges to it.
 
 Without it we fall back to `powermetrics -f plist`, which needs root. It prints one plist
-per interval, separated by NUL bytes; each carries the mean power (mW) over that interval,
-so a reading lags by up to one interval: declared smoothing = the interval.
+per interval, NUL-separated, unbuffered with `-b 1`; each carries the mean power (mW) over
+its interval (`elapsed_ns`). A reading is stamped at the middle of its own interval (see
+PlistClock), not when it reached us; smoothing = the interval. A sensor is created only for
+a key the first plist actually carries.
 """
 
 from __future__ import annotations
@@ -16,34 +20,85 @@ import plistlib
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from phase.results import Scope
-from phase.sensors.base import Probe, ReadError, Sensor, now
+from phase.sensors.base import Probe, ReadError, Reading, Sensor, now
 
 BACKEND = "apple"
 POWERMETRICS_INTERVAL_S = 0.1
-_ZEUS_FIELDS: tuple[tuple[str, str, Scope], ...] = (
-    ("cpu_total_mj", "apple:cpu", "chip"),
-    ("gpu_mj", "apple:gpu", "chip"),
-    ("ane_mj", "apple:ane", "chip"),
-    ("dram_mj", "apple:dram", "module"),
+FIRST_PLIST_TIMEOUT_S = 3.0
+_ZEUS_FIELDS: tuple[tuple[str, str, Scope, str], ...] = (
+    ("cpu_total_mj", "apple:cpu", "chip", "apple-cpu"),
+    ("gpu_mj", "apple:gpu", "chip", "apple-gpu"),
+    ("gpu_sram_mj", "apple:gpu-sram", "chip", "apple-gpu"),
+    ("ane_mj", "apple:ane", "chip", "apple-ane"),
+    ("dram_mj", "apple:dram", "module", "apple-dram"),
 )
-_POWERMETRICS_FIELDS: tuple[tuple[str, str], ...] = (
-    ("combined_power", "apple:package-power"),
-    ("cpu_power", "apple:cpu-power"),
-    ("gpu_power", "apple:gpu-power"),
+_POWERMETRICS_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("combined_power", "apple:package-power", "apple-soc"),
+    ("cpu_power", "apple:cpu-power", "apple-cpu"),
+    ("gpu_power", "apple:gpu-power", "apple-gpu"),
+    ("ane_power", "apple:ane-power", "apple-ane"),
 )
+
+Source = Iterator[bytes]
+
+
+def _live_powermetrics(interval_s: float) -> tuple[Source, Callable[[], None]]:
+    proc = subprocess.Popen(
+        ["powermetrics", "-f", "plist", "-b", "1", "--samplers", "cpu_power,gpu_power,ane_power",
+         "-i", str(round(interval_s * 1000))],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+
+    def chunks() -> Source:
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read1(65536):
+            yield chunk
+
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+    return chunks(), stop
+
+
+def _live_zeus() -> Any:
+    from zeus_apple_silicon import AppleEnergyMonitor  # type: ignore[import-not-found]
+
+    return AppleEnergyMonitor()
+
+
+@dataclass
+class AppleHost:
+    """What the Apple probe asks of the machine; a snapshot replay supplies its own."""
+
+    system: str = field(default_factory=platform.system)
+    machine: str = field(default_factory=platform.machine)
+    # Returns an AppleEnergyMonitor; raises ImportError when zeus-apple-silicon is missing.
+    zeus: Callable[[], Any] = _live_zeus
+    powermetrics_path: str | None = field(default_factory=lambda: shutil.which("powermetrics"))
+    euid: int = field(default_factory=lambda: os.geteuid() if hasattr(os, "geteuid") else -1)
+    start_powermetrics: Callable[[float], tuple[Source, Callable[[], None]]] = \
+        _live_powermetrics
 
 
 class ZeusCounter(Sensor):
     backend = BACKEND
 
-    def __init__(self, monitor: Any, field: str, name: str, scope: Scope) -> None:
-        super().__init__(name, scope=scope, kind="counter", smoothing_s=0.0, max_power_w=None)
+    def __init__(self, monitor: Any, fld: str, name: str, scope: Scope, part: str) -> None:
+        super().__init__(name, scope=scope, kind="counter", smoothing_s=0.0, max_power_w=None,
+                         part=part)
         self.monitor = monitor
-        self.field = field
+        self.field = fld
 
     def read_value(self) -> float:
         try:
@@ -52,7 +107,7 @@ class ZeusCounter(Sensor):
             raise ReadError(f"{self.name}: {exc}") from None
         if value is None:
             raise ReadError(f"{self.name}: IOReport returned no {self.field}")
-        return value * 1e-3
+        return float(value) * 1e-3
 
 
 def split_plists(buffer: bytes) -> tuple[list[dict[str, Any]], bytes]:
@@ -68,102 +123,175 @@ def split_plists(buffer: bytes) -> tuple[list[dict[str, Any]], bytes]:
 
 def powermetrics_watts(doc: dict[str, Any]) -> Iterator[tuple[str, float]]:
     processor = doc.get("processor", {})
-    for key, name in _POWERMETRICS_FIELDS:
+    for key, name, _ in _POWERMETRICS_FIELDS:
         if isinstance(processor.get(key), int | float):
             yield name, processor[key] * 1e-3
 
 
-class PowermetricsStream:
-    """One `powermetrics` child shared by its sensors; a reader thread keeps the latest values."""
+class PlistClock:
+    """When each powermetrics sample's interval was. A plist's `timestamp` has whole-second
+    resolution, too coarse for 100 ms samples, so intervals are placed by their own
+    `elapsed_ns`: each starts where the previous one ended (a chain), and plists that arrive
+    together end, the last of them, at their arrival (with `-b 1` a plist arrives as its
+    interval ends). The chain is dropped for the arrival-based times when the two disagree
+    (a gap in the stream) or the chain leaves the timestamp's second."""
 
-    def __init__(self, interval_s: float = POWERMETRICS_INTERVAL_S) -> None:
+    def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
-        self.latest: dict[str, tuple[float, float]] = {}  # name -> (unix time, W)
-        self.proc = subprocess.Popen(
-            ["powermetrics", "-f", "plist", "--samplers", "cpu_power,gpu_power",
-             "-i", str(round(interval_s * 1000))],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )
+        self.end: float | None = None
+
+    def _span(self, doc: dict[str, Any]) -> float:
+        elapsed = doc.get("elapsed_ns")
+        return elapsed * 1e-9 if isinstance(elapsed, int | float) and elapsed > 0 \
+            else self.interval_s
+
+    @staticmethod
+    def _second(doc: dict[str, Any]) -> float | None:
+        stamp = doc.get("timestamp")
+        if not isinstance(stamp, datetime):
+            return None
+        aware = stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+        return aware.timestamp() - (time.time() - now())  # onto the now() scale
+
+    def stamp_all(self, docs: list[dict[str, Any]], arrived_s: float) -> list[float]:
+        """The middle of each plist's interval on the now() clock, for plists that arrived
+        together at `arrived_s`."""
+        spans = [self._span(d) for d in docs]
+        backward = [arrived_s - sum(spans[k + 1:]) for k in range(len(docs))]
+        chained = None
+        if self.end is not None:
+            chained = [self.end + sum(spans[:k + 1]) for k in range(len(docs))]
+            last = chained[-1] if chained else self.end
+            if last > arrived_s + 0.05 or arrived_s - last > 5 * max(spans, default=0) + 0.5:
+                chained = None
+        ends = chained or backward
+        for doc, end in zip(docs, ends, strict=True):
+            second = self._second(doc)
+            if second is not None and not second - 1.0 <= end <= second + 2.0:
+                ends = backward
+                break
+        if ends:
+            self.end = ends[-1]
+        return [end - span / 2 for end, span in zip(ends, spans, strict=True)]
+
+    def stamp(self, doc: dict[str, Any], arrived_s: float) -> float:
+        return self.stamp_all([doc], arrived_s)[0]
+
+
+class PowermetricsStream:
+    """One `powermetrics` child shared by its sensors; a reader thread keeps each key's
+    latest (time, W)."""
+
+    def __init__(self, host: AppleHost, interval_s: float = POWERMETRICS_INTERVAL_S) -> None:
+        self.interval_s = interval_s
+        self.latest: dict[str, Reading] = {}
+        self.first = threading.Event()
+        self.users = 0
+        self._source, self._stop = host.start_powermetrics(interval_s)
         self.thread = threading.Thread(target=self._pump, name="powermetrics", daemon=True)
         self.thread.start()
 
     def _pump(self) -> None:
-        assert self.proc.stdout is not None
         rest = b""
-        while chunk := self.proc.stdout.read1(65536):
+        clock = PlistClock(self.interval_s)
+        for chunk in self._source:
             docs, rest = split_plists(rest + chunk)
-            for doc in docs:
-                t = now()
+            for doc, t in zip(docs, clock.stamp_all(docs, now()), strict=True):
                 for name, watts in powermetrics_watts(doc):
-                    self.latest[name] = (t, watts)
+                    self.latest[name] = Reading(t, watts)
+                self.first.set()
 
-    def value(self, name: str) -> float:
+    def reading(self, name: str) -> Reading:
         seen = self.latest.get(name)
         if seen is None:
-            raise ReadError(f"{name}: powermetrics has not reported yet")
-        t, watts = seen
-        if now() - t > 5 * self.interval_s:
+            raise ReadError(f"{name}: powermetrics has not reported it yet")
+        if now() - seen.t_unix_s > 5 * self.interval_s + 1.0:
             raise ReadError(f"{name}: powermetrics stopped reporting")
-        return watts
+        return seen
 
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+    def release(self) -> None:
+        self.users -= 1
+        if self.users <= 0:
+            self._stop()
 
 
 class PowermetricsPower(Sensor):
     backend = BACKEND
+    # Its readings carry their own time (the plist's interval), not the time we read them.
+    self_stamped = True
 
-    def __init__(self, stream: PowermetricsStream, name: str) -> None:
+    def __init__(self, stream: PowermetricsStream, name: str, part: str) -> None:
         super().__init__(name, scope="chip", kind="power", smoothing_s=stream.interval_s,
-                         max_power_w=None)
+                         max_power_w=None, part=part)
         self.stream = stream
+        stream.users += 1
+
+    def read(self) -> Reading:
+        return self.stream.reading(self.name)
 
     def read_value(self) -> float:
-        return self.stream.value(self.name)
+        return self.read().value
 
     def close(self) -> None:
-        self.stream.close()
+        self.stream.release()
 
 
-def _probe_zeus(found: Probe) -> bool:
+def _probe_zeus(host: AppleHost, found: Probe) -> bool:
     try:
-        from zeus_apple_silicon import AppleEnergyMonitor  # type: ignore[import-not-found]
+        monitor = host.zeus()
     except ImportError:
         return False
+    except Exception as exc:
+        found.problems.append(f"zeus-apple-silicon could not open IOReport: {exc}")
+        return False
     try:
-        monitor = AppleEnergyMonitor()
         sample = monitor.get_cumulative_energy()
     except Exception as exc:
         found.problems.append(f"zeus-apple-silicon could not read IOReport: {exc}")
         return False
-    for field, name, scope in _ZEUS_FIELDS:
-        if getattr(sample, field, None) is not None:
-            found.sensors.append(ZeusCounter(monitor, field, name, scope))
+    for fld, name, scope, part in _ZEUS_FIELDS:
+        if getattr(sample, fld, None) is not None:
+            found.sensors.append(ZeusCounter(monitor, fld, name, scope, part))
     return found.available
 
 
-def probe() -> Probe:
+def _probe_powermetrics(host: AppleHost, found: Probe) -> None:
+    stream = PowermetricsStream(host)
+    stream.users += 1  # held while probing
+    if not stream.first.wait(FIRST_PLIST_TIMEOUT_S):
+        found.problems.append(f"powermetrics printed no sample in {FIRST_PLIST_TIMEOUT_S:g} s")
+    for _, name, part in _POWERMETRICS_FIELDS:
+        if name in stream.latest:
+            found.sensors.append(PowermetricsPower(stream, name, part))
+    if stream.first.is_set() and not found.sensors:
+        found.problems.append("powermetrics reported no cpu/gpu/combined power (a Mac "
+                              "without Apple Silicon power samplers?)")
+    soc = [s for s in found.sensors if s.part == "apple-soc"]
+    for s in found.sensors:
+        s.encloses = [o.name for o in found.sensors if o is not s] if s in soc else []
+    stream.release()
+
+
+def probe(host: AppleHost | None = None) -> Probe:
+    host = host or AppleHost()
     found = Probe(BACKEND)
-    if platform.system() != "Darwin":
-        found.problems.append(f"not a Mac (this is {platform.system()} {platform.machine()})")
+    if host.system != "Darwin":
+        found.problems.append(f"not a Mac (this is {host.system} {host.machine})")
         return found
-    if _probe_zeus(found):
+    if _probe_zeus(host, found):
+        for s in found.sensors:
+            s.encloses = []
         return found
-    if shutil.which("powermetrics") is None:
+    if host.powermetrics_path is None:
         found.problems.append("powermetrics not found; install the apple extra: "
                               "`pip install 'phase[apple]'` (zeus-apple-silicon, no sudo)")
         return found
-    if os.geteuid() != 0:
+    if host.euid != 0:
         found.problems.append(
             "powermetrics needs root: run phase with sudo, or install the apple extra "
             "(`pip install 'phase[apple]'`) to read energy through zeus-apple-silicon without sudo"
         )
         return found
-    stream = PowermetricsStream()
-    # Each sensor closes the shared stream; terminate() twice is harmless.
-    found.sensors.extend(PowermetricsPower(stream, name) for _, name in _POWERMETRICS_FIELDS)
+    _probe_powermetrics(host, found)
     return found
+

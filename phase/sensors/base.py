@@ -8,11 +8,9 @@ because they are a fixed offset from the monotonic clock).
 
 from __future__ import annotations
 
-import os
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import ClassVar
 
 from phase.errors import PhaseError
@@ -43,12 +41,36 @@ class Reading:
     value: float  # J for a counter, W for a power sensor
 
 
+# What a sensor measures, which the primary-energy choice (phase.sensors.primary) reads.
+PARTS = (
+    "cpu-package",   # a RAPL package zone: one CPU socket
+    "platform",      # RAPL psys: the whole platform as the SoC sees it
+    "dram",          # a RAPL dram zone: memory, disjoint from the package
+    "gpu",           # an NVIDIA GPU through NVML
+    "compute-rail",  # a Jetson rail that feeds CPU and/or GPU cores
+    "module-input",  # a Jetson module's input rail (the carrier board is outside it)
+    "rail",          # any other Jetson rail (SoC, memory, IO)
+    "apple-cpu", "apple-gpu", "apple-ane", "apple-dram", "apple-soc",
+    "meter",         # an external meter's trace
+)
+
+
 class Sensor(ABC):
-    """A named energy or power source with a declared scope, kind and smoothing."""
+    """A named energy or power source with a declared scope, kind and smoothing.
+
+    Besides what a results file records about it (`SensorInfo`), a sensor says which `part`
+    of the machine it measures and, where it has one, the `device` identity (a GPU's UUID)
+    and `pci_bus_id`: the primary-energy choice matches them to the device that ran the model.
+    `assumed` lists the fields whose values were assumed rather than read; `encloses` is filled
+    in by discovery once every sensor is known. `synthetic` sensors (test fixtures, replays of
+    a snapshot) are refused by assert_publishable().
+    """
 
     backend: ClassVar[str] = "?"
-    # True only for test fixtures; assert_publishable() refuses to publish such a sensor.
-    synthetic: ClassVar[bool] = False
+    synthetic: bool = False
+    # True when read() returns the time the value applies to (a powermetrics plist's own
+    # interval) rather than the time of the read; the sampler then keeps that time.
+    self_stamped: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -59,6 +81,9 @@ class Sensor(ABC):
         smoothing_s: float,
         max_power_w: float | None,
         wrap_j: float | None = None,
+        part: str = "meter",
+        device: str | None = None,
+        assumed: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.scope: Scope = scope
@@ -67,6 +92,11 @@ class Sensor(ABC):
         self.max_power_w = max_power_w
         # A counter that wraps returns to 0 after reaching wrap_j; None means it never wraps.
         self.wrap_j = wrap_j
+        self.part = part
+        self.device = device
+        self.pci_bus_id: str | None = None
+        self.assumed = list(assumed)
+        self.encloses: list[str] | None = None
 
     @property
     def unit(self) -> str:
@@ -109,50 +139,9 @@ class Probe:
     backend: str
     sensors: list[Sensor] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Facts a user should know about sensors that were found (MIG mode, an inferred unit).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def available(self) -> bool:
         return bool(self.sensors)
-
-
-class SysfsFile:
-    """A pre-opened sysfs attribute, re-read with pread(offset 0): no open/close per sample."""
-
-    __slots__ = ("fd", "path")
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-
-    def read_int(self) -> int:
-        if self.fd is None:
-            raise ReadError(f"{self.path}: file already closed")
-        try:
-            data = os.pread(self.fd, 64, 0)
-        except OSError as exc:
-            raise ReadError(f"{self.path}: {exc.strerror or exc}", errno=exc.errno) from None
-        try:
-            return int(data)
-        except ValueError:
-            raise ReadError(f"{self.path}: not an integer: {data[:32]!r}") from None
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def read_text(path: Path) -> str | None:
-    """A small sysfs text attribute, stripped; None when it is missing or unreadable."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return None
-
-
-def read_number(path: Path) -> int | None:
-    text = read_text(path)
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None

@@ -1,28 +1,43 @@
 """NVIDIA GPUs through NVML (the nvidia-ml-py binding, module `pynvml`).
 
-Per GPU, up to three sensors:
-- `nvml:<i>:energy` — nvmlDeviceGetTotalEnergyConsumption, mJ since the driver loaded
-  (Volta and newer), a counter at chip scope; 64-bit, so it does not wrap in practice.
-- `nvml:<i>:power` — nvmlDeviceGetPowerUsage, mW. Recent GPUs report a ~1 s average, so it
-  is declared with a 1.0 s smoothing time constant (a lagged reading).
-- `nvml:<i>:power-instant` — the NVML_FI_DEV_POWER_INSTANT field, where the binding and
-  the driver have it. NVML documents it only as "instantaneous"; we declare no smoothing.
+Per GPU, up to three sensors, named by the GPU's UUID (`nvml:GPU-8f3c2a1b:...`, the first 8
+hex digits; all of it in `SensorInfo.device`). NVML's index order need not match CUDA's and
+may change across reboots; the UUID does not, so a resumed campaign cannot silently read
+another GPU under the same name.
 
-The physical bound is the GPU's largest settable power limit plus 25% for transients
-(NVML caps average power at the limit; short peaks can exceed it).
+- `...:energy` — nvmlDeviceGetTotalEnergyConsumption, mJ since the driver loaded (Volta and
+  newer): a counter at chip scope, 64-bit, so it does not wrap in practice. It updates every
+  20-100 ms; the sampler measures how often and handles the window edges.
+- `...:power` — nvmlDeviceGetPowerUsage, mW. NVML documents it as averaged over 1 s on
+  Ampere (except GA100) and newer, and instantaneous on GA100 and older: the declared
+  smoothing follows the architecture (GA100 = Ampere with compute capability 8.0) and is
+  marked assumed, since NVML does not report it.
+- `...:power-instant` — the NVML_FI_DEV_POWER_INSTANT field, where the binding and driver
+  have it; documented only as "instantaneous", so its zero smoothing is assumed too.
+
+The physical bound is the GPU's largest settable power limit plus 25% for transients (NVML
+caps average power at the limit; short peaks exceed it): assumed, not read.
+
+Errors are per GPU: a GPU that cannot be opened (no permission, lost from the bus) is reported
+and the others are still read. A GPU in MIG mode is read as a whole, including other
+instances' work, and the probe says so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from phase.sensors.base import Probe, ReadError, Sensor
 
 BACKEND = "nvml"
-POWER_SMOOTHING_S = 1.0
+AVERAGED_POWER_S = 1.0
 _TRANSIENT_HEADROOM = 1.25
+_AMPERE = 7  # NVML_DEVICE_ARCH_AMPERE
+_ARCH_NAMES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
+               8: "Ada", 9: "Hopper", 10: "Blackwell"}
 
 
 class _Session:
@@ -45,14 +60,39 @@ class _Session:
                     self.nvml.nvmlShutdown()
 
 
+@dataclass
+class Gpu:
+    """What NVML told us about one GPU (None: NVML could not say)."""
+
+    index: int
+    handle: Any
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    architecture: int | None = None
+    compute_capability: tuple[int, int] | None = None
+    mig_enabled: bool | None = None
+    max_limit_mw: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"GPU {self.index} ({self.name})" if self.name else f"GPU {self.index}"
+
+    @property
+    def arch_name(self) -> str:
+        return _ARCH_NAMES.get(self.architecture or -1, "unknown architecture")
+
+
 class _NvmlSensor(Sensor):
     backend = BACKEND
 
-    def __init__(self, session: _Session, handle: Any, name: str, **kw: Any) -> None:
-        super().__init__(name, scope="chip", **kw)
+    def __init__(self, session: _Session, gpu: Gpu, name: str, **kw: Any) -> None:
+        super().__init__(name, scope="chip", part="gpu", device=gpu.uuid, **kw)
         self.session = session
         self.nvml = session.nvml
-        self.handle = handle
+        self.handle = gpu.handle
+        self.gpu = gpu
+        self.pci_bus_id = gpu.pci_bus_id
         session.acquire()
         self._open = True
 
@@ -63,9 +103,9 @@ class _NvmlSensor(Sensor):
 
 
 class NvmlEnergy(_NvmlSensor):
-    def __init__(self, session: _Session, handle: Any, index: int, max_power_w: float | None):
-        super().__init__(session, handle, f"nvml:{index}:energy", kind="counter",
-                         smoothing_s=0.0, max_power_w=max_power_w)
+    def __init__(self, session: _Session, gpu: Gpu, base: str, bound: float | None) -> None:
+        super().__init__(session, gpu, f"{base}:energy", kind="counter", smoothing_s=0.0,
+                         max_power_w=bound, assumed=("max_power_w",) if bound else ())
 
     def read_value(self) -> float:
         try:
@@ -75,9 +115,10 @@ class NvmlEnergy(_NvmlSensor):
 
 
 class NvmlPower(_NvmlSensor):
-    def __init__(self, session: _Session, handle: Any, index: int, max_power_w: float | None):
-        super().__init__(session, handle, f"nvml:{index}:power", kind="power",
-                         smoothing_s=POWER_SMOOTHING_S, max_power_w=max_power_w)
+    def __init__(self, session: _Session, gpu: Gpu, base: str, bound: float | None) -> None:
+        assumed = ("smoothing_s", "max_power_w") if bound else ("smoothing_s",)
+        super().__init__(session, gpu, f"{base}:power", kind="power",
+                         smoothing_s=power_smoothing_s(gpu), max_power_w=bound, assumed=assumed)
 
     def read_value(self) -> float:
         try:
@@ -87,10 +128,11 @@ class NvmlPower(_NvmlSensor):
 
 
 class NvmlInstantPower(_NvmlSensor):
-    def __init__(self, session: _Session, handle: Any, index: int, max_power_w: float | None,
+    def __init__(self, session: _Session, gpu: Gpu, base: str, bound: float | None,
                  field_id: int) -> None:
-        super().__init__(session, handle, f"nvml:{index}:power-instant", kind="power",
-                         smoothing_s=0.0, max_power_w=max_power_w)
+        assumed = ("smoothing_s", "max_power_w") if bound else ("smoothing_s",)
+        super().__init__(session, gpu, f"{base}:power-instant", kind="power", smoothing_s=0.0,
+                         max_power_w=bound, assumed=assumed)
         self.field_id = field_id
 
     def read_value(self) -> float:
@@ -103,51 +145,92 @@ class NvmlInstantPower(_NvmlSensor):
         return value.value.uiVal * 1e-3  # mW
 
 
-def _max_power_w(nvml: Any, handle: Any) -> float | None:
+def power_smoothing_s(gpu: Gpu) -> float:
+    """nvmlDeviceGetPowerUsage's averaging by architecture, as NVML documents it."""
+    if gpu.architecture is None or gpu.architecture > 100:  # unknown: assume the average
+        return AVERAGED_POWER_S
+    if gpu.architecture < _AMPERE:
+        return 0.0
+    ga100 = gpu.compute_capability == (8, 0) or (
+        gpu.architecture == _AMPERE and gpu.compute_capability is None
+        and any(k in (gpu.name or "") for k in ("A100", "A30")))
+    return 0.0 if gpu.architecture == _AMPERE and ga100 else AVERAGED_POWER_S
+
+
+def describe(nvml: Any, exc: Exception) -> str:
+    """An NVML error in words a user can act on (permission and lost GPUs named as such)."""
+    value = getattr(exc, "value", None)
+    if value == getattr(nvml, "NVML_ERROR_NO_PERMISSION", -1):
+        return ("permission denied (NVML_ERROR_NO_PERMISSION): this user may not query it; "
+                "run as a user in the GPU's group or as root")
+    if value == getattr(nvml, "NVML_ERROR_GPU_IS_LOST", -1):
+        return ("the GPU is lost (NVML_ERROR_GPU_IS_LOST): it fell off the bus or needs a "
+                "reset; see nvidia-smi and dmesg")
+    if value == getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", -1):
+        return "not supported by this GPU or driver (NVML_ERROR_NOT_SUPPORTED)"
+    return f"NVML error: {exc}"
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _ask(nvml: Any, fn: str, *args: Any) -> Any:
+    """One NVML query; None when it fails or the binding lacks the function."""
     try:
-        _, max_limit_mw = nvml.nvmlDeviceGetPowerManagementLimitConstraints(handle)
-    except nvml.NVMLError:
+        return getattr(nvml, fn)(*args)
+    except (nvml.NVMLError, AttributeError):
         return None
-    return max_limit_mw * 1e-3 * _TRANSIENT_HEADROOM if max_limit_mw else None
 
 
-def _instant_field_works(nvml: Any, handle: Any, field_id: int) -> bool:
-    try:
-        value = nvml.nvmlDeviceGetFieldValues(handle, [field_id])[0]
-    except nvml.NVMLError:
-        return False
-    return bool(value.nvmlReturn == nvml.NVML_SUCCESS)
+def gpu_facts(nvml: Any, index: int, handle: Any) -> Gpu:
+    gpu = Gpu(index, handle)
+    name = _ask(nvml, "nvmlDeviceGetName", handle)
+    gpu.name = _text(name) if name is not None else None
+    uuid = _ask(nvml, "nvmlDeviceGetUUID", handle)
+    gpu.uuid = _text(uuid) if uuid is not None else None
+    pci = _ask(nvml, "nvmlDeviceGetPciInfo", handle)
+    gpu.pci_bus_id = _text(pci.busId) if pci is not None else None
+    gpu.architecture = _ask(nvml, "nvmlDeviceGetArchitecture", handle)
+    cc = _ask(nvml, "nvmlDeviceGetCudaComputeCapability", handle)
+    gpu.compute_capability = (int(cc[0]), int(cc[1])) if cc is not None else None
+    mig = _ask(nvml, "nvmlDeviceGetMigMode", handle)
+    gpu.mig_enabled = bool(mig[0]) if mig is not None else None
+    limits = _ask(nvml, "nvmlDeviceGetPowerManagementLimitConstraints", handle)
+    gpu.max_limit_mw = int(limits[1]) if limits is not None and limits[1] else None
+    return gpu
 
 
-def _init() -> tuple[Any, str | None]:
+def load(module: Any | None = None) -> tuple[Any, str | None]:
     """The one place phase opens NVML: (the pynvml module, None) after nvmlInit, or (None,
-    why not). Every successful call needs one nvmlShutdown (NVML counts them)."""
-    try:
-        import pynvml as nvml
-    except ImportError:
-        return None, "nvidia-ml-py is not installed: `pip install nvidia-ml-py`"
+    why not). Every successful call needs one nvmlShutdown (NVML counts them). `module` is a
+    stand-in for pynvml (a snapshot replay)."""
+    nvml = module
+    if nvml is None:
+        try:
+            import pynvml as nvml
+        except ImportError:
+            return None, "nvidia-ml-py is not installed: `pip install nvidia-ml-py`"
     try:
         nvml.nvmlInit()
-    except nvml.NVMLError_LibraryNotFound:
-        return None, (
-            "no NVIDIA driver here (libnvidia-ml.so.1 not found): no NVIDIA GPU, or the driver "
-            "is not installed or not visible in this container"
-        )
     except nvml.NVMLError as exc:
+        if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_LIBRARY_NOT_FOUND", -1):
+            return None, ("no NVIDIA driver here (libnvidia-ml.so.1 not found): no NVIDIA GPU, "
+                          "or the driver is not installed or not visible in this container")
         return None, f"NVML did not start: {exc} (is the NVIDIA driver loaded?)"
     return nvml, None
 
 
-def gpu_names() -> list[str]:
+def gpu_names(module: Any | None = None) -> list[str]:
     """GPU names, for provenance; an empty list where NVML cannot start (no NVIDIA GPU)."""
-    nvml, _ = _init()
+    nvml, _ = load(module)
     if nvml is None:
         return []
     try:
         names = []
         for i in range(nvml.nvmlDeviceGetCount()):
-            name = nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(i))
-            names.append(name.decode() if isinstance(name, bytes) else str(name))
+            with contextlib.suppress(nvml.NVMLError):
+                names.append(_text(nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(i))))
         return names
     except nvml.NVMLError:
         return []
@@ -156,9 +239,24 @@ def gpu_names() -> list[str]:
             nvml.nvmlShutdown()
 
 
-def probe() -> Probe:
+def gpu_driver_version(module: Any | None = None) -> str | None:
+    """The NVIDIA driver version, for a host's identity; None where NVML cannot start."""
+    nvml, _ = load(module)
+    if nvml is None:
+        return None
+    try:
+        version = nvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except nvml.NVMLError:
+        return None
+    finally:
+        with contextlib.suppress(nvml.NVMLError):
+            nvml.nvmlShutdown()
+
+
+def probe(module: Any | None = None) -> Probe:
     found = Probe(BACKEND)
-    nvml, problem = _init()
+    nvml, problem = load(module)
     if nvml is None:
         found.problems.append(problem or "NVML did not start")
         return found
@@ -168,34 +266,63 @@ def probe() -> Probe:
         count = nvml.nvmlDeviceGetCount()
         if count == 0:
             found.problems.append("the NVIDIA driver is loaded but reports no GPU")
+        gpus = []
         for index in range(count):
-            _probe_gpu(nvml, session, index, found)
+            try:
+                gpus.append(gpu_facts(nvml, index, nvml.nvmlDeviceGetHandleByIndex(index)))
+            except nvml.NVMLError as exc:  # this GPU only: the others are still read
+                found.problems.append(f"GPU {index}: cannot open it: {describe(nvml, exc)}")
+        for gpu in gpus:
+            _probe_gpu(nvml, session, gpu, _base_name(gpu, gpus), found)
     except nvml.NVMLError as exc:
-        found.problems.append(f"NVML failed while listing GPUs: {exc}")
+        found.problems.append(f"NVML failed while listing GPUs: {describe(nvml, exc)}")
     finally:
         session.release()
+    for s in found.sensors:
+        s.encloses = []
     return found
 
 
-def _probe_gpu(nvml: Any, session: _Session, index: int, found: Probe) -> None:
-    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+def _base_name(gpu: Gpu, gpus: list[Gpu]) -> str:
+    """`nvml:GPU-8f3c2a1b`: the UUID's first 8 hex digits, all of it if two GPUs share them."""
+    if not gpu.uuid:
+        return f"nvml:{gpu.index}"
+    short = gpu.uuid[:12]
+    clash = sum(1 for g in gpus if g.uuid and g.uuid[:12] == short) > 1
+    return f"nvml:{gpu.uuid if clash else short}"
+
+
+def _probe_gpu(nvml: Any, session: _Session, gpu: Gpu, base: str, found: Probe) -> None:
+    label = gpu.label
+    if gpu.uuid is None:
+        found.notes.append(f"{label}: NVML gave no UUID, so its sensors are named by index "
+                           f"({base}), which can change across reboots")
+    if gpu.mig_enabled:
+        found.notes.append(
+            f"{label}: MIG mode is on: its energy counter and power readings cover the whole "
+            "GPU, including the work of every other MIG instance on it")
+    bound = gpu.max_limit_mw * 1e-3 * _TRANSIENT_HEADROOM if gpu.max_limit_mw else None
     try:
-        label = f"GPU {index} ({nvml.nvmlDeviceGetName(handle)})"
-    except nvml.NVMLError:
-        label = f"GPU {index}"
-    bound = _max_power_w(nvml, handle)
-    sensors: list[Sensor] = []
-    try:
-        nvml.nvmlDeviceGetTotalEnergyConsumption(handle)
-        sensors.append(NvmlEnergy(session, handle, index, bound))
+        nvml.nvmlDeviceGetTotalEnergyConsumption(gpu.handle)
+        found.sensors.append(NvmlEnergy(session, gpu, base, bound))
     except nvml.NVMLError as exc:
-        found.problems.append(f"{label}: no total-energy counter ({exc}; it needs Volta or newer)")
+        hint = (f"; the counter needs Volta or newer, this is {gpu.arch_name}"
+                if getattr(exc, "value", None) == getattr(nvml, "NVML_ERROR_NOT_SUPPORTED", -1)
+                else "")
+        found.problems.append(f"{label}: no total-energy counter: {describe(nvml, exc)}{hint}")
     try:
-        nvml.nvmlDeviceGetPowerUsage(handle)
-        sensors.append(NvmlPower(session, handle, index, bound))
+        nvml.nvmlDeviceGetPowerUsage(gpu.handle)
+        found.sensors.append(NvmlPower(session, gpu, base, bound))
     except nvml.NVMLError as exc:
-        found.problems.append(f"{label}: no power reading ({exc})")
+        found.problems.append(f"{label}: no power reading: {describe(nvml, exc)}")
     field_id = getattr(nvml, "NVML_FI_DEV_POWER_INSTANT", None)
-    if field_id is not None and _instant_field_works(nvml, handle, field_id):
-        sensors.append(NvmlInstantPower(session, handle, index, bound, field_id))
-    found.sensors.extend(sensors)
+    if field_id is not None and _instant_field_works(nvml, gpu.handle, field_id):
+        found.sensors.append(NvmlInstantPower(session, gpu, base, bound, field_id))
+
+
+def _instant_field_works(nvml: Any, handle: Any, field_id: int) -> bool:
+    try:
+        value = nvml.nvmlDeviceGetFieldValues(handle, [field_id])[0]
+    except nvml.NVMLError:
+        return False
+    return bool(value.nvmlReturn == nvml.NVML_SUCCESS)

@@ -1,23 +1,56 @@
-"""What `phase sensors` shows: each sensor found, a reading or a short sampled window, and
-every backend that is unavailable with the reason."""
+"""What `phase sensors` shows: each sensor found (scope, what it encloses, its bound and which
+values were assumed), a reading or a short sampled window, the primary energy sensor(s) for
+where the model would run, and every backend that is unavailable with the reason."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from phase.sensors.base import PostHocSensor, ReadError
 from phase.sensors.discovery import Discovery
+from phase.sensors.periods import DEFAULT_PROBE_S, SLOW_PROBE_S
+from phase.sensors.primary import Placement, choose_primary
 from phase.sensors.sampler import Sampler
 
 
+def placements_for(found: Discovery, build: str) -> dict[str, Placement]:
+    """The places a model could run on this machine: the CPU, and the accelerator its
+    hardware offers (NVIDIA GPUs, a Jetson's GPU, Apple's GPU), every layer offloaded."""
+    parts = {s.part for s in found.sensors}
+    out = {"cpu": Placement("cpu")}
+    if parts & {"gpu", "compute-rail"} or build == "cuda":
+        out["cuda"] = Placement("cuda", n_gpu_layers_offloaded=None)
+    if parts & {"apple-gpu", "apple-soc", "apple-cpu"} or build == "metal":
+        out["metal"] = Placement("metal", n_gpu_layers_offloaded=None)
+    return out
+
+
+def primary_rows(found: Discovery, build: str,
+                 env: Mapping[str, str] | None) -> list[dict[str, Any]]:
+    rows = []
+    for where, placement in placements_for(found, build).items():
+        choice, why = choose_primary(found.sensors, placement, env)
+        rows.append({
+            "if_model_runs_on": where,
+            "this_build": where == build,
+            "sensors": choice.sensors if choice else None,
+            "device": choice.device if choice else None,
+            "reason": choice.reason if choice else why,
+        })
+    return rows
+
+
 def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
-           probe_s: float = 1.0) -> dict[str, Any]:
+           probe_s: float = DEFAULT_PROBE_S, slow_probe_s: float = SLOW_PROBE_S,
+           build: str = "cpu", env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Measure update periods, then a live reading per sensor or (sample_s) one window.
 
     Closes the sensors when done. The result is JSON-ready.
     """
-    sampler = Sampler(found.sensors, hz=hz, probe_s=probe_s)
+    primary = primary_rows(found, build, env)
+    sampler = Sampler(found.sensors, hz=hz, probe_s=probe_s, slow_probe_s=slow_probe_s)
     rows: list[dict[str, Any]] = []
     try:
         sampler.start()
@@ -46,6 +79,8 @@ def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
         sampler.close()
     return {
         "sensors": rows,
+        "primary": primary,
+        "notes": list(found.notes),
         "unavailable": [u.model_dump() for u in found.unavailable],
         "sample_s": sample_s,
     }
@@ -66,8 +101,10 @@ def _cell(row: dict[str, Any]) -> str:
             return f"no energy: {w['energy_reason']}"
         idle = (f"idle {w['idle_power_w']:.3f} W" if w["idle_power_w"] is not None
                 else "idle ?")
+        edge = (f", edges ±{w['edge_error_j']:.3g} J" if w.get("edge_error_j") is not None
+                else "")
         return (f"{w['energy_j']:.3f} J, mean {w['mean_power_w']:.3f} W, {idle} "
-                f"({w['samples']} samples, {w['gaps']} gaps)")
+                f"({w['samples']} samples, {w['gaps']} gaps{edge})")
     r = row["reading"]
     if r["error"]:
         return f"read failed: {r['error']}"
@@ -75,35 +112,56 @@ def _cell(row: dict[str, Any]) -> str:
     return f"{r['value']:.3f} {row['unit']}{recorded}"
 
 
-def format_survey(data: dict[str, Any]) -> str:
-    lines: list[str] = []
+def _assumed(row: dict[str, Any], field: str, text: str) -> str:
+    return f"{text}*" if field in row.get("assumed", []) else text
+
+
+def _table(data: dict[str, Any]) -> list[str]:
     sensors = data["sensors"]
-    if sensors:
-        what = (f"{data['sample_s']:g} s sampled window" if data["sample_s"] is not None
-                else "reading now")
-        header = ("sensor", "backend", "scope", "kind", "tau", "updates", what)
-        table = [header] + [
-            (r["name"], r["backend"], r["scope"], r["kind"], _seconds(r["smoothing_s"]),
-             _seconds(r["update_period_s"]), _cell(r))
-            for r in sensors
-        ]
-        widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-        lines.append(f"Energy sensors found: {len(sensors)}")
-        for row in table:
-            lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False))
-                         + "  " + row[-1])
-        unknown: dict[str, list[str]] = {}
-        for r in sensors:
-            if r["update_period_s"] is None:
-                unknown.setdefault(r["update_period_reason"], []).append(r["name"])
-        for reason, names in unknown.items():
-            lines.append(f"Update period unknown for {', '.join(names)}: {reason}")
+    what = (f"{data['sample_s']:g} s sampled window" if data["sample_s"] is not None
+            else "reading now")
+    header = ("sensor", "backend", "scope", "kind", "tau", "updates", "bound", what)
+    table = [header] + [
+        (r["name"], r["backend"], r["scope"], r["kind"],
+         _assumed(r, "smoothing_s", _seconds(r["smoothing_s"])), _seconds(r["update_period_s"]),
+         _assumed(r, "max_power_w", f"{r['max_power_w']:.4g} W" if r["max_power_w"] else "-"),
+         _cell(r))
+        for r in sensors
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    lines = [f"Energy sensors found: {len(sensors)}"]
+    for row in table:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False))
+                     + "  " + row[-1])
+    if any(r.get("assumed") for r in sensors):
+        lines.append("* assumed, not read from the device (see the reasons in the docs)")
+    for r in sensors:
+        if r.get("encloses"):
+            lines.append(f"{r['name']} encloses {', '.join(r['encloses'])}")
+    unknown: dict[str, list[str]] = {}
+    for r in sensors:
+        if r["update_period_s"] is None:
+            unknown.setdefault(r["update_period_reason"], []).append(r["name"])
+    for reason, names in unknown.items():
+        lines.append(f"Update period unknown for {', '.join(names)}: {reason}")
+    return lines
+
+
+def format_survey(data: dict[str, Any]) -> str:
+    if data["sensors"]:
+        lines = _table(data)
     else:
-        lines.append("No energy sensors found on this machine. Runs will still record speed, "
-                     "acceptance and CPU time; their energy will be null with the reasons below.")
+        lines = ["No energy sensors found on this machine. Runs will still record speed, "
+                 "acceptance and CPU time; their energy will be null with the reasons below."]
+    if data.get("primary"):
+        lines += ["", "Primary energy (what chip energy per token will mean):"]
+        for p in data["primary"]:
+            mark = " (this build)" if p["this_build"] else ""
+            chosen = " + ".join(p["sensors"]) if p["sensors"] else "none"
+            lines.append(f"  model on {p['if_model_runs_on']}{mark}: {chosen} — {p['reason']}")
+    if data.get("notes"):
+        lines += ["", "Notes:"] + [f"  {n}" for n in data["notes"]]
     if data["unavailable"]:
-        lines.append("")
-        lines.append("Unavailable:")
-        for u in data["unavailable"]:
-            lines.append(f"  {u['backend']}: {u['reason']}")
+        lines += ["", "Unavailable:"]
+        lines += [f"  {u['backend']}: {u['reason']}" for u in data["unavailable"]]
     return "\n".join(lines)

@@ -13,13 +13,19 @@ live sensor once (pre-opened files, pread) and appends two floats per sensor to 
 no per-tick objects beyond the floats themselves, so its cost at 20 Hz stays far below the
 0.5% throughput budget. Sensor reads and edge reads share one lock, so a window edge never
 interleaves with a tick.
+
+Counters are not exact at window edges: a read returns the value of the counter's last
+update (NVML every 20-100 ms, Apple IOReport about every 2 s). `start()` measures each
+sensor's update period; when a window ends, a counter that updates more slowly than
+FOLLOW_MIN_PERIOD_S is read again until its next update (and a sensor that stamps its own
+readings until one is stamped after the end), so the end edge is bracketed. Each counter
+window then carries its edge error (phase.sensors.edges), which the counter-edges rule
+judges like the lag of a smoothed power reading.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import statistics
 import threading
 import time
 from array import array
@@ -30,8 +36,17 @@ from phase.errors import PhaseError
 from phase.results import SensorInfo, SensorTrace, SensorWindow
 from phase.sensors.base import UNIX_OFFSET, PostHocSensor, ReadError, Sensor, now
 from phase.sensors.energy import Limits, Series, WindowSpec, window_result
+from phase.sensors.periods import (
+    DEFAULT_PROBE_S,
+    SLOW_PROBE_S,
+    UpdatePeriod,
+    measure_periods,
+    post_hoc_update_period,
+)
 
-DEFAULT_PROBE_S = 1.0
+# Counters updating more slowly than this are followed to their next update after a window.
+FOLLOW_MIN_PERIOD_S = 0.005
+FOLLOW_POLL_S = 0.001
 
 
 class _Track:
@@ -58,39 +73,12 @@ class WindowEdges:
     end_unix_s: float
 
 
-@dataclass(frozen=True)
-class UpdatePeriod:
-    seconds: float | None
-    reason: str | None
-
-
-def _period_from_changes(change_times: Sequence[float], span_s: float,
-                         what: str) -> UpdatePeriod:
-    diffs = [b - a for a, b in itertools.pairwise(change_times)]
-    if len(diffs) >= 2:
-        return UpdatePeriod(statistics.median(diffs), None)
-    if not change_times:
-        return UpdatePeriod(None, f"the value did not change in {span_s:.3g} s of {what}: "
-                            "a frozen sensor, or one that updates more slowly than that")
-    return UpdatePeriod(None, f"the value changed only {len(change_times)} time(s) in "
-                        f"{span_s:.3g} s of {what}: too slow to measure in that time")
-
-
-def post_hoc_update_period(series: Series) -> UpdatePeriod:
-    """How often a recorded trace's value changes (median interval between changes)."""
-    if len(series.times) < 2:
-        return UpdatePeriod(None, "the trace holds fewer than two values")
-    changes = [t for k, t in enumerate(series.times[1:], start=1)
-               if series.values[k] != series.values[k - 1]]
-    return _period_from_changes(changes, series.times[-1] - series.times[0], "the trace")
-
-
 class Sampler:
     """Samples sensors in a background thread; owns (and finally closes) the sensors."""
 
     def __init__(self, sensors: Sequence[Sensor], hz: float, *,
                  limits: Limits | None = None, probe_s: float = DEFAULT_PROBE_S,
-                 probe_hz: float = 1000.0) -> None:
+                 probe_hz: float = 1000.0, slow_probe_s: float = SLOW_PROBE_S) -> None:
         if not (math.isfinite(hz) and hz > 0):
             raise PhaseError(f"sampling rate must be a positive number of Hz, got {hz}")
         names = [s.name for s in sensors]
@@ -103,6 +91,7 @@ class Sampler:
         self.limits = limits or Limits()
         self.probe_s = probe_s
         self.probe_hz = probe_hz
+        self.slow_probe_s = slow_probe_s
         self.periods: dict[str, UpdatePeriod] = {}
         self._lock = threading.Lock()
         self._armed = threading.Event()
@@ -118,7 +107,8 @@ class Sampler:
         """Measure each sensor's update period (blocks ~probe_s), then start the thread."""
         if self._thread is not None:
             raise PhaseError("the sampler is already started")
-        self.periods = self._measure_live_periods()
+        self.periods = measure_periods(self.live, self.probe_s, self.slow_probe_s,
+                                       self.probe_hz)
         for sensor in self.post_hoc:
             try:
                 self.periods[sensor.name] = post_hoc_update_period(sensor.series())
@@ -159,6 +149,7 @@ class Sampler:
                 name=s.name, backend=s.backend, scope=s.scope, kind=s.kind, unit=s.unit,
                 smoothing_s=s.smoothing_s, max_power_w=s.max_power_w,
                 update_period_s=period.seconds, update_period_reason=period.reason,
+                encloses=s.encloses, assumed=list(s.assumed), device=s.device,
             ))
         return out
 
@@ -186,30 +177,86 @@ class Sampler:
             edges = self._read_all(window.tracks)
             self._tracks = None
             self._armed.clear()
+            end = max(edges, default=now())
+            self._follow(window.tracks, end)
         self._window = None
         return edges
 
+    def _read_one(self, sensor: Sensor, track: _Track) -> float:
+        """Read one sensor into its track (a failure is a gap); return when it was read (for a
+        self-stamped sensor the track keeps the time its reading applies to instead)."""
+        t0 = time.monotonic()
+        read_at = UNIX_OFFSET + t0
+        try:
+            if sensor.self_stamped:
+                reading = sensor.read()
+                t, value = reading.t_unix_s, reading.value
+            else:
+                value = sensor.read_value()
+                t = read_at = UNIX_OFFSET + (t0 + time.monotonic()) / 2
+            if not math.isfinite(value):
+                raise ReadError(f"{sensor.name}: read a non-finite value ({value})")
+        except Exception as exc:  # any failure is a gap; the sampler must keep going
+            track.gaps.append(read_at)
+            track.last_error = str(exc) if isinstance(exc, ReadError) \
+                else f"{type(exc).__name__}: {exc}"
+            return read_at
+        if not track.times or t > track.times[-1]:  # a self-stamped repeat adds nothing
+            track.times.append(t)
+            track.values.append(value)
+        return read_at
+
     def _read_all(self, tracks: list[_Track]) -> list[float]:
         """Read every live sensor once (caller holds the lock); return each read's time."""
-        mono = time.monotonic
-        times = []
-        for sensor, track in zip(self.live, tracks, strict=True):
-            t0 = mono()
-            try:
-                value = sensor.read_value()
-                if not math.isfinite(value):
-                    raise ReadError(f"{sensor.name}: read a non-finite value ({value})")
-            except Exception as exc:  # any failure is a gap; the sampler must keep going
-                t = UNIX_OFFSET + t0
-                track.gaps.append(t)
-                track.last_error = str(exc) if isinstance(exc, ReadError) \
-                    else f"{type(exc).__name__}: {exc}"
-            else:
-                t = UNIX_OFFSET + (t0 + mono()) / 2
-                track.times.append(t)
-                track.values.append(value)
-            times.append(t)
-        return times
+        return [self._read_one(s, track) for s, track in zip(self.live, tracks, strict=True)]
+
+    def _follow_deadline(self, sensor: Sensor) -> float | None:
+        """How long after a window's end to wait for this sensor's next update, if at all."""
+        if sensor.self_stamped:
+            return 5 * sensor.smoothing_s + 1.0
+        period = self.periods.get(sensor.name)
+        if sensor.kind == "counter" and period is not None and period.seconds is not None \
+                and period.seconds > FOLLOW_MIN_PERIOD_S:
+            return 2.5 * period.seconds + 0.05
+        return None
+
+    def _follow(self, tracks: list[_Track], end: float) -> None:
+        """Read each coarse counter until its value changes after `end` (keeping the read just
+        before the change, so the update is bracketed), and each self-stamped sensor until a
+        reading stamped after `end` arrives; give up at the sensor's deadline."""
+        pending: dict[int, float] = {}
+        for i, sensor in enumerate(self.live):
+            wait = self._follow_deadline(sensor)
+            if wait is not None:
+                pending[i] = now() + wait
+        last: dict[int, tuple[float, float]] = {}
+        while pending:
+            for i in list(pending):
+                sensor, track = self.live[i], tracks[i]
+                if now() > pending[i]:
+                    del pending[i]
+                    continue
+                if sensor.self_stamped:
+                    self._read_one(sensor, track)
+                    if track.times and track.times[-1] >= end:
+                        del pending[i]
+                    continue
+                try:
+                    value = sensor.read_value()
+                except Exception:  # a gap; keep trying until the deadline
+                    continue
+                t = now()
+                if track.values and value != track.values[-1]:
+                    if i in last and last[i][0] > track.times[-1]:
+                        track.times.append(last[i][0])
+                        track.values.append(last[i][1])
+                    track.times.append(t)
+                    track.values.append(value)
+                    del pending[i]
+                else:
+                    last[i] = (t, value)
+            if pending:
+                time.sleep(FOLLOW_POLL_S)
 
     def _loop(self) -> None:
         period = 1.0 / self.hz
@@ -230,43 +277,6 @@ class Sampler:
                 self._closing.wait(delay)
 
     # --- update periods ------------------------------------------------------------------
-
-    def _measure_live_periods(self) -> dict[str, UpdatePeriod]:
-        """Poll every live sensor at ~probe_hz for probe_s; median interval between changes."""
-        n = len(self.live)
-        if n == 0:
-            return {}
-        last: list[float | None] = [None] * n
-        changes: list[list[float]] = [[] for _ in range(n)]
-        errors: list[str | None] = [None] * n
-        reads = [0] * n
-        pause = 1.0 / self.probe_hz
-        start = time.monotonic()
-        deadline = start + self.probe_s
-        while time.monotonic() < deadline:
-            for i, sensor in enumerate(self.live):
-                try:
-                    value = sensor.read_value()
-                except Exception as exc:
-                    errors[i] = str(exc)
-                    continue
-                t = time.monotonic()
-                reads[i] += 1
-                if last[i] is not None and value != last[i]:
-                    changes[i].append(t)
-                last[i] = value
-            time.sleep(pause)
-        span = time.monotonic() - start
-        what = f"polling at up to {self.probe_hz:g} Hz"
-        out = {}
-        for i, sensor in enumerate(self.live):
-            if reads[i] == 0:
-                out[sensor.name] = UpdatePeriod(None, f"every read failed while measuring the "
-                                                f"update period: {errors[i]}")
-            else:
-                out[sensor.name] = _period_from_changes(changes[i], span, what)
-        return out
-
 
 class Window:
     """One run's sampling window; created by Sampler.begin()."""
@@ -315,9 +325,11 @@ class Window:
         tick = 1.0 / self.sampler.hz
         for i, sensor in enumerate(self.sampler.live):
             spec = window_spec(sensor, self.sampler.limits, self.sampler.periods.get(sensor.name),
-                               min_interval_s=2.5 * tick, exact_edges=True)
-            w, t = window_result(spec, self.tracks[i].series(), self._idle_edges[i],
-                                 self._start_edges[i], self._end_edges[i], self.sampler.limits)
+                               min_interval_s=2.5 * tick, exact_edges=not sensor.self_stamped)
+            track = self.tracks[i]
+            w, t = window_result(spec, track.series(), self._idle_edges[i],
+                                 self._start_edges[i], self._end_edges[i], self.sampler.limits,
+                                 trace_to=track.times[-1] if track.times else None)
             windows.append(w)
             traces.append(t)
         for sensor in self.sampler.post_hoc:
@@ -334,7 +346,7 @@ def window_spec(sensor: Sensor, limits: Limits, period: UpdatePeriod | None, *,
     return WindowSpec(
         name=sensor.name, kind=sensor.kind, wrap_j=sensor.wrap_j, max_power_w=sensor.max_power_w,
         max_interval_s=max(limits.max_gap_s, slowest, min_interval_s),
-        exact_edges=exact_edges,
+        exact_edges=exact_edges, update_period_s=period.seconds if period else None,
     )
 
 

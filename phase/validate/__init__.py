@@ -26,9 +26,11 @@ The rules and their severities (each module's docstring gives the details):
     impossible    rejected  energy <= 0
     frozen        rejected  a counter that barely moved, power below the scope's floor
     sensor-lag    rejected  a window too short for the sensor's smoothing
+    counter-edges rejected  a counter window whose edge error is too large a share of it
     enclosure     rejected  an enclosing sensor not above what it encloses
     lag-confound  rejected  campaign-wide: an enclosing sensor's rest power falling with 1/T
     variance      warning   speed or energy spread too wide (marks a condition unstable)
+    host-spread   warning   one condition measured differently by hosts of one class (merged)
 
 A rejected chip value is left out of the later rules; a rejected enclosing value still
 counts for the confound rule (its error is exactly what that rule looks at).

@@ -1,31 +1,25 @@
 """Which sensor "chip energy" means in a file.
 
-Among chip-scope sensors, best first: (1) one with at least one energy value in the runs,
-(2) a counter before a power reading (a counter integrates exactly; power readings are
-smoothed), (3) smaller declared smoothing, (4) earlier in the file's `sensors` list.
-`RuleSettings.chip_sensor` overrides the choice; the report records it and the candidates.
+A file that records `primary_energy` (the device that ran the model) names its sensors
+first, in its order. Then, among chip-scope sensors, best first: (1) one with at least one
+energy value in the runs, (2) a counter before a power reading (a counter integrates exactly;
+power readings are smoothed), (3) smaller declared smoothing, (4) earlier in the file's
+`sensors` list (phase.analysis.ranked_chip_sensors). `RuleSettings.chip_sensor` overrides
+the choice; the report records it and the candidates.
 """
 
 from __future__ import annotations
 
+from phase.analysis import ranked_chip_sensors
 from phase.results import ResultsFile
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
 
 def choose_chip_sensor(results: ResultsFile) -> list[str]:
-    """Chip-scope sensor names, best first (see CHIP_SENSOR_RULE)."""
-    measured = {w.sensor for r in results.runs for w in r.energy if w.energy_j is not None}
-    ranked = sorted(
-        (s.name not in measured, s.kind != "counter", s.smoothing_s, i, s.name)
-        for i, s in enumerate(results.sensors)
-        if s.scope == "chip"
-    )
-    names: list[str] = []
-    for *_, name in ranked:
-        if name not in names:
-            names.append(name)
-    return names
+    """Chip sensor names, best first: the recorded primary sensors, then the ranking."""
+    primary = list(results.primary_energy.sensors) if results.primary_energy else []
+    return primary + [n for n in ranked_chip_sensors(results) if n not in primary]
 
 
 def pick_chip(

@@ -75,9 +75,13 @@ class RuleSettings:
         default_factory=lambda: dict(DEFAULT_COUNTER_RESOLUTION_J)
     )
 
+    # Largest (max - min) / mean of per-host means of one condition in a merged campaign.
+    host_spread_max: float = 0.05
+
     def __post_init__(self) -> None:
         for name in ("variance_max", "lag_bias_max", "window_match_s", "lag_window_tolerance_s",
-                     "confound_min_under_read", "near_tie_gap", "clock_tolerance_s"):
+                     "confound_min_under_read", "near_tie_gap", "clock_tolerance_s",
+                     "host_spread_max"):
             _non_negative(name, getattr(self, name))
         if not 0 <= self.confound_r <= 1:
             raise UsageProblem(f"rule setting confound_r must be in [0, 1], not {self.confound_r}")

@@ -22,9 +22,11 @@ from phase.validate.rules import (
     backend,
     completeness,
     consistency,
+    counter_edges,
     enclosure,
     equivalence,
     frozen,
+    host_spread,
     impossible,
     lag_confound,
     plausibility,
@@ -48,9 +50,11 @@ RAW_RULES: tuple[RawRule, ...] = (
     impossible.check,
     frozen.check,
     sensor_lag.check,
+    counter_edges.check,
     enclosure.check,
     lag_confound.check,
     variance.check,
+    host_spread.check,
 )
 SUMMARY_RULES: tuple[SummaryRule, ...] = (summary.check,)
 
@@ -65,9 +69,11 @@ RULES = (
     "impossible",
     "frozen",
     "sensor-lag",
+    "counter-edges",
     "enclosure",
     "lag-confound",
     "variance",
+    "host-spread",
 )
 
 __all__ = ["RAW_RULES", "RULES", "SUMMARY_RULES", "RawRule", "SummaryRule"]

@@ -2,6 +2,8 @@
 
 Also warns when the campaign is not complete, and about runs beyond the configured repeats.
 Runs of a prompt or strategy the config does not declare are rule consistency's (blocking).
+A shard's file (`shard` set) is expected to hold only its own part of the plan: its prompts and
+its repeats.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from phase.validate.settings import RuleSettings
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     repeats = settings.repeats or results.config.repeats
     configured = {(p.name, s) for p in results.config.prompts for s in results.config.strategies}
+    shard = results.shard
+    expected_repeats = list(range(repeats)) if shard is None else shard.repeats
     by_condition = runs_by_condition(results)
     out: list[Finding] = []
     if results.status != "complete":
@@ -24,18 +28,21 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         ))
     for prompt, strategy in conditions(results):
         runs = by_condition.get((prompt, strategy), [])
+        if shard is not None and prompt not in shard.prompts and not runs:
+            continue  # another shard's prompt
         if (prompt, strategy) not in configured:
             continue
-        present = {r.repeat for r in runs if r.repeat < repeats}
-        missing = [i for i in range(repeats) if i not in present]
+        present = {r.repeat for r in runs if r.repeat in expected_repeats}
+        missing = [i for i in expected_repeats if i not in present]
         extra = len(runs) - len(present)
         if missing:
             shown = ", ".join(str(i) for i in missing[:10]) + ("…" if len(missing) > 10 else "")
             out.append(ctx.finding(
                 "completeness", "warning",
-                f"{len(present)} of {repeats} repeats; missing repeat {shown}",
+                f"{len(present)} of {len(expected_repeats)} repeats; missing repeat {shown}",
                 prompt=prompt, strategy=strategy,
-                numbers={"expected": repeats, "found": len(present), "missing": len(missing)},
+                numbers={"expected": len(expected_repeats), "found": len(present),
+                         "missing": len(missing)},
             ))
         if extra:
             out.append(ctx.finding(

@@ -1,0 +1,181 @@
+"""`phase merge OUT FILES...`: the shards of one campaign -> one results file.
+
+    merged = merge_files(Path("results/x.json"), [Path("s0.json"), Path("s1.json")])
+
+The shards must be the complete parts of one campaign (same campaign id, every index 0..N-1
+once) measured the same way (config, model sha256s, phase and llama.cpp versions, declared
+sensors) on one host class (phase.results.HostIdentity: hosts may differ by name only); what
+is refused, and why, is in `merge_checks`. Every refusal is exit 2 with one line naming what
+differs and in which files, and nothing is written.
+
+The merged file is an ordinary complete campaign: its runs keep the ids and the places in the
+shuffled order they had in the whole plan, each says which host ran it (`Run.host`), `hosts`
+lists every machine and its shards, and `merged_from` every input file with its sha256. The
+inputs are only read; OUT is created exclusively (an existing file is never replaced).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from phase.campaign import merge_checks
+from phase.campaign.merge_checks import ShardFile
+from phase.errors import UsageProblem
+from phase.results import (
+    HostInfo,
+    MergedShard,
+    PlainReference,
+    ResultsError,
+    ResultsFile,
+    SensorInfo,
+    UnavailableBackend,
+    dump_json,
+    parse,
+)
+
+
+class MergeRefused(UsageProblem):
+    """The files are not the shards of one campaign on one host class (exit 2)."""
+
+
+def read_shard(path: Path) -> ShardFile:
+    """Read one input once: the sha256 is of the very bytes that were parsed."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise MergeRefused(f"{path}: no such file") from None
+    except OSError as exc:
+        raise MergeRefused(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        results = parse(json.loads(data), path)
+    except json.JSONDecodeError as exc:
+        raise MergeRefused(f"{path}: $: not valid JSON at line {exc.lineno} column "
+                           f"{exc.colno}: {exc.msg}") from None
+    except ResultsError as exc:
+        raise MergeRefused(str(exc)) from None
+    if not isinstance(results, ResultsFile):
+        raise MergeRefused(f"{path}: $.kind: a summary file; only raw shard files merge")
+    return ShardFile(path, hashlib.sha256(data).hexdigest(), results)
+
+
+def _hosts(files: Sequence[ShardFile]) -> list[HostInfo]:
+    """One entry per machine, with every shard it ran."""
+    by_name: dict[str, HostInfo] = {}
+    for f in files:
+        for host in f.results.hosts:
+            known = by_name.get(host.hostname)
+            shards = sorted({*(known.shards if known else []), f.shard.index})
+            by_name[host.hostname] = host.model_copy(update={"shards": shards})
+    return list(by_name.values())
+
+
+def _sensors(files: Sequence[ShardFile]) -> list[SensorInfo]:
+    """The shards' sensors (declared alike); each one's measured update period is the
+    slowest any host measured, the conservative value for the rules that use it."""
+    out = []
+    for i, sensor in enumerate(files[0].results.sensors):
+        periods = [f.results.sensors[i].update_period_s for f in files
+                   if f.results.sensors[i].update_period_s is not None]
+        if periods:
+            sensor = sensor.model_copy(update={"update_period_s": max(periods),
+                                               "update_period_reason": None})
+        out.append(sensor)
+    return out
+
+
+def _references(files: Sequence[ShardFile]) -> list[PlainReference]:
+    found: dict[str, PlainReference] = {}
+    for f in files:
+        for ref in f.results.references:
+            found.setdefault(ref.prompt, ref)
+    order = [p.name for p in files[0].results.config.prompts]
+    return sorted(found.values(), key=lambda r: order.index(r.prompt) if r.prompt in order
+                  else len(order))
+
+
+def _unavailable(files: Sequence[ShardFile]) -> list[UnavailableBackend]:
+    seen: dict[tuple[str, str], UnavailableBackend] = {}
+    for f in files:
+        for u in f.results.sensors_unavailable:
+            seen.setdefault((u.backend, u.reason), u)
+    return list(seen.values())
+
+
+def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
+    """The one results file the checked shards make (shard 0's file is the template, so
+    fields this module does not know are carried from it)."""
+    files = sorted(files, key=lambda f: f.shard.index)
+    first = files[0].results
+    hosts = _hosts(files)
+    runs = []
+    for f in files:
+        name = f.results.hosts[0].hostname if f.results.hosts else f.results.provenance.hostname
+        runs += [r if r.host else r.model_copy(update={"host": name}) for r in f.results.runs]
+    runs.sort(key=lambda r: r.order)
+    provenance = first.provenance.model_copy(
+        update={"hostname": ", ".join(h.hostname for h in hosts)})
+    return first.model_copy(update={
+        "id": out_id,
+        "created": min(f.results.created for f in files),
+        "status": "complete",
+        "provenance": provenance,
+        "sensors": _sensors(files),
+        "sensors_unavailable": _unavailable(files),
+        "references": _references(files),
+        "runs": runs,
+        "shard": None,
+        "hosts": hosts,
+        "merged_from": [
+            MergedShard(file=f.name, sha256=f.sha256, shard=f.shard,
+                        hostname=f.results.hosts[0].hostname if f.results.hosts
+                        else f.results.provenance.hostname,
+                        created=f.results.created)
+            for f in files
+        ],
+    })
+
+
+def write_new(path: Path, text: str) -> None:
+    """Create `path` with `text`, never replacing a file: a complete temporary file in the same
+    directory is hard-linked to the name (which fails if the name exists), then unlinked."""
+    if not path.parent.is_dir():
+        raise MergeRefused(f"{path}: directory {path.parent} does not exist; create it first")
+    if path.exists():
+        raise MergeRefused(f"{path}: already exists; results files are never overwritten")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise MergeRefused(f"{path}: already exists; results files are never "
+                               "overwritten") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def merge_files(out: Path, paths: Sequence[Path]) -> ResultsFile:
+    """Check the shard files, then write their merged file to `out` (exclusively)."""
+    if not paths:
+        raise MergeRefused("no shard files given")
+    resolved = {p.resolve() for p in paths}
+    if out.resolve() in resolved:
+        raise MergeRefused(f"{out}: is one of the inputs; the output must be a new file")
+    files = [read_shard(p) for p in paths]
+    found = merge_checks.problems(files)
+    if found:
+        raise MergeRefused("cannot merge: " + "; ".join(found))
+    result = merged(files, out.stem)
+    write_new(out, dump_json(result))
+    return result

@@ -1,0 +1,191 @@
+"""What `phase merge` refuses: shards that are not parts of one campaign on one host class.
+
+Each check returns problems, one phrase each naming what differs and in which files; the
+merge refuses (exit 2) with all of them on one line. Nothing here reads or writes a file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phase.results import HostIdentity, Provenance, ResultsFile, ShardInfo
+
+
+@dataclass(frozen=True)
+class ShardFile:
+    """One input as read: its path, the sha256 of the bytes read, and the parsed file."""
+
+    path: Path
+    sha256: str
+    results: ResultsFile
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def shard(self) -> ShardInfo:
+        assert self.results.shard is not None  # checked by `not_shards` before anything else
+        return self.results.shard
+
+
+def _differ_named(pairs: Sequence[tuple[str, Any]], what: str,
+                  show: Callable[[Any], str] = repr) -> list[str]:
+    """One problem when the values of (name, value) pairs are not all equal: each distinct
+    value (as `show` writes it) and the names that hold it."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for name, v in pairs:
+        key = json.dumps(v, sort_keys=True, default=str)
+        groups.setdefault(key, (show(v), []))[1].append(name)
+    if len(groups) < 2:
+        return []
+    parts = [f"{shown} in {', '.join(names)}" for shown, names in groups.values()]
+    return [f"{what} differs: " + "; ".join(parts)]
+
+
+def _differ(files: Sequence[ShardFile], what: str, value: Callable[[ShardFile], Any],
+            show: Callable[[Any], str] = repr) -> list[str]:
+    return _differ_named([(f.name, value(f)) for f in files], what, show)
+
+
+def not_shards(files: Sequence[ShardFile]) -> list[str]:
+    out = []
+    for f in files:
+        if f.results.shard is None:
+            out.append(f"{f.name} is not a shard (no `shard` field): only files written by "
+                       "`phase measure --shard I/N` (or a scheduler's array) merge")
+        elif f.results.status != "complete":
+            out.append(f"{f.name} is {f.results.status!r}, not complete: resume it with "
+                       f"`phase measure … --resume {f.path}` first")
+    return out
+
+
+def campaign(files: Sequence[ShardFile]) -> list[str]:
+    return (_differ(files, "campaign id", lambda f: f.results.campaign_id)
+            + _differ(files, "experiment", lambda f: f.results.experiment)
+            + _differ(files, "shard count", lambda f: f.shard.count, str))
+
+
+def coverage(files: Sequence[ShardFile]) -> list[str]:
+    """Every shard index 0..N-1 exactly once."""
+    count = files[0].shard.count
+    by_index: dict[int, list[str]] = {}
+    for f in files:
+        by_index.setdefault(f.shard.index, []).append(f.name)
+    out = [f"shard {i} given twice: {', '.join(names)}"
+           for i, names in sorted(by_index.items()) if len(names) > 1]
+    missing = [str(i) for i in range(count) if i not in by_index]
+    if missing:
+        out.append(f"shard(s) {', '.join(missing)} of {count} missing")
+    return out
+
+
+def _config_keys(files: Sequence[ShardFile]) -> list[str]:
+    dumps = [f.results.config.model_dump() for f in files]
+    return [key for key in dumps[0] if any(d.get(key) != dumps[0][key] for d in dumps[1:])]
+
+
+def config(files: Sequence[ShardFile]) -> list[str]:
+    out = []
+    keys = _config_keys(files)
+    if keys:
+        names = ", ".join(f.name for f in files)
+        out.append(f"config differs in {', '.join('config.' + k for k in keys)} "
+                   f"(across {names})")
+    out += _differ(files, "threads", lambda f: (f.results.provenance.threads,
+                                                f.results.provenance.threads_batch))
+    return out
+
+
+def models(files: Sequence[ShardFile]) -> list[str]:
+    roles = sorted({m.role for f in files for m in f.results.models})
+    out = []
+    for role in roles:
+        out += _differ(files, f"{role} model sha256",
+                       lambda f, r=role: next((m.sha256 for m in f.results.models
+                                               if m.role == r), None),
+                       lambda sha: str(sha)[:12])
+    return out
+
+
+def versions(files: Sequence[ShardFile]) -> list[str]:
+    def prov(f: ShardFile) -> Provenance:
+        return f.results.provenance
+
+    return (_differ(files, "phase version (and commit)",
+                    lambda f: (prov(f).phase_version, prov(f).git_commit))
+            + _differ(files, "llama-cpp-python version",
+                      lambda f: prov(f).llama_cpp_python_version)
+            + _differ(files, "llama.cpp build", lambda f: prov(f).llama_cpp_system_info))
+
+
+def host_class(files: Sequence[ShardFile]) -> list[str]:
+    """Hosts may differ by name only: every field of every host's identity must agree (a shard
+    resumed on another machine lists two hosts; both count)."""
+    missing = [f.name for f in files if not f.results.hosts]
+    if missing:
+        return [f"{', '.join(missing)} record(s) no host identity (`hosts`)"]
+    hosts = [(f"{f.name} ({h.hostname})", h.identity) for f in files for h in f.results.hosts]
+    out = []
+    for field in HostIdentity.model_fields:
+        out += _differ_named([(name, getattr(identity, field)) for name, identity in hosts],
+                             f"host class ({field})")
+    return out
+
+
+def sensors(files: Sequence[ShardFile]) -> list[str]:
+    """The same sensors, declared the same way; only the measured update period may differ."""
+    def declared(f: ShardFile) -> list[dict[str, Any]]:
+        return [s.model_dump(exclude={"update_period_s", "update_period_reason"})
+                for s in f.results.sensors]
+    def shown(d: list[dict[str, Any]]) -> str:
+        return "[" + ", ".join(f"{s['name']} ({s['scope']} {s['kind']}, smoothing "
+                               f"{s['smoothing_s']} s)" for s in d) + "]" if d else "none"
+
+    return _differ(files, "declared sensors", declared, shown)
+
+
+def parts(files: Sequence[ShardFile]) -> list[str]:
+    """Shards split the plan the same way, and each holds only runs of its own part."""
+    out = _differ(files, "split", lambda f: f.shard.split, str)
+    seen: dict[str, str] = {}
+    for f in files:
+        prompts, repeats = set(f.shard.prompts), set(f.shard.repeats)
+        stray = [r.id for r in f.results.runs
+                 if r.prompt not in prompts or r.repeat not in repeats]
+        if stray:
+            out.append(f"{f.name} holds run(s) outside its shard's part: {', '.join(stray[:3])}")
+        for run in f.results.runs:
+            if run.id in seen:
+                out.append(f"run {run.id} is in both {seen[run.id]} and {f.name}")
+            seen.setdefault(run.id, f.name)
+    return out
+
+
+def references(files: Sequence[ShardFile]) -> list[str]:
+    """Shards that decoded the same prompt's plain reference must agree on it."""
+    out = []
+    prompts = sorted({r.prompt for f in files for r in f.results.references})
+    for prompt in prompts:
+        out += _differ([f for f in files if any(r.prompt == prompt for r in f.results.references)],
+                       f"plain reference of prompt {prompt!r}",
+                       lambda f, p=prompt: next(r.output_sha256 for r in f.results.references
+                                                if r.prompt == p),
+                       lambda sha: sha[:12])
+    return out
+
+
+# In order: a file that is not a complete shard stops the rest (they read its shard info).
+FIRST = (not_shards,)
+CHECKS = (campaign, coverage, config, models, versions, host_class, sensors, parts, references)
+
+
+def problems(files: Sequence[ShardFile]) -> list[str]:
+    found = [p for check in FIRST for p in check(files)]
+    if found:
+        return found
+    return [p for check in CHECKS for p in check(files)]

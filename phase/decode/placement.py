@@ -1,0 +1,119 @@
+"""Where llama.cpp put a model: its accelerator, the devices it used, the layers it offloaded.
+
+Read from llama.cpp, never assumed: while a model loads, phase keeps its log lines
+(`llama_model_load_from_file_impl: using device CUDA0 (NVIDIA H200) (0000:01:00.0) - ... MiB
+free`, `load_tensors: offloaded 29/29 layers to GPU`). A build without GPU offload
+(`llama_supports_gpu_offload()` false) logs neither: nothing was offloaded, and the layer
+count comes from `llama_model_n_layer` (+1 for the output layer, as llama.cpp counts it when
+it offloads). The PCI bus id identifies each GPU to the sensors, whatever the CUDA and NVML
+index orders are.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+_USING = re.compile(r"using device (?P<name>\S+) \((?P<desc>.*)\) \((?P<id>[^()]*)\) - \d+ MiB")
+_USING_NO_ID = re.compile(r"using device (?P<name>\S+) \((?P<desc>.*)\) - \d+ MiB")  # older
+_OFFLOADED = re.compile(r"offloaded (?P<n>\d+)/(?P<of>\d+) layers to GPU")
+_BACKEND = re.compile(r"(?:^|\| )(?P<name>[A-Za-z]+) : ")
+_NOT_ACCELERATORS = {"cpu", "blas", "rpc", "amx", "llamafile"}
+_ALIASES = {"mtl": "metal", "hip": "rocm"}
+
+_lock = threading.Lock()
+_capture: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # "CUDA0"
+    description: str  # "NVIDIA H200"
+    pci_bus_id: str | None  # "0000:01:00.0"; None where llama.cpp gave no id
+
+
+@dataclass(frozen=True)
+class ModelPlacement:
+    accelerator: str  # "cpu", "cuda", "metal", "vulkan", ...
+    n_gpu_layers_offloaded: int
+    n_layers: int
+    devices: tuple[Device, ...] = field(default_factory=tuple)
+
+
+def capture(message: str) -> None:
+    """Called by the llama.cpp log callback with every message."""
+    if _capture is not None:
+        _capture.append(message)
+
+
+@contextmanager
+def capturing() -> Iterator[list[str]]:
+    """Keep llama.cpp's log messages while the block runs (a model load)."""
+    global _capture
+    with _lock:
+        lines: list[str] = []
+        _capture = lines
+        try:
+            yield lines
+        finally:
+            _capture = None
+
+
+def _kind(device_name: str) -> str:
+    prefix = re.sub(r"\d+$", "", device_name).lower()
+    return _ALIASES.get(prefix, prefix)
+
+
+def build_accelerator(system_info: str, offload_supported: bool) -> str:
+    """The accelerator backend this llama.cpp build has, "cpu" for none."""
+    if not offload_supported:
+        return "cpu"
+    for m in _BACKEND.finditer(system_info):
+        name = m.group("name").lower()
+        if name not in _NOT_ACCELERATORS:
+            return _ALIASES.get(name, name)
+    return "gpu"
+
+
+def parse(messages: list[str], *, offload_supported: bool, n_layer: int,
+          system_info: str) -> ModelPlacement:
+    text = "".join(messages)
+    devices = tuple(
+        Device(m.group("name"), m.group("desc"), (m.groupdict().get("id") or "").strip() or None)
+        for line in text.splitlines()
+        if (m := _USING.search(line) or _USING_NO_ID.search(line))
+    )
+    devices = tuple(d if d.pci_bus_id != "unknown id" else Device(d.name, d.description, None)
+                    for d in devices)
+    offloaded = _OFFLOADED.search(text)
+    if offloaded is not None:
+        n, of = int(offloaded.group("n")), int(offloaded.group("of"))
+    else:
+        n, of = 0, n_layer + 1
+    accelerator = (_kind(devices[0].name) if devices
+                   else build_accelerator(system_info, offload_supported))
+    if n == 0:
+        devices = ()
+    return ModelPlacement(accelerator if offload_supported else "cpu", n, of, devices)
+
+
+def of_model(load_log: list[str], model: object) -> ModelPlacement:
+    """The placement of a model just loaded, from its load log and llama.cpp's answers."""
+    import llama_cpp
+
+    from phase.decode.native import system_info
+
+    return parse(load_log, offload_supported=bool(llama_cpp.llama_supports_gpu_offload()),
+                 n_layer=int(llama_cpp.llama_model_n_layer(model)), system_info=system_info())
+
+
+def this_build() -> str:
+    """The accelerator of the installed llama.cpp build ("cpu" when it cannot offload)."""
+    import llama_cpp
+
+    from phase.decode.native import system_info
+
+    return build_accelerator(system_info(), bool(llama_cpp.llama_supports_gpu_offload()))

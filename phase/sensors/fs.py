@@ -1,0 +1,112 @@
+"""How the sysfs backends (RAPL, INA3221) see files: the real filesystem, or a replay of one.
+
+The backends never touch `os` or `Path.read_text` directly; they ask an `Fs`. `REAL_FS` reads
+the machine's files (counters through pre-opened descriptors and pread). `phase sensors
+--snapshot` wraps it in a recorder (phase.sensors.snapshot) and `--replay` serves the recorded
+answers (phase.sensors.replay), so the same discovery code runs against a user's machine
+without the machine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+from phase.sensors.base import ReadError
+
+
+class ValueFile(Protocol):
+    """A sysfs attribute holding one integer, opened once and re-read cheaply."""
+
+    path: Path
+
+    def read_int(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class Fs(Protocol):
+    def is_dir(self, path: Path) -> bool: ...
+    def exists(self, path: Path) -> bool: ...
+    def listdir(self, path: Path) -> list[str]:
+        """Entry names, sorted; [] when `path` is not a readable directory."""
+        ...
+    def read_text(self, path: Path) -> str | None:
+        """A small attribute's text, stripped; None when missing or unreadable."""
+        ...
+    def open_value(self, path: Path) -> ValueFile:
+        """Open an integer attribute; raises OSError (PermissionError...) like os.open."""
+        ...
+
+
+class SysfsFile:
+    """A pre-opened sysfs attribute, re-read with pread(offset 0): no open/close per sample."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    def read_int(self) -> int:
+        if self.fd is None:
+            raise ReadError(f"{self.path}: file already closed")
+        try:
+            data = os.pread(self.fd, 64, 0)
+        except OSError as exc:
+            raise ReadError(f"{self.path}: {exc.strerror or exc}", errno=exc.errno) from None
+        try:
+            return int(data)
+        except ValueError:
+            raise ReadError(f"{self.path}: not an integer: {data[:32]!r}") from None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class RealFs:
+    def is_dir(self, path: Path) -> bool:
+        return path.is_dir()
+
+    def exists(self, path: Path) -> bool:
+        return path.exists()
+
+    def listdir(self, path: Path) -> list[str]:
+        try:
+            return sorted(os.listdir(path))
+        except OSError:
+            return []
+
+    def read_text(self, path: Path) -> str | None:
+        try:
+            return path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None
+
+    def open_value(self, path: Path) -> ValueFile:
+        return SysfsFile(path)
+
+
+REAL_FS: Fs = RealFs()
+
+
+def read_number(fs: Fs, path: Path) -> int | None:
+    text = fs.read_text(path)
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def open_checked(fs: Fs, path: Path) -> ValueFile:
+    """Open and read once: an open can succeed where a read fails (EISDIR, EACCES, EIO).
+    Raises OSError from the open or ReadError from the read; nothing stays open then."""
+    handle = fs.open_value(path)
+    try:
+        handle.read_int()
+    except ReadError:
+        handle.close()
+        raise
+    return handle

@@ -1,0 +1,259 @@
+"""Which sensors measure "chip energy": the device that ran the model, summed over its parts.
+
+* Layers offloaded to NVIDIA GPUs: those GPUs' NVML energy counters (a power reading where a
+  GPU has no counter), summed. llama.cpp names each GPU it used with its PCI bus id; NVML's
+  sensors carry theirs, so the match does not depend on NVML's or CUDA's index order. Where
+  llama.cpp gave no id, CUDA_VISIBLE_DEVICES (UUIDs or indices) is mapped onto NVML's order.
+* A Jetson (integrated GPU or CPU): its compute rail, or the sum of its compute rails where
+  the module has no single one (AGX Orin: VDD_GPU_SOC + VDD_CPU_CV).
+* Apple: the rail of the unit that did the work (GPU with Metal, else CPU); the SoC total
+  where per-unit rails are missing.
+* CPU only: RAPL's package zones, summed across sockets.
+* Part of the layers offloaded: the GPUs and the CPU packages together.
+
+The choice and its reason go into the results file (`ResultsFile.primary_energy`); a user
+can override it (`phase measure --energy-sensor NAME[,NAME]`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from phase.errors import UsageProblem
+from phase.results import PrimaryEnergy
+from phase.sensors.base import Sensor
+
+_COUNTER_FIRST = ("counter", "power")
+
+
+@dataclass(frozen=True)
+class GpuUse:
+    """One accelerator device llama.cpp used, as it logged it ("CUDA0", "NVIDIA H200",
+    "0000:01:00.0")."""
+
+    name: str
+    description: str = ""
+    pci_bus_id: str | None = None
+
+    @property
+    def index(self) -> int | None:
+        digits = "".join(c for c in self.name if c.isdigit())
+        return int(digits) if digits else None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the model ran: the build's accelerator, how many layers llama.cpp offloaded
+    (None: unknown, taken as all) out of how many, and the accelerator devices it used."""
+
+    accelerator: str = "cpu"
+    n_gpu_layers_offloaded: int | None = 0
+    n_layers: int | None = None
+    gpus: tuple[GpuUse, ...] = field(default_factory=tuple)
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.accelerator != "cpu" and self.n_gpu_layers_offloaded != 0
+
+    @property
+    def partial(self) -> bool:
+        return (self.on_gpu and self.n_gpu_layers_offloaded is not None
+                and self.n_layers is not None and self.n_gpu_layers_offloaded < self.n_layers)
+
+    def layers_text(self) -> str:
+        if self.n_gpu_layers_offloaded is None:
+            return "all layers offloaded"
+        if self.n_gpu_layers_offloaded == 0:
+            return "no layers offloaded"
+        of = f" of {self.n_layers}" if self.n_layers is not None else ""
+        return f"{self.n_gpu_layers_offloaded}{of} layers offloaded"
+
+
+def pci_key(bus_id: str | None) -> tuple[int, int, int, int] | None:
+    """'00000000:01:00.0' (NVML) and '0000:01:00.0' (CUDA) -> (0, 1, 0, 0)."""
+    if not bus_id:
+        return None
+    try:
+        domain, bus, rest = bus_id.strip().lower().split(":")
+        device, function = rest.split(".")
+        return int(domain, 16), int(bus, 16), int(device, 16), int(function[:1], 16)
+    except ValueError:
+        return None
+
+
+def _best(sensors: Sequence[Sensor]) -> Sensor | None:
+    """A counter before a power reading, then the least smoothed."""
+    ranked = sorted(sensors, key=lambda s: (_COUNTER_FIRST.index(s.kind), s.smoothing_s))
+    return ranked[0] if ranked else None
+
+
+class _NoMatch(Exception):
+    pass
+
+
+def _nvml_by_gpu(sensors: Sequence[Sensor]) -> dict[str, list[Sensor]]:
+    out: dict[str, list[Sensor]] = {}
+    for s in sensors:
+        if s.part == "gpu":
+            out.setdefault(s.device or s.name.rsplit(":", 1)[0], []).append(s)
+    return out
+
+
+def _visible_order(groups: dict[str, list[Sensor]], env: Mapping[str, str]) -> list[str]:
+    """NVML GPUs in the order CUDA numbers them, or _NoMatch saying why it cannot be told."""
+    by_index = sorted(groups, key=lambda g: getattr(getattr(groups[g][0], "gpu", None),
+                                                    "index", 0))
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        order = []
+        for entry in (e.strip() for e in visible.split(",") if e.strip()):
+            if entry.startswith("GPU-"):
+                match = [g for g in groups if g.startswith(entry)]
+            elif entry.isdigit() and int(entry) < len(by_index):
+                match = [by_index[int(entry)]]
+            else:
+                raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} names no NVML GPU "
+                               "(MIG instances and unknown UUIDs cannot be mapped)")
+            order.extend(match[:1])
+    else:
+        order = by_index
+    names = {getattr(getattr(groups[g][0], "gpu", None), "name", None) for g in order}
+    if len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        raise _NoMatch("llama.cpp gave no PCI bus id and these GPUs differ, so CUDA's "
+                       "fastest-first order cannot be matched to NVML's; set "
+                       "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+    return order
+
+
+def _gpu_sensors(sensors: Sequence[Sensor], placement: Placement,
+                 env: Mapping[str, str]) -> tuple[list[Sensor], list[str]]:
+    """One sensor per GPU the model used, and the device labels; _NoMatch if one is unknown."""
+    groups = _nvml_by_gpu(sensors)
+    if not groups:
+        raise _NoMatch("NVML found no GPU sensor")
+    used = list(placement.gpus)
+    order: list[str] | None = None
+    chosen: list[Sensor] = []
+    labels: list[str] = []
+    if not used:  # nothing logged: every GPU CUDA can see
+        order = _visible_order(groups, env)
+        used = [GpuUse(f"CUDA{i}") for i in range(len(order))]
+    for gpu in used:
+        key = pci_key(gpu.pci_bus_id)
+        match = [g for g, ss in groups.items() if key and pci_key(ss[0].pci_bus_id) == key]
+        if not match:
+            order = order if order is not None else _visible_order(groups, env)
+            if gpu.index is None or gpu.index >= len(order):
+                raise _NoMatch(f"{gpu.name} ({gpu.description or 'no description'}) matches no "
+                               "NVML GPU")
+            match = [order[gpu.index]]
+        best = _best(groups[match[0]])
+        assert best is not None
+        chosen.append(best)
+        labels.append(f"cuda:{gpu.index} {best.device or best.name}")
+    return chosen, labels
+
+
+def _parts(sensors: Sequence[Sensor], *parts: str) -> list[Sensor]:
+    return [s for s in sensors if s.part in parts]
+
+
+def _cpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
+    """The CPU's own sensors: RAPL packages, an Apple CPU rail, or Jetson compute rails."""
+    packages = _parts(sensors, "cpu-package")
+    if len(packages) > 1:
+        return packages, f"the RAPL package zones of all {len(packages)} sockets, summed"
+    if packages:
+        return packages, "the RAPL package zone"
+    for part, what in (("apple-cpu", "the CPU rail"), ("apple-soc", "the SoC total")):
+        best = _best(_parts(sensors, part))
+        if best is not None:
+            return [best], what
+    return None
+
+
+def _jetson_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
+    rails = _parts(sensors, "compute-rail")
+    if not rails:
+        return None
+    if len(rails) == 1:
+        return rails, "the module's compute rail (CPU, GPU and accelerators)"
+    return rails, "the module's compute rails, summed (it has no single one)"
+
+
+def _apple_gpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
+    gpu = _parts(sensors, "apple-gpu")
+    counters = [s for s in gpu if s.kind == "counter"]
+    if counters:
+        return counters, "the GPU rail" + (" (GPU and GPU SRAM, summed)" if len(counters) > 1
+                                           else "")
+    best = _best(gpu) or _best(_parts(sensors, "apple-soc"))
+    if best is None:
+        return None
+    return [best], "the GPU rail" if best.part == "apple-gpu" else "the SoC total"
+
+
+def choose_primary(sensors: Sequence[Sensor], placement: Placement,
+                   env: Mapping[str, str] | None = None
+                   ) -> tuple[PrimaryEnergy | None, str | None]:
+    """The automatic choice, or None and why no sensor measures the device."""
+    env = os.environ if env is None else env
+    where = f"the model ran on {placement.accelerator} ({placement.layers_text()})"
+    jetson = _jetson_choice(sensors)
+    if jetson is not None:  # the integrated GPU and the CPU share the module's rails
+        return _made(jetson[0], "jetson", f"{where}; {jetson[1]}"), None
+    if placement.on_gpu and placement.accelerator == "metal":
+        apple = _apple_gpu_choice(sensors)
+        if apple is None:
+            return None, f"{where}, but no Apple GPU or SoC sensor was found"
+        return _made(apple[0], "metal", f"{where}; {apple[1]}"), None
+    cpu = _cpu_choice(sensors)
+    if not placement.on_gpu:
+        if cpu is None:
+            return None, f"{where}, but no sensor measures the CPU (no RAPL package zone)"
+        return _made(cpu[0], "cpu", f"{where}; {cpu[1]}"), None
+    try:
+        gpus, labels = _gpu_sensors(sensors, placement, env)
+    except _NoMatch as exc:
+        return None, f"{where}, but its GPU energy cannot be measured: {exc}"
+    what = "energy counter" if all(s.kind == "counter" for s in gpus) else "power reading"
+    reason = (f"{where}; the NVML {what} of the GPU it used" if len(gpus) == 1 else
+              f"{where}; the NVML {what}s of the {len(gpus)} GPUs it used, summed")
+    mig = [s.name for s in gpus if getattr(getattr(s, "gpu", None), "mig_enabled", False)]
+    if mig:
+        reason += ("; MIG mode is on, so the whole-GPU figure includes the work of other MIG "
+                   f"instances ({', '.join(mig)})")
+    device = ", ".join(labels)
+    if placement.partial:
+        if cpu is None:
+            return None, f"{where}: the CPU ran the other layers and no sensor measures it"
+        return _made([*gpus, *cpu[0]], f"{device} + cpu",
+                     f"{reason}; plus the CPU, which ran the other layers: {cpu[1]}"), None
+    return _made(gpus, device, reason), None
+
+
+def _made(sensors: Sequence[Sensor], device: str, reason: str) -> PrimaryEnergy:
+    return PrimaryEnergy(sensors=[s.name for s in sensors], device=device, reason=reason,
+                         chosen_by="auto")
+
+
+def override_primary(sensors: Sequence[Sensor], names: Sequence[str],
+                     placement: Placement, env: Mapping[str, str] | None = None) -> PrimaryEnergy:
+    """`--energy-sensor NAME[,NAME]`: the named sensors, checked to exist."""
+    known = [s.name for s in sensors]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise UsageProblem(f"--energy-sensor {','.join(names)}: no such sensor "
+                           f"{', '.join(unknown)}; sensors here: {', '.join(known) or 'none'} "
+                           "(see `phase sensors`)")
+    if len(set(names)) != len(names):
+        raise UsageProblem(f"--energy-sensor {','.join(names)}: a sensor is named twice")
+    auto, why = choose_primary(sensors, placement, env)
+    automatic = (f"{', '.join(auto.sensors)} ({auto.reason})" if auto is not None
+                 else f"none ({why})")
+    return PrimaryEnergy(sensors=list(names), device=auto.device if auto else
+                         placement.accelerator, chosen_by="override",
+                         reason=f"named with --energy-sensor; the automatic choice was "
+                                f"{automatic}")

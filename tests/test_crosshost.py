@@ -1,0 +1,191 @@
+"""The cross-host page: one experiment side by side across host classes, built from the real
+committed campaign and synthetic copies of it "measured" on other host classes.
+
+The copies are test data written under tmp_path (never into results/): the committed runs with
+another host identity, speeds scaled, and on one of them a chip energy counter.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from datetime import timedelta
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from factories import make_sensor, make_window, write_results
+
+from phase.hosts import host_class_of, host_identity_of
+from phase.publish.crosshost import build_pages, render_pages
+from phase.publish.datasets import load_dataset
+from phase.publish.render import environment
+from phase.publish.site import SitePaths, build_site
+from phase.results import HostIdentity, HostInfo, ResultsFile, load_raw
+from phase.validate import RuleSettings
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "results" / "speculative-x86_64-2c-2026-11-30.json"
+GPU = HostIdentity(cpu_model="Intel(R) Xeon(R) Platinum 8480+", cpu_cores=224, ram_gib=2015,
+                   gpus=["NVIDIA H200"], gpu_driver="550.54.15", accelerator="cuda")
+ARM = HostIdentity(cpu_model="Neoverse-N1", cpu_cores=8, ram_gib=32, gpus=[],
+                   gpu_driver=None, accelerator="cpu")
+CHIP_W = 300.0
+
+
+def on_host(raw: ResultsFile, label: str, identity: HostIdentity, speed: float, *,
+            energy: bool = False, days: int = 1) -> ResultsFile:
+    """The committed campaign as if measured on another host class, `speed` times as fast
+    (with a chip counter reading CHIP_W over each decode window when `energy`)."""
+    sensors = [make_sensor("nvml:0:energy", scope="chip", kind="counter")] if energy else []
+    runs = []
+    for run in raw.runs:
+        decode_s = run.decode_s / speed
+        start = run.started_unix_s + run.prefill_s
+        windows = [make_window(s.name, start_unix_s=start, window_s=decode_s,
+                               energy_j=CHIP_W * decode_s) for s in sensors]
+        runs.append(run.model_copy(update={
+            "decode_s": decode_s, "tokens_per_s": run.tokens_per_s * speed, "energy": windows,
+            "samples": [], "host": f"{label}-node"}))
+    provenance = raw.provenance.model_copy(update={
+        "hostname": f"{label}-node", "host_class": label, "cpu_model": identity.cpu_model,
+        "cpu_cores": identity.cpu_cores, "gpus": identity.gpus})
+    return ResultsFile.model_validate(raw.model_copy(update={
+        "id": f"speculative-{label}", "provenance": provenance, "sensors": sensors,
+        "runs": runs, "created": raw.created + timedelta(days=days),
+        "hosts": [HostInfo(hostname=f"{label}-node", host_class=label, identity=identity)],
+    }).model_dump())
+
+
+@pytest.fixture(scope="module")
+def committed() -> ResultsFile:
+    return load_raw(COMMITTED)
+
+
+@pytest.fixture(scope="module")
+def three_hosts(tmp_path_factory: pytest.TempPathFactory, committed: ResultsFile) -> Path:
+    results = tmp_path_factory.mktemp("crosshost") / "results"
+    results.mkdir()
+    (results / COMMITTED.name).write_bytes(COMMITTED.read_bytes())
+    write_results(on_host(committed, "h200", GPU, 3.0, energy=True), results / "gpu.json")
+    # An older campaign on the same GPU class: linked, not shown.
+    write_results(on_host(committed, "h200", GPU, 2.0, energy=True, days=0)
+                  .model_copy(update={"id": "old"}), results / "gpu-older.json")
+    write_results(on_host(committed, "arm64-8c", ARM, 0.5), results / "arm.json")
+    return results
+
+
+def test_old_files_get_their_host_class_from_provenance(committed: ResultsFile) -> None:
+    assert committed.hosts == []
+    assert host_class_of(committed) == "x86_64-2c"
+    identity = host_identity_of(committed)
+    assert (identity.cpu_model, identity.cpu_cores, identity.ram_gib, identity.accelerator) == (
+        "AMD EPYC", 2, 24, "cpu")
+
+
+def test_todays_data_shows_one_host(committed: ResultsFile) -> None:
+    _, ds = load_dataset(COMMITTED, RuleSettings())
+    assert ds is not None
+    (page,) = build_pages([ds])
+    assert [h.label for h in page.hosts] == ["x86_64-2c"]
+    assert [t.prompt for t in page.tables] == [p.name for p in committed.config.prompts]
+    assert all(len(t.rows) == len(committed.config.strategies) for t in page.tables)
+
+
+class _Rows(HTMLParser):
+    """(prompt, strategy, host class key) -> {column: data-value}, and every link to data."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: dict[tuple[str, str, str], dict[str, str | None]] = {}
+        self.links: list[str] = []
+        self._prompt = ""
+        self._row: dict[str, str | None] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "div" and "data-prompt" in a:
+            self._prompt = a["data-prompt"] or ""
+        elif tag == "tr" and "data-strategy" in a:
+            self._row = {}
+            self.rows[(self._prompt, a["data-strategy"] or "", a["data-host-class"] or "")] = \
+                self._row
+        elif tag == "td" and self._row is not None and "data-key" in a:
+            self._row[a["data-key"] or ""] = a.get("data-value")
+        elif tag == "a" and a.get("class") == "phase-raw-link":
+            self.links.append(a["href"] or "")
+
+
+def _mean_speed(raw: ResultsFile, prompt: str, strategy: str) -> float:
+    return statistics.fmean(r.tokens_per_s for r in raw.runs
+                            if r.prompt == prompt and r.strategy == strategy)
+
+
+def test_three_host_classes_side_by_side_in_the_built_site(
+    three_hosts: Path, tmp_path: Path, committed: ResultsFile
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    paths = SitePaths.default(REPO, results_dir=three_hosts, notes_dir=notes,
+                              docs_dir=tmp_path / "docs", site_dir=tmp_path / "site",
+                              published_dir=tmp_path / "published")
+    build_site(paths)
+    html = (paths.site_dir / "hosts" / "speculative.html").read_text()
+    parsed = _Rows()
+    parsed.feed(html)
+    keys = {key for _, _, key in parsed.rows}
+    assert len(keys) == 3  # three host classes
+    for label in ("x86_64-2c", "h200", "arm64-8c"):
+        assert f"<td>{label}</td>" in html
+    # Each host's results file is linked, and every link resolves in the built site.
+    for name in (COMMITTED.stem, "gpu", "arm", "gpu-older"):
+        assert f"../raw/{name}.html" in html
+    assert len(parsed.links) > len(parsed.rows)
+    pages: dict[str, str] = {}
+    for href in parsed.links:
+        page, _, fragment = href.partition("#")
+        target = (paths.site_dir / "hosts" / page).resolve()
+        assert target.is_file(), href
+        text = pages.setdefault(page, target.read_text())
+        assert not fragment or f'id="{fragment}"' in text, href
+    strategies = committed.config.strategies
+    assert len(parsed.rows) == len(committed.config.prompts) * len(strategies) * 3
+    gpu_key = next(k for (p, s, k), cells in parsed.rows.items() if cells.get("chip"))
+    for prompt in (p.name for p in committed.config.prompts):
+        for strategy in strategies:
+            by_host = {k: cells for (p, s, k), cells in parsed.rows.items()
+                       if (p, s) == (prompt, strategy)}
+            speeds = sorted(float(c["tokens_per_s"] or 0) for c in by_host.values())
+            base = _mean_speed(committed, prompt, strategy)
+            assert speeds == pytest.approx([0.5 * base, base, 3.0 * base])
+            # Speed vs plain is a within-host ratio: the same on every host here.
+            ratios = {round(float(c["speed_vs_plain"] or 0), 9) for c in by_host.values()}
+            assert len(ratios) == 1
+            # Energy only where the host measured it: 300 W at 3x speed.
+            chip = by_host[gpu_key]["chip"]
+            expected_mj = statistics.fmean(
+                CHIP_W * r.decode_s / 3.0 / r.tokens * 1000 for r in committed.runs
+                if r.prompt == prompt and r.strategy == strategy)
+            assert float(chip or 0) == pytest.approx(expected_mj)
+            assert all(c["chip"] is None for k, c in by_host.items() if k != gpu_key)
+    index = (paths.site_dir / "hosts" / "index.html").read_text()
+    assert 'href="speculative.html"' in index and "3 host classes" in index
+    home = (paths.site_dir / "index.html").read_text()
+    assert re.search(r'href="hosts/index.html"', home)
+
+
+def test_text_from_data_is_escaped(tmp_path: Path, committed: ResultsFile) -> None:
+    runs = [r.model_copy(update={"prompt": "<b>x</b>"}) if r.prompt == "code" else r
+            for r in committed.runs]
+    prompts = [p.model_copy(update={"name": "<b>x</b>"}) if p.name == "code" else p
+               for p in committed.config.prompts]
+    raw = ResultsFile.model_validate(committed.model_copy(update={
+        "runs": runs, "config": committed.config.model_copy(update={"prompts": prompts}),
+        "references": [], "experiment": "spec<i>ulative"}).model_dump())
+    path = write_results(raw, tmp_path / "x.json")
+    _, ds = load_dataset(path, RuleSettings())
+    assert ds is not None
+    pages = render_pages(environment(REPO / "templates"), [ds])
+    text = "\n".join(pages.values())
+    assert "<b>x</b>" not in text and "<i>" not in text
+    assert "&lt;b&gt;x&lt;/b&gt;" in text or "&#60;b&#62;x" in text

@@ -1,0 +1,250 @@
+"""`phase sensors --replay` on one snapshot per machine kind (tests/fixtures/sensors/machines,
+built from real layouts by build.py there; h200-device-run.json recorded on a real H200):
+each names the primary sensor(s), every scope, the bounds and the reasons."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phase.cli import run_cli
+from phase.errors import PhaseError
+from phase.sensors import assert_publishable, discover, replay
+from phase.sensors.report import survey
+
+MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
+sys.path.insert(0, str(MACHINES))
+import build as machine_build  # noqa: E402
+
+
+def replayed(name: str, *, sample_s: float = 0.3, probe_s: float = 0.4,
+             slow_probe_s: float = 0.6) -> dict[str, Any]:
+    data = replay.load(MACHINES / f"{name}.json")
+    machine, roots = replay.machine(data)
+    found = discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
+    assert found.sensors and all(s.synthetic for s in found.sensors)
+    with pytest.raises(PhaseError, match="synthetic"):
+        assert_publishable(found.sensors)  # a replay can never be recorded as measurements
+    return survey(found, hz=20.0, sample_s=sample_s, probe_s=probe_s,
+                  slow_probe_s=slow_probe_s, build=data["build"]["accelerator"],
+                  env=data.get("env", {}))
+
+
+def rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in result["sensors"]}
+
+
+def primary(result: dict[str, Any], where: str) -> dict[str, Any]:
+    return next(p for p in result["primary"] if p["if_model_runs_on"] == where)
+
+
+def test_fixture_snapshots_are_built_by_build_py() -> None:
+    for name, data in machine_build.machines().items():
+        assert (MACHINES / f"{name}.json").read_text() == machine_build.render(data), name
+
+
+def test_intel_laptop_psys_bound_is_the_largest_limit_not_the_tdp() -> None:
+    result = replayed("intel-laptop-psys")
+    r = rows(result)
+    assert set(r) == {"rapl:package-0", "rapl:psys"}  # core, uncore and the mmio copy left out
+    package, psys = r["rapl:package-0"], r["rapl:psys"]
+    assert (package["scope"], psys["scope"]) == ("chip", "board")
+    # constraint_0_max_power_uw is the 55 W TDP; the limits are 135/162/315 W
+    assert package["max_power_w"] == pytest.approx(315.0)
+    assert package["assumed"] == ["max_power_w"]
+    assert psys["max_power_w"] is None  # psys declares no limit: the per-scope default applies
+    assert psys["encloses"] == ["rapl:package-0"] and package["encloses"] == []
+    cpu = primary(result, "cpu")
+    assert cpu["sensors"] == ["rapl:package-0"] and cpu["this_build"]
+    assert "RAPL package zone" in cpu["reason"]
+    assert package["window"]["energy_j"] > 0 and package["window"]["edge_error_j"] is not None
+
+
+def test_two_socket_server_sums_both_packages_and_dram_encloses_nothing() -> None:
+    result = replayed("xeon-2s-dram")
+    r = rows(result)
+    assert {n: v["scope"] for n, v in r.items()} == {
+        "rapl:package-0": "chip", "rapl:package-1": "chip",
+        "rapl:package-0/dram": "module", "rapl:package-1/dram": "module"}
+    assert all(v["encloses"] == [] for v in r.values())  # dram is disjoint from the package
+    assert r["rapl:package-0"]["max_power_w"] == pytest.approx(324.0)
+    assert r["rapl:package-0/dram"]["max_power_w"] is None
+    cpu = primary(result, "cpu")
+    assert cpu["sensors"] == ["rapl:package-0", "rapl:package-1"]
+    assert "all 2 sockets, summed" in cpu["reason"]
+
+
+def test_amd_zen_package_without_constraints_has_no_bound() -> None:
+    result = replayed("amd-zen")
+    r = rows(result)
+    assert list(r) == ["rapl:package-0"]
+    assert r["rapl:package-0"]["max_power_w"] is None and r["rapl:package-0"]["assumed"] == []
+    assert primary(result, "cpu")["sensors"] == ["rapl:package-0"]
+
+
+def test_gpu_server_two_gpus_by_uuid_summed_and_rapl_for_the_cpu() -> None:
+    result = replayed("gpu-server-2x-h100")
+    r = rows(result)
+    energy = [n for n in r if n.startswith("nvml:") and n.endswith(":energy")]
+    assert energy == ["nvml:GPU-4f5a2b71:energy", "nvml:GPU-a09e77c3:energy"]
+    assert r[energy[0]]["device"] == "GPU-4f5a2b71-0c1e-6d3a-9b2f-17e3a9c0d5e1"
+    assert r[energy[0]]["max_power_w"] == pytest.approx(700 * 1.25)
+    cuda = primary(result, "cuda")
+    assert cuda["this_build"] and cuda["sensors"] == energy
+    assert "energy counters of the 2 GPUs it used, summed" in cuda["reason"]
+    assert cuda["device"].startswith("cuda:0 GPU-4f5a2b71")
+    assert "cuda:1 GPU-a09e77c3" in cuda["device"]
+    assert primary(result, "cpu")["sensors"] == ["rapl:package-0", "rapl:package-1"]
+
+
+@pytest.mark.parametrize(("name", "smoothing"), [("a100-instant", 0.0), ("h100-averaged", 1.0)])
+def test_nvml_power_smoothing_follows_the_architecture(name: str, smoothing: float) -> None:
+    r = rows(replayed(name))
+    power = next(v for n, v in r.items() if n.endswith(":power"))
+    assert power["smoothing_s"] == smoothing and "smoothing_s" in power["assumed"]
+    counter = next(v for n, v in r.items() if n.endswith(":energy"))
+    assert counter["smoothing_s"] == 0.0 and "smoothing_s" not in counter["assumed"]
+
+
+def test_mig_mode_is_detected_and_said() -> None:
+    result = replayed("a100-mig")
+    assert any("MIG mode is on" in n for n in result["notes"])
+    cuda = primary(result, "cuda")
+    assert cuda["sensors"] == ["nvml:GPU-77aa88bb:energy"]
+    assert "MIG mode is on" in cuda["reason"] and "other MIG" in cuda["reason"]
+
+
+def test_one_lost_gpu_does_not_hide_the_others_and_errors_are_named() -> None:
+    result = replayed("gpu-server-one-lost")
+    names = set(rows(result))
+    assert "nvml:GPU-0a1b2c3d:energy" in names  # GPU 0 before the lost one
+    assert "nvml:GPU-c3d4e5f6:power" in names  # GPU 2 after it: still read
+    assert "nvml:GPU-c3d4e5f6:energy" not in names  # its counter is not permitted
+    reasons = [u["reason"] for u in result["unavailable"] if u["backend"] == "nvml"]
+    assert any("GPU 1" in r and "NVML_ERROR_GPU_IS_LOST" in r for r in reasons)
+    denied = next(r for r in reasons if "GPU 2" in r)
+    assert "NVML_ERROR_NO_PERMISSION" in denied and "Volta" not in denied
+    # CUDA_VISIBLE_DEVICES=0 was recorded: the model can only have used GPU 0
+    assert primary(result, "cuda")["sensors"] == ["nvml:GPU-0a1b2c3d:energy"]
+
+
+def test_agx_orin_compute_rails_are_summed_and_the_5v_rail_is_not_board() -> None:
+    result = replayed("jetson-agx-orin")
+    r = rows(result)
+    assert {n: v["scope"] for n, v in r.items()} == {
+        "ina3221:VDD_GPU_SOC": "chip", "ina3221:VDD_CPU_CV": "chip",
+        "ina3221:VIN_SYS_5V0": "module", "ina3221:VDDQ_VDD2_1V8AO": "module"}
+    assert all(v["encloses"] == [] for v in r.values())  # no module input on this module
+    for where in ("cpu", "cuda"):
+        p = primary(result, where)
+        assert p["sensors"] == ["ina3221:VDD_GPU_SOC", "ina3221:VDD_CPU_CV"]
+        assert "compute rails, summed" in p["reason"]
+    assert r["ina3221:VDD_GPU_SOC"]["smoothing_s"] == pytest.approx(0.006)
+    assert r["ina3221:VDD_GPU_SOC"]["assumed"] == []  # read from update_interval
+
+
+def test_orin_nano_module_input_encloses_its_rails() -> None:
+    result = replayed("jetson-orin-nano")
+    r = rows(result)
+    assert r["ina3221:VDD_IN"]["scope"] == "module"  # the carrier board is outside it
+    assert sorted(r["ina3221:VDD_IN"]["encloses"]) == ["ina3221:VDD_CPU_GPU_CV",
+                                                       "ina3221:VDD_SOC"]
+    assert r["ina3221:VDD_CPU_GPU_CV"]["scope"] == "chip"
+    assert primary(result, "cuda")["sensors"] == ["ina3221:VDD_CPU_GPU_CV"]
+
+
+def test_jetpack4_nano_reads_the_iio_driver() -> None:
+    result = replayed("jetson-nano-jp4")
+    r = rows(result)
+    assert set(r) == {"ina3221:POM_5V_IN", "ina3221:POM_5V_GPU", "ina3221:POM_5V_CPU"}
+    assert r["ina3221:POM_5V_IN"]["scope"] == "module"
+    assert r["ina3221:POM_5V_GPU"]["window"]["mean_power_w"] == pytest.approx(0.41, abs=0.05)
+    assert all(v["assumed"] == ["smoothing_s"] for v in r.values())  # IIO exposes no interval
+    assert primary(result, "cuda")["sensors"] == ["ina3221:POM_5V_GPU", "ina3221:POM_5V_CPU"]
+
+
+@pytest.mark.slow
+def test_mac_zeus_2s_batches_short_window_gets_an_edge_error_not_a_frozen_counter() -> None:
+    result = replayed("mac-m3-max-zeus", sample_s=1.0, slow_probe_s=5.0)
+    r = rows(result)
+    cpu = r["apple:cpu"]
+    assert cpu["update_period_s"] == pytest.approx(2.0, abs=0.3)  # measured, not assumed
+    window = cpu["window"]
+    # Under 2 s used to read "did not change"; now an estimate with its (large) edge error
+    assert window["energy_j"] is not None, window["energy_reason"]
+    assert window["edge_error_j"] > 0.05 * window["energy_j"]
+    assert primary(result, "metal")["sensors"] == ["apple:gpu", "apple:gpu-sram"]
+    assert primary(result, "cpu")["sensors"] == ["apple:cpu"]
+    assert r["apple:dram"]["scope"] == "module"
+
+
+def test_mac_powermetrics_makes_only_reported_sensors_and_stamps_by_plist() -> None:
+    result = replayed("mac-powermetrics", sample_s=0.5)
+    r = rows(result)
+    assert set(r) == {"apple:package-power", "apple:cpu-power", "apple:gpu-power"}  # no ane
+    assert sorted(r["apple:package-power"]["encloses"]) == ["apple:cpu-power", "apple:gpu-power"]
+    assert r["apple:gpu-power"]["window"]["energy_j"] is not None
+    assert primary(result, "metal")["sensors"] == ["apple:gpu-power"]
+
+
+def test_h200_device_run_snapshot_replays() -> None:
+    result = replayed("h200-device-run")
+    r = rows(result)
+    counter = r["nvml:GPU-62df9da3:energy"]
+    assert counter["update_period_s"] == pytest.approx(0.1, abs=0.03)
+    assert counter["device"] == "GPU-62df9da3-b883-d384-6f76-352d6472df13"
+    assert r["nvml:GPU-62df9da3:power"]["smoothing_s"] == 1.0  # Hopper: averaged
+    assert primary(result, "cuda")["sensors"] == ["nvml:GPU-62df9da3:energy"]
+
+
+def test_cli_replay_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+    path = MACHINES / "xeon-2s-dram.json"
+    assert run_cli(["sensors", "--replay", str(path), "--json", "--probe", "0.3",
+                    "--sample", "0.2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["replay"]["host"]["cpu_model"].startswith("Intel(R) Xeon(R) Platinum 8380")
+    assert primary(data, "cpu")["sensors"] == ["rapl:package-0", "rapl:package-1"]
+    assert run_cli(["sensors", "--replay", str(path), "--probe", "0.3", "--sample", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "model on cpu (this build): rapl:package-0 + rapl:package-1" in out
+    assert "324 W*" in out and "assumed, not read" in out
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"\xff\xfe", "not a readable snapshot"),
+    (b"[" * 100_000 + b"]" * 100_000, "not a readable snapshot"),
+    (b'{"format": "other"}', "not a phase sensors snapshot"),
+    (b'{"format": "phase-sensors-snapshot", "version": 99}', "version 99"),
+])
+def test_bad_snapshot_is_one_line_exit_2(tmp_path: Path, content: bytes, needle: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "snap.json"
+    path.write_bytes(content)
+    assert run_cli(["sensors", "--replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_snapshot_of_this_machine_replays_and_is_never_overwritten(
+        tmp_path: Path, sysfs_tree: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    powercap, hwmon = sysfs_tree("powercap"), sysfs_tree("hwmon")
+    out = tmp_path / "snap.json"
+    args = ["sensors", "--rapl-root", str(powercap), "--hwmon-root", str(hwmon), "--probe", "0.2"]
+    assert run_cli([*args, "--snapshot", str(out)]) == 0
+    data = json.loads(out.read_text())
+    files = data["fs"]["files"]
+    assert files[str(powercap / "intel-rapl:0" / "energy_uj")]["text"] == "84213377190"
+    assert files[str(hwmon / "hwmon1" / "in1_label")]["text"] == "VDD_IN"
+    assert "hostname" not in json.dumps(data["host"])
+    capsys.readouterr()
+    assert run_cli(["sensors", "--replay", str(out), "--json", "--probe", "0.2",
+                    "--sample", "0.2"]) == 0
+    names = {r["name"] for r in json.loads(capsys.readouterr().out)["sensors"]}
+    assert {"rapl:package-0", "rapl:psys", "ina3221:VDD_IN"} <= names
+    before = out.read_bytes()
+    assert run_cli([*args, "--snapshot", str(out)]) == 2
+    assert out.read_bytes() == before
