@@ -1,14 +1,16 @@
 """phase benchmarks: speed against native llama.cpp, and the overheads phase adds.
 
     .venv/bin/python bench/run.py
-        [--only plain,draft,ngram,selfdraft,evidence,sampler,bandwidth,site,hosts]
+        [--only plain,draft,ngram,selfdraft,evidence,noise,sampler,bandwidth,site,hosts]
         [--repeats N] [--tokens N] [--model NAME] [--draft NAME] [--threads T] [--quick]
         [--out DIR] [--strict]
 
 Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
 native tools built by bench/native.py), selfdraft (bench/self_draft.py: the target as its own
 draft, phase's acceptance >= llama-speculative-simple's), evidence (bench/evidence_bench.py:
-what recording the top-2 logit gaps costs), sampler (bench/sampler_bench.py), bandwidth (bench/bandwidth.py), site (bench/site_bench.py), hosts
+what recording the top-2 logit gaps costs), noise (bench/batch_noise.py: how far one-token and
+batched passes move a greedy choice, against the validator's near_tie_gap), sampler
+(bench/sampler_bench.py), bandwidth (bench/bandwidth.py), site (bench/site_bench.py), hosts
 (bench/hosts_bench.py: many campaigns over many host classes, the cross-host page). Writes
 bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
 PASS/FAIL against the project's targets.
@@ -29,8 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 # Run as a script, Python puts bench/ first on sys.path; the sections import as `bench.*`.
 sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
 
-SECTIONS = ("plain", "draft", "ngram", "selfdraft", "evidence", "sampler", "bandwidth", "site",
-            "hosts")
+SECTIONS = ("plain", "draft", "ngram", "selfdraft", "evidence", "noise", "sampler", "bandwidth",
+            "site", "hosts")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "selfdraft"}
 
 
@@ -84,6 +86,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     from bench import (
         bandwidth,
+        batch_noise,
         decode_bench,
         evidence_bench,
         hosts_bench,
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     runners = {
         "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
         "ngram": decode_bench.run_ngram, "selfdraft": self_draft.run,
-        "evidence": evidence_bench.run, "sampler": sampler_bench.run,
+        "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
         "bandwidth": bandwidth.run, "site": site_bench.run, "hosts": hosts_bench.run,
     }
     sections: list[Section] = []

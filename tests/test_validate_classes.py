@@ -88,7 +88,8 @@ def test_a_correctly_recorded_near_tie_is_a_warning_with_its_gaps() -> None:
 
 @pytest.mark.parametrize(
     ("gap_verify", "gap_reference", "category"),
-    [(0.099, 0.099, "near-tie"), (0.1, 0.05, "mismatch"), (0.05, 2.5, "mismatch")],
+    [(0.499, 0.499, "near-tie"), (0.5, 0.05, "mismatch"), (0.05, 2.5, "mismatch"),
+     (0.108, 0.072, "near-tie")],  # the last: a numerics flip measured on the test model
 )
 def test_divergences_are_classed_by_both_gaps(gap_verify: float, gap_reference: float,
                                               category: str) -> None:

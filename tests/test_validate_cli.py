@@ -103,7 +103,7 @@ def test_json_output_is_one_report_per_file(tmp_path: Path) -> None:
     assert reports[0]["counts"] == {"blocking": 0, "rejected": 0, "warning": 1}
     [finding] = reports[0]["findings"]
     assert finding["category"] == "near-tie"
-    assert finding["numbers"] == {"first_divergence": 5, "tokens": 16, "near_tie_gap": 0.1,
+    assert finding["numbers"] == {"first_divergence": 5, "tokens": 16, "near_tie_gap": 0.5,
                                   "gap_verify": 0.01, "gap_reference": 0.02}
     assert reports[0]["settings"] == RuleSettings().as_dict()
     assert reports[1]["blocking"] is True

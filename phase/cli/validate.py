@@ -24,7 +24,7 @@ from phase.validate import RuleSettings, exit_code, format_report, validate_file
               help="Fewest runs the confound rule needs [6].")
 @click.option("--near-tie-gap", type=float, default=None,
               help="Top-2 logit gap below which (in both passes) a divergence from plain is a "
-              "near-tie rather than a mismatch [0.1].")
+              "near-tie rather than a mismatch [0.5].")
 @click.option("--repeats", type=int, default=None,
               help="Expected repeats per condition [the file's config].")
 @click.option("--chip-sensor", "--energy-sensor", "chip_sensor", default=None,
