@@ -63,7 +63,8 @@ def run(ctx: Context) -> Section:
             flips.append({"position": i, "gap_single": _gap(a), "gap_batched": _gap(b)})
     largest = max(moves)
     section.info = {"model": ctx.target_name, "threads": ctx.threads, "tokens": ctx.tokens,
-                    "prompt_tokens": len(prompt), "near_tie_gap": threshold, "flips": flips}
+                    "prompt_tokens": len(prompt), "near_tie_gap": threshold, "flips": flips,
+                    "moves": moves}
     section.rows.append(Row(
         "batch-noise", "largest move of the top-2 margin, one-token vs batched pass", largest,
         threshold, "near_tie_gap", "logit", None, f"< {threshold:g}",
@@ -71,6 +72,5 @@ def run(ctx: Context) -> Section:
         f"median {float(np.median(moves)):.3g}; {len(flips)} flip(s) in {ctx.tokens} tokens, "
         "gaps (one-token, batched): "
         + (", ".join(f"{f['gap_single']:.3g}/{f['gap_batched']:.3g}" for f in flips) or "none"),
-        {"moves": moves},
     ))
     return section
