@@ -23,7 +23,7 @@ QUICK ?=
 MEASURE_ARGS ?=
 PORT ?= 8000
 
-.PHONY: help setup measure site serve test bench lint clean
+.PHONY: help setup measure site serve test bench lint clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ site: setup ## validate results, render notes, build site/ (QUICK=1: preview res
 serve: site ## browse the built site on http://127.0.0.1:$(PORT)
 	$(PHASE) serve --port $(PORT)
 
+screenshots: site ## full-page PNGs of the home page and each note at 1280 px -> docs/screenshots/
+	$(PY) tests/screenshots.py --site-dir site --out docs/screenshots
+
 test: setup ## run the test suite (fetches the small test model on first run)
 	$(PY) -m pytest
 
@@ -69,6 +72,6 @@ lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject
 	$(VENV)/bin/lint-imports
 
 clean: ## remove generated pages and the built site (never results/ nor published/)
-	rm -rf site docs/notes docs/raw docs/assets/vendor .pytest_cache .ruff_cache
+	rm -rf site docs/notes docs/raw docs/bench docs/assets/vendor .pytest_cache .ruff_cache
 	rm -rf .phase-tmp-* docs/.phase-tmp-* docs/assets/.phase-tmp-*  # left by a killed build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -199,21 +199,25 @@ def test_build_docs_publishes_nothing_and_phase_publish_does(tmp_path: Path) -> 
 
 
 def test_the_repository_archive_serves_the_committed_notes(tmp_path: Path) -> None:
-    """published/ holds v1 of both repository notes, frozen from their rendering before the
-    notes' content work; the committed results still match it, so nothing is re-published."""
+    """published/ holds v1 of both repository notes (frozen before the notes' content work) and
+    the 2026-10 note's v2; the committed results still match them, so nothing is re-published
+    and each published version is served byte for byte."""
     archive = tmp_path / "published"
     shutil.copytree(REPO / "published", archive)
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=True)
     paths = site_paths(tmp_path, inputs, published=archive)
     result = build_docs(paths)
-    assert result.states["speculative-decoding"] == ["v1 published"]
+    assert result.states["speculative-decoding"] == ["v1 published", "v2 published"]
     assert result.states["speculative-decoding-cpu"] == ["v1 published"]
-    for slug in ("speculative-decoding", "speculative-decoding-cpu"):
-        frozen = Archive(archive).load(slug, 1)
-        assert (paths.docs_dir / f"notes/{slug}/v1/index.md").read_bytes() == frozen.page
+    for slug, newest in (("speculative-decoding", 2), ("speculative-decoding-cpu", 1)):
+        for number in range(1, newest + 1):
+            frozen = Archive(archive).load(slug, number)
+            page = paths.docs_dir / f"notes/{slug}/v{number}/index.md"
+            assert page.read_bytes().startswith(frozen.page)
+            manifest = json.loads((archive / slug / f"v{number}" / "manifest.json").read_text())
+            for entry in manifest["results"]:
+                assert (REPO / "results" / entry["name"]).is_file()
         latest = (paths.docs_dir / f"notes/{slug}/index.md").read_bytes()
+        frozen = Archive(archive).load(slug, newest)
         assert latest.startswith(frozen.latest) and b"## Versions" in latest[len(frozen.latest):]
-        manifest = json.loads((archive / slug / "v1" / "manifest.json").read_text())
-        for entry in manifest["results"]:
-            assert (REPO / "results" / entry["name"]).is_file()
     assert result.states["fixture-versions"] == ["v1 new"]

@@ -207,3 +207,42 @@ def test_a_merged_file_publishes_like_a_single_host_campaign(tmp_path: Path) -> 
     assert page.count('class="phase-run"') == 8
     hosts = (paths.site_dir / "hosts" / "fixture.html").read_text()
     assert "<td>node0, node1</td>" in hosts and "<td>fixture-2c</td>" in hosts
+
+
+def _on_gpu(path: Path, uuid: str, suffix: str = "energy") -> str:
+    """Rename the shard's chip sensor as NVML names it on a host whose GPU has `uuid`."""
+    results = load_raw(path)
+    name = f"nvml:{uuid[:12]}:{suffix}"
+    sensors = [s.model_copy(update={"name": name, "device": uuid}) if s.name == "chip" else s
+               for s in results.sensors]
+    runs = [r.model_copy(update={"energy": [w.model_copy(update={"sensor": name})
+                                            if w.sensor == "chip" else w for w in r.energy]})
+            for r in results.runs]
+    edit(path, sensors=sensors, runs=runs)
+    return name
+
+
+def test_gpu_hosts_whose_sensors_are_named_by_uuid_merge(tmp_path: Path) -> None:
+    # Every GPU has its own UUID, so the same sensor has another name on every host of a class.
+    shards = write_shards(tmp_path, count=2)
+    first = _on_gpu(shards[0], "GPU-aaaaaaaa-1111-2222-3333-444444444444")
+    second = _on_gpu(shards[1], "GPU-bbbbbbbb-5555-6666-7777-888888888888")
+    edit(shards[1], hosts=_host())
+    out = tmp_path / "merged.json"
+    result = merge(out, *shards)
+    assert result.exit_code == 0, result.output
+    merged = load_raw(out)
+    assert {w.sensor for r in merged.runs for w in r.energy} == {first}
+    assert [s.device for s in merged.sensors if s.name == first] == [None]  # hosts differ
+    assert merged.merged_from[1].sensor_names == {first: second}
+    assert merged.merged_from[1].sensor_devices == {
+        first: "GPU-bbbbbbbb-5555-6666-7777-888888888888"}
+    assert merged.merged_from[0].sensor_names == {}
+    assert not validate_file(out).blocking
+
+
+def test_gpu_sensors_that_differ_beyond_the_uuid_are_refused(tmp_path: Path) -> None:
+    shards = write_shards(tmp_path, count=2)
+    _on_gpu(shards[0], "GPU-aaaaaaaa-1111-2222-3333-444444444444")
+    _on_gpu(shards[1], "GPU-bbbbbbbb-5555-6666-7777-888888888888", suffix="power")
+    _refused(tmp_path, shards, "declared sensors differs")

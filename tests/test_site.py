@@ -49,6 +49,8 @@ def test_mkdocs_strict_build_produced_every_page(built_site) -> None:
         "raw/speculative-fixture-gpu.html", "raw/speculative-fixture-cpu.html",
         "raw/summary-speculative-7b.html", f"raw/{GPU_FILE}", f"raw/{CPU_FILE}",
         f"raw/{SEED_SUMMARY}", "assets/vendor/vega.js", "assets/charts.js",
+        "bench/index.html", "bench/2026-11-30-vm.json", "search/search_index.json",
+        "search/search_index.js", "assets/shim/iframe-worker.js",
     ]
     missing = [p for p in expected if not (site / p).is_file()]
     assert missing == []
@@ -68,11 +70,11 @@ def test_home_page_lists_notes_with_date_finding_and_versions(built_site) -> Non
         assert f'href="notes/{slug}/v1/index.html"' in home
     assert 'href="notes/fixture-versions/v2/index.html"' in home
     # The date of each note's latest version.
-    assert "<td>2026-10</td>" in home and "<td>2026-02-01</td>" in home
+    assert "<td>2026-11-30</td>" in home and "<td>2026-02-01</td>" in home
     assert "Speculation saved chip energy only where most drafted tokens were kept" in home
-    # Newest first.
-    assert home.index("speculative-decoding-cpu/index.html") < home.index(
-        "speculative-decoding/index.html") < home.index("fixture-versions/index.html")
+    # Newest first, by the latest version's date (the 2026-10 note's v2 is of 2026-11-30).
+    assert home.index("speculative-decoding/index.html") < home.index(
+        "speculative-decoding-cpu/index.html") < home.index("fixture-versions/index.html")
 
 
 def test_every_local_link_and_anchor_resolves(built_site) -> None:
@@ -127,7 +129,8 @@ def test_note_pages_carry_provenance_and_reproduce_command(built_site) -> None:
     assert re.search(r'class="admonition example phase-reproduce"', page)
     seed = (site / "notes/speculative-decoding/index.html").read_text()
     assert "7B model quantised to Q4_0" in seed and "not in this repository" in seed
-    assert "uv run python experiments/speculative.py results/speculative-7b.json" in seed
+    box = seed.split('class="admonition example phase-reproduce"', 1)[1].split("</div>", 1)[0]
+    assert "phase measure speculative --target PATH/TO/7B-Q4_0.gguf" in box
 
 
 def test_site_pages_load_no_remote_resources(built_site) -> None:

@@ -30,8 +30,10 @@ from phase.results import (
     HostInfo,
     MergedShard,
     PlainReference,
+    PrimaryEnergy,
     ResultsError,
     ResultsFile,
+    Run,
     SensorInfo,
     UnavailableBackend,
     dump_json,
@@ -74,18 +76,73 @@ def _hosts(files: Sequence[ShardFile]) -> list[HostInfo]:
     return list(by_name.values())
 
 
+def _renames(f: ShardFile, first: ShardFile) -> dict[str, str]:
+    """This shard's sensor names -> the merged file's (shard 0's), where a device-named sensor
+    (a GPU's UUID) is called otherwise on this shard's host. The checks matched them by place."""
+    return {own.name: base.name
+            for own, base in zip(f.results.sensors, first.results.sensors, strict=True)
+            if own.name != base.name}
+
+
+def _renamed(run: Run, renames: dict[str, str]) -> Run:
+    if not renames:
+        return run
+    return run.model_copy(update={
+        "energy": [w.model_copy(update={"sensor": renames.get(w.sensor, w.sensor)})
+                   for w in run.energy],
+        "samples": [t.model_copy(update={"sensor": renames.get(t.sensor, t.sensor)})
+                    for t in run.samples],
+        "temperatures_c": {renames.get(k, k): v for k, v in run.temperatures_c.items()},
+    })
+
+
+def _devices_differ(files: Sequence[ShardFile]) -> bool:
+    return any([s.device for s in f.results.sensors]
+               != [s.device for s in files[0].results.sensors] for f in files)
+
+
 def _sensors(files: Sequence[ShardFile]) -> list[SensorInfo]:
     """The shards' sensors (declared alike); each one's measured update period is the
-    slowest any host measured, the conservative value for the rules that use it."""
+    slowest any host measured, the conservative value for the rules that use it. Where the
+    hosts' devices differ, the merged sensor names none (each shard's is in merged_from)."""
     out = []
+    differ = _devices_differ(files)
     for i, sensor in enumerate(files[0].results.sensors):
         periods = [f.results.sensors[i].update_period_s for f in files
                    if f.results.sensors[i].update_period_s is not None]
         if periods:
             sensor = sensor.model_copy(update={"update_period_s": max(periods),
                                                "update_period_reason": None})
+        if differ:
+            sensor = sensor.model_copy(update={"device": None})
         out.append(sensor)
     return out
+
+
+def _primary(files: Sequence[ShardFile]) -> PrimaryEnergy | None:
+    first = files[0].results.primary_energy
+    if first is None:
+        return None
+    devices = list(dict.fromkeys(f"{_hostname(f)}: {f.results.primary_energy.device}"
+                                 for f in files if f.results.primary_energy is not None))
+    if len({d.split(": ", 1)[1] for d in devices}) < 2:
+        return first
+    return first.model_copy(update={"device": "; ".join(devices)})
+
+
+def _hostname(f: ShardFile) -> str:
+    return f.results.hosts[0].hostname if f.results.hosts else f.results.provenance.hostname
+
+
+def _merged_shard(f: ShardFile, first: ShardFile, devices: bool) -> MergedShard:
+    renames = _renames(f, first)
+    return MergedShard(
+        file=f.name, sha256=f.sha256, shard=f.shard, hostname=_hostname(f),
+        created=f.results.created,
+        sensor_names={merged: own for own, merged in renames.items()},
+        sensor_devices={base.name: own.device for own, base
+                        in zip(f.results.sensors, first.results.sensors, strict=True)
+                        if own.device} if devices else {})
 
 
 def _references(files: Sequence[ShardFile]) -> list[PlainReference]:
@@ -114,11 +171,13 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
     hosts = _hosts(files)
     runs = []
     for f in files:
-        name = f.results.hosts[0].hostname if f.results.hosts else f.results.provenance.hostname
-        runs += [r if r.host else r.model_copy(update={"host": name}) for r in f.results.runs]
+        renames = _renames(f, files[0])
+        runs += [_renamed(r if r.host else r.model_copy(update={"host": _hostname(f)}), renames)
+                 for r in f.results.runs]
     runs.sort(key=lambda r: r.order)
     provenance = first.provenance.model_copy(
         update={"hostname": ", ".join(h.hostname for h in hosts)})
+    devices = _devices_differ(files)
     return first.model_copy(update={
         "id": out_id,
         "created": min(f.results.created for f in files),
@@ -130,13 +189,8 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
         "runs": runs,
         "shard": None,
         "hosts": hosts,
-        "merged_from": [
-            MergedShard(file=f.name, sha256=f.sha256, shard=f.shard,
-                        hostname=f.results.hosts[0].hostname if f.results.hosts
-                        else f.results.provenance.hostname,
-                        created=f.results.created)
-            for f in files
-        ],
+        "primary_energy": _primary(files),
+        "merged_from": [_merged_shard(f, files[0], devices) for f in files],
     })
 
 

@@ -137,16 +137,52 @@ def host_class(files: Sequence[ShardFile]) -> list[str]:
     return out
 
 
+def neutral_name(name: str, device: str | None) -> str:
+    """A sensor's name with its device's identity (a GPU's UUID, whole or as the prefix the
+    name uses) replaced by `<device>`: hosts of one class differ there and nowhere else."""
+    if device:
+        for k in range(len(device), 7, -1):
+            if device[:k] in name:
+                return name.replace(device[:k], "<device>")
+    return name
+
+
+def neutral_names(f: ShardFile) -> dict[str, str]:
+    return {s.name: neutral_name(s.name, s.device) for s in f.results.sensors}
+
+
+def _declared(f: ShardFile) -> list[dict[str, Any]]:
+    names = neutral_names(f)
+    out = []
+    for s in f.results.sensors:
+        d = s.model_dump(exclude={"update_period_s", "update_period_reason", "device"})
+        d["name"] = names[s.name]
+        if d.get("encloses") is not None:
+            d["encloses"] = [names.get(n, n) for n in d["encloses"]]
+        out.append(d)
+    return out
+
+
 def sensors(files: Sequence[ShardFile]) -> list[str]:
-    """The same sensors, declared the same way; only the measured update period may differ."""
-    def declared(f: ShardFile) -> list[dict[str, Any]]:
-        return [s.model_dump(exclude={"update_period_s", "update_period_reason"})
-                for s in f.results.sensors]
+    """The same sensors, declared the same way; only the measured update period and the
+    device a sensor reads (a GPU's UUID, also in its name) may differ between hosts."""
     def shown(d: list[dict[str, Any]]) -> str:
         return "[" + ", ".join(f"{s['name']} ({s['scope']} {s['kind']}, smoothing "
                                f"{s['smoothing_s']} s)" for s in d) + "]" if d else "none"
 
-    return _differ(files, "declared sensors", declared, shown)
+    return _differ(files, "declared sensors", _declared, shown)
+
+
+def primary_energy(files: Sequence[ShardFile]) -> list[str]:
+    """The same sensors (by position, device aside) count as chip energy in every shard."""
+    def chosen(f: ShardFile) -> Any:
+        pe = f.results.primary_energy
+        if pe is None:
+            return None
+        names = neutral_names(f)
+        return [[names.get(n, n) for n in pe.sensors], pe.chosen_by]
+
+    return _differ(files, "chip-energy sensors (primary_energy)", chosen, str)
 
 
 def parts(files: Sequence[ShardFile]) -> list[str]:
@@ -181,7 +217,8 @@ def references(files: Sequence[ShardFile]) -> list[str]:
 
 # In order: a file that is not a complete shard stops the rest (they read its shard info).
 FIRST = (not_shards,)
-CHECKS = (campaign, coverage, config, models, versions, host_class, sensors, parts, references)
+CHECKS = (campaign, coverage, config, models, versions, host_class, sensors, primary_energy,
+          parts, references)
 
 
 def problems(files: Sequence[ShardFile]) -> list[str]:

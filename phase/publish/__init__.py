@@ -6,7 +6,15 @@ One direction only: nothing here measures or edits a raw results file. Modules, 
                 (summaries are derived in memory by phase.analysis, never written to results/)
     tables      summary rows + findings -> results-table rows (formatted, linked, marked)
     findings    validation findings -> the findings list (rejected values struck through)
-    charts      summary rows -> Altair/Vega-Lite specs, PNG fallbacks, the vendored Vega JS
+    charts      summary rows -> energy charts (Altair/Vega-Lite), PNG fallbacks, the Vega JS
+    strategy_charts  the charts that answer a note's question: cost per token, speed vs
+                acceptance with break-even, time per token and per-step cost from the trace
+    spreads     per-run ranges behind each figure; prompts whose plain baseline is unstable
+    steps       per-step cost of drafting and verifying, from each run's trace
+    figures     the figure calls of a note's text: value, value_range, step, bench, ...
+    downloads   every table as CSV and JSON (pandas), with sha256
+    benchpage   bench/results/ -> the Benchmarks page and the figures notes cite from it
+    sources     repository files a note links to, published next to the version's page
     provenance  machine, software, models + sha256, date, commit, command of a results file
     changes     what changed between two versions of a note
     rawpages    one data page per results file (every run, anchored by run id)

@@ -41,7 +41,8 @@ PAGE = "index.md"
 LATEST = "latest.md"
 ASSETS = "assets"
 _VERSION_DIR = re.compile(r"^v([1-9][0-9]*)$")
-_ASSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A chart, a table download, or (under sources/) a repository file the note links to.
+_ASSET_NAME = re.compile(r"^(sources/)?[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class ArchiveError(PhaseError):
@@ -224,6 +225,7 @@ class Archive:
             (staging / PAGE).write_bytes(frozen.page)
             (staging / LATEST).write_bytes(frozen.latest)
             for name, data in frozen.assets.items():
+                (staging / ASSETS / name).parent.mkdir(exist_ok=True)
                 (staging / ASSETS / name).write_bytes(data)
             text = json.dumps(m.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
             (staging / MANIFEST).write_text(text, encoding="utf-8")

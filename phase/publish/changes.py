@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from phase.analysis import PLAIN
 from phase.results import SummaryRow
 
 from .datasets import Dataset
@@ -24,13 +25,31 @@ class Change:
     change: str
 
 
+# Every figure a note's results table reports (and its prose can cite), in table order.
 METRICS: list[tuple[str, str, Callable[[float | None], str]]] = [
     ("tokens_per_s", "tokens/s", fmt),
+    ("speed_vs_plain", "speed vs plain", ratio),
     ("acceptance", "accepted", pct),
     ("chip_mj_per_token", "chip mJ/token", fmt),
     ("energy_ratio_vs_plain", "energy vs plain", ratio),
     ("board_mj_per_token", "board mJ/token", fmt),
+    ("cpu_ms_per_token", "CPU ms/token", fmt),
+    ("cpu_vs_plain", "CPU vs plain", ratio),
+    ("tokens_per_s_spread", "tokens/s spread", lambda v: pct(v, 1)),
+    ("chip_energy_spread", "chip energy spread", lambda v: pct(v, 1)),
+    ("n", "n", lambda v: DASH if v is None else f"{v:.0f}"),
 ]
+
+
+def _figure(rows: list[SummaryRow], row: SummaryRow, name: str) -> float | None:
+    """A row's figure; the "vs plain" ratios divide by plain decoding's row for the prompt."""
+    if name in ("speed_vs_plain", "cpu_vs_plain"):
+        base_name = "tokens_per_s" if name == "speed_vs_plain" else "cpu_ms_per_token"
+        plain = next((r for r in rows if r.prompt == row.prompt and r.strategy == PLAIN), None)
+        mine, base = getattr(row, base_name), getattr(plain, base_name) if plain else None
+        return mine / base if mine is not None and base else None
+    value = getattr(row, name)
+    return None if value is None else float(value)
 
 
 def _rel(before: float | None, after: float | None) -> str:
@@ -52,7 +71,7 @@ def _compare_rows(label: str, old: list[SummaryRow], new: list[SummaryRow]) -> l
             out.append(Change(item, "condition", DASH, "added", "added"))
             continue
         for name, metric, show in METRICS:
-            a, b = getattr(before, name), getattr(row, name)
+            a, b = _figure(old, before, name), _figure(new, row, name)
             if show(a) != show(b):
                 out.append(Change(item, metric, show(a), show(b), _rel(a, b)))
     for key in old_by:

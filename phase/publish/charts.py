@@ -73,9 +73,22 @@ def _records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
             # pages, which must not change.
             "ratio_vs_plain": r.energy_ratio_vs_plain,
             "acceptance": r.acceptance,
+            "n": r.n,
+            "tokens_per_s_spread": r.tokens_per_s_spread,
+            "chip_energy_spread": r.chip_energy_spread,
         }
         for r in rows
     ]
+
+
+def _uncertainty(rows: list[SummaryRow]) -> str:
+    """The caption's sentence on what each point is and how far its runs spread."""
+    ns = sorted({r.n for r in rows if r.n is not None})
+    n = ("n not given" if not ns else f"n = {ns[0]}" if len(ns) == 1
+         else f"n = {ns[0]} to {ns[-1]}")
+    if any(r.tokens_per_s_spread is not None or r.chip_energy_spread is not None for r in rows):
+        return f" Each point is the mean of its runs ({n}); its spread is in the tooltip."
+    return f" Each point is the mean of its runs ({n}); the source published no spread."
 
 
 def _left_out(rows: list[SummaryRow], kept: list[SummaryRow], why: str) -> str:
@@ -96,6 +109,9 @@ def _tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("chip_mj_per_token:Q", title="chip mJ/token", format=".1f"),
         alt.Tooltip("acceptance:Q", title="accepted", format=".0%"),
         alt.Tooltip("ratio_vs_plain:Q", title="energy vs plain", format=".2f"),
+        alt.Tooltip("n:Q", title="n (runs)"),
+        alt.Tooltip("tokens_per_s_spread:Q", title="tokens/s spread", format=".1%"),
+        alt.Tooltip("chip_energy_spread:Q", title="chip energy spread", format=".1%"),
     ]
 
 
@@ -121,8 +137,8 @@ def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
         .facet(column=alt.Column("prompt:N", sort=prompts, title="prompt"))
     )
     caption = ("Lower is cheaper, further right is faster; one panel per prompt."
-               + _left_out(rows, kept, "no chip energy"))
-    return Chart("energy_vs_speed", title, chart.to_dict(), None, caption)
+               + _uncertainty(kept) + _left_out(rows, kept, "no chip energy"))
+    return Chart("energy_vs_speed", title, chart.to_dict(validate=False), None, caption)
 
 
 def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
@@ -158,8 +174,9 @@ def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
     )
     chart = alt.layer(points, even).properties(width=420, height=260)
     caption = ("Below the dashed line a strategy used less chip energy per token than plain "
-               "decoding." + _left_out(speculating, kept, "no acceptance or energy ratio"))
-    return Chart("ratio_vs_acceptance", title, chart.to_dict(), None, caption)
+               "decoding." + _uncertainty(kept)
+               + _left_out(speculating, kept, "no acceptance or energy ratio"))
+    return Chart("ratio_vs_acceptance", title, chart.to_dict(validate=False), None, caption)
 
 
 def per_k(rows: list[SummaryRow]) -> Chart:
@@ -194,7 +211,7 @@ def per_k(rows: list[SummaryRow]) -> Chart:
 
     with_energy = [r for r in drafts if r.chip_mj_per_token is not None]
     panels = [panel("tokens_per_s", "tokens/s", drafts, plain)]
-    caption = "Dashed lines: plain decoding for the same prompt."
+    caption = "Dashed lines: plain decoding for the same prompt." + _uncertainty(drafts)
     if with_energy:
         panels.append(
             panel("chip_mj_per_token", "chip mJ per token", with_energy,
@@ -205,7 +222,7 @@ def per_k(rows: list[SummaryRow]) -> Chart:
         caption += (" The energy panel is left out: chip energy is missing "
                     f"({_energy_reason(rows)}).")
     chart = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
-    return Chart("per_k", title, chart.to_dict(), None, caption)
+    return Chart("per_k", title, chart.to_dict(validate=False), None, caption)
 
 
 BUILDERS = {"energy_vs_speed": energy_vs_speed, "ratio_vs_acceptance": ratio_vs_acceptance,

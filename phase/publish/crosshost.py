@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 
 import jinja2
+import pandas as pd
 
 from phase.analysis import PLAIN
 from phase.hosts import host_class_of, host_identity_of
@@ -24,6 +25,7 @@ from phase.results import HostIdentity, ResultsFile, SummaryRow
 
 from .anchors import raw_page, run_anchor
 from .datasets import Dataset, page_stem
+from .downloads import cells_frame, frame_files
 from .tables import Cell, Link, fmt, pct, ratio
 
 ROOT = "../"
@@ -198,10 +200,36 @@ def build_pages(datasets: list[Dataset]) -> list[CrossHostPage]:
     return pages
 
 
-def render_pages(env: jinja2.Environment, datasets: list[Dataset]) -> dict[str, str]:
-    """Every cross-host page and their index, by path under the docs dir."""
+def _hosts_frame(page: CrossHostPage) -> pd.DataFrame:
+    return cells_frame(
+        ["host class", "machine", "hosts", "campaign", "date", "runs", "also measured"],
+        [[h.label, h.machine, " ".join(h.hosts), h.dataset, h.created, h.runs,
+          " ".join(name for name, _ in h.others)] for h in page.hosts])
+
+
+def _prompt_frame(table: PromptTable) -> pd.DataFrame:
+    """The exact values behind a prompt's table (the page shows them rounded)."""
+    return cells_frame(
+        ["prompt", "strategy", "host class", *(key for key, _, _ in COLUMNS), "runs"],
+        [[table.prompt, r.strategy, r.host.label, *(r.cells[key].value for key, _, _ in COLUMNS),
+          " ".join(link.title.removeprefix("run ").split(" in ")[0] for link in r.links)]
+         for r in table.rows])
+
+
+def render_pages(env: jinja2.Environment, datasets: list[Dataset]) -> dict[str, str | bytes]:
+    """Every cross-host page and their index, and each table's CSV and JSON, by path under
+    the docs dir."""
     pages = build_pages(datasets)
-    out = {p.path: env.get_template("crosshost.md.j2").render(page=p, columns=COLUMNS)
-           for p in pages}
+    out: dict[str, str | bytes] = {}
+    for p in pages:
+        stem = page_stem(p.experiment)
+        downloads = [frame_files(_hosts_frame(p), f"{stem}-hosts", "", "the host classes")]
+        downloads += [frame_files(_prompt_frame(t), f"{stem}-prompt{i}", "",
+                                  f"this table (prompt {t.prompt})")
+                      for i, t in enumerate(p.tables, start=1)]
+        for d in downloads:
+            out.update({f"hosts/{f.name}": f.data for f in d.files})
+        out[p.path] = env.get_template("crosshost.md.j2").render(page=p, columns=COLUMNS,
+                                                                 downloads=downloads)
     out[INDEX] = env.get_template("crosshost_index.md.j2").render(pages=pages)
     return out

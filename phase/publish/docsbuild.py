@@ -3,7 +3,8 @@
     validate every results file and every file a note cites (refuse on blocking findings)
     -> the generated notes (one per experiment and host class, from uncited campaigns)
     -> every note's pages: archived versions served as published, others rendered
-    -> one data page per published results file (+ its derived summary), the data index
+    -> one data page per published results file (+ its derived summary and every table as
+       CSV/JSON), the data index, the cross-host page, the Benchmarks page (bench/results/)
     -> the home page's notes list; the hand-written pages copied alongside
 
 Nothing is written outside the docs directory given: the results directory is input only, and
@@ -18,11 +19,15 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jinja2 import Environment
+
 from phase.errors import PhaseError
 from phase.results import SummaryFile, dump_json
 from phase.validate import Report, RuleSettings
 
+from .anchors import note_page
 from .archive import Archive, FrozenVersion
+from .benchpage import BENCH_GLOBAL, load_bench, write_bench_page
 from .charts import vega_bundle
 from .crosshost import render_pages as crosshost_pages
 from .datasets import Dataset, load_dataset
@@ -31,7 +36,8 @@ from .home import home_entries
 from .notes import NoteSource, discover_notes, resolve_results
 from .paths import GENERATED, SitePaths
 from .rawpages import Download, build_raw_page
-from .render import block, environment
+from .render import block, environment, render_finding
+from .sources import ROOT_GLOBAL
 from .versions import note_pages
 
 HOME_SNIPPET = "notes/_list.md"
@@ -143,6 +149,7 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     result = BuildResult(reports, list(by_path.values()), notes, lines=list(gen.lines))
 
     env = environment(paths.templates_dir)
+    env.globals.update({BENCH_GLOBAL: load_bench(paths.bench_dir), ROOT_GLOBAL: paths.root})
     _write(docs_dir / VEGA_JS, vega_bundle())
     used_by: dict[Path, list[tuple[str, str, int]]] = {}
     for note, by_version in zip(notes, versions, strict=True):
@@ -161,25 +168,40 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
                 used_by.setdefault(ds.path, []).append((note.meta.title, note.slug, number))
 
     published = [ds for path, ds in by_path.items() if not ds.derived_summary or path in used_by]
+    result.pages += _raw_pages(env, docs_dir, published, used_by, cited_by)
+    for rel, data in crosshost_pages(env, published).items():
+        _write(docs_dir / rel, data)
+        result.pages += [rel] if rel.endswith(".md") else []
+    result.pages.append(write_bench_page(docs_dir, env))
+    findings = {n.slug: str(render_finding(env, n, by_version[-1], "", note_page(n.slug, "")))
+                for n, by_version in zip(notes, versions, strict=True)
+                if n.kind == "authored" and by_version}
+    entries = home_entries(list(zip(notes, versions, strict=True)), "", findings)
+    home = block(env.get_template("home_list.html.j2").render(entries=entries))
+    _write(docs_dir / HOME_SNIPPET, str(home).strip() + "\n")
+    return result
+
+
+def _raw_pages(env: Environment, docs_dir: Path, published: list[Dataset],
+               used_by: dict[Path, list[tuple[str, str, int]]],
+               cited_by: dict[Path, list[NoteSource]]) -> list[str]:
+    """One data page per published results file (with the file, its derived summary and its
+    tables as downloads), then the data index; returns the pages written."""
     _check_names(published)
+    pages = []
     for ds in published:
         page = build_raw_page(ds, _extra_provenance(ds, cited_by), used_by.get(ds.path, []),
                               _summary_download(docs_dir, ds))
         _write(docs_dir / "raw" / ds.name, ds.path.read_bytes())
+        for download in page.table_files:
+            _write(docs_dir / "raw" / download.name, download.data)
         rel = f"raw/{ds.stem}.md"
         _write(docs_dir / rel, env.get_template("raw_page.md.j2").render(page=page,
                                                                          page_dataset=ds))
-        result.pages.append(rel)
+        pages.append(rel)
     _write(docs_dir / "raw/index.md",
            env.get_template("raw_index.md.j2").render(datasets=published))
-    result.pages.append("raw/index.md")
-    for rel, text in crosshost_pages(env, published).items():
-        _write(docs_dir / rel, text)
-        result.pages.append(rel)
-    entries = home_entries(list(zip(notes, versions, strict=True)), "")
-    home = block(env.get_template("home_list.html.j2").render(entries=entries))
-    _write(docs_dir / HOME_SNIPPET, str(home).strip() + "\n")
-    return result
+    return [*pages, "raw/index.md"]
 
 
 def _summary_download(docs: Path, ds: Dataset) -> Download | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from markupsafe import Markup
+
 from phase.hosts import host_class_of
 
 from .anchors import note_page
@@ -54,7 +56,10 @@ def _headline(note: NoteSource, by_version: list[list[Dataset]]) -> tuple[str, b
     return "No headline: no ratio to plain decoding in this note's data", draft
 
 
-def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str) -> NoteEntry:
+def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str,
+               finding: str | None = None) -> NoteEntry:
+    """`finding`: the authored note's finding rendered with its latest data (figure calls
+    computed), else its front matter's text."""
     line, draft = _headline(note, by_version)
     host, host_title = _host([d for files in by_version for d in files])
     return NoteEntry(
@@ -65,7 +70,8 @@ def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str) -> 
         host_class=host,
         host_title=host_title,
         headline=line,
-        finding=note.meta.finding if note.kind == "authored" else None,
+        finding=(Markup(finding) if finding is not None else note.meta.finding)
+        if note.kind == "authored" else None,
         href=note_page(note.slug, root),
         versions=[(v.version, v.date, note_page(note.slug, root, v.version))
                   for v in note.meta.versions],
@@ -75,8 +81,10 @@ def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str) -> 
     )
 
 
-def home_entries(notes: list[tuple[NoteSource, list[list[Dataset]]]], root: str
-                 ) -> list[NoteEntry]:
-    """Newest first: by the latest version's date, then the first publication's."""
-    entries = [note_entry(n, by_version, root) for n, by_version in notes]
+def home_entries(notes: list[tuple[NoteSource, list[list[Dataset]]]], root: str,
+                 findings: dict[str, str] | None = None) -> list[NoteEntry]:
+    """Newest first: by the latest version's date, then the first publication's. `findings`:
+    authored notes' rendered findings by slug."""
+    rendered = findings or {}
+    entries = [note_entry(n, by_version, root, rendered.get(n.slug)) for n, by_version in notes]
     return sorted(entries, key=lambda e: (e.date, e.first_date, e.slug), reverse=True)

@@ -27,6 +27,8 @@ def nav(docs_dir: Path, notes: list[NoteSource]) -> list[Any]:
     items.append({"Data": "raw/index.md"})
     if (docs_dir / HOSTS_INDEX).is_file():
         items.append({"Across hosts": HOSTS_INDEX})
+    if (docs_dir / "bench" / "index.md").is_file():
+        items.append({"Benchmarks": "bench/index.md"})
     for title, page in HAND_WRITTEN:
         if (docs_dir / page).is_file():
             items.append({title: page})

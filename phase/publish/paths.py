@@ -14,7 +14,7 @@ from phase import REPO_ROOT
 from .outdirs import OutputDirError, check_apart, check_owned
 
 # Paths under a docs dir that the build owns when that docs dir is the hand-written one.
-GENERATED = ("notes", "raw", "hosts", "assets/vendor")
+GENERATED = ("notes", "raw", "hosts", "bench", "assets/vendor")
 QUICK_SUBDIR = "quick"
 
 
@@ -35,6 +35,7 @@ class SitePaths:
     site_dir: Path
     mkdocs_yml: Path
     published_dir: Path  # the archive of published note versions (committed)
+    bench_dir: Path  # benchmark results (`make bench`), published as the Benchmarks page
 
     @classmethod
     def default(cls, root: Path = REPO_ROOT, **overrides: Path | str | None) -> SitePaths:
@@ -50,6 +51,7 @@ class SitePaths:
             site_dir=root / "site",
             mkdocs_yml=root / "mkdocs.yml",
             published_dir=root / "published",
+            bench_dir=root / "bench" / "results",
         )
         given = {k: absolute(v) for k, v in overrides.items() if v is not None}
         return replace(paths, **given)

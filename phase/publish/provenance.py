@@ -6,9 +6,11 @@ import shlex
 from dataclasses import dataclass, field
 
 from phase.hosts import machine_label
+from phase.results import SensorInfo
 
 from .anchors import raw_page
 from .datasets import Dataset
+from .downloads import data_table
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,40 @@ class ProvenanceBox:
     items: list[tuple[str, str]]
     models: list[ModelRow] = field(default_factory=list)
     command: str | None = None
+    # The data page's table as CSV, beside the JSON download: (href, sha256).
+    csv: tuple[str, str] | None = None
+
+
+def _assumed(sensor: SensorInfo) -> set[str]:
+    """Fields whose value was assumed rather than read (SensorInfo.assumed, a field newer
+    files carry; older ones have none, so it is read defensively)."""
+    names = getattr(sensor, "assumed", None) or []
+    return {str(n) for n in names}
+
+
+def sensor_text(sensor: SensorInfo) -> str:
+    """One sensor: scope, kind, and each timing/limit figure, marked where it was assumed."""
+    assumed = _assumed(sensor)
+
+    def mark(name: str, text: str) -> str:
+        return f"{text} (assumed, not read from the device)" if name in assumed else text
+
+    parts = [f"{sensor.scope} {sensor.kind}",
+             mark("smoothing_s", f"smoothing {sensor.smoothing_s:g} s")]
+    if sensor.update_period_s is not None or "update_period_s" in assumed:
+        parts.append(mark("update_period_s", f"updates every {sensor.update_period_s:g} s"
+                          if sensor.update_period_s is not None else "update period unknown"))
+    if sensor.max_power_w is not None or "max_power_w" in assumed:
+        parts.append(mark("max_power_w", f"max {sensor.max_power_w:g} W"
+                          if sensor.max_power_w is not None else "max power unknown"))
+    shown = {"smoothing_s", "update_period_s", "max_power_w"}
+    parts += [f"{name} assumed, not read from the device" for name in sorted(assumed - shown)]
+    return f"{sensor.name} ({', '.join(parts)})"
+
+
+def _csv(ds: Dataset, root: str) -> tuple[str, str]:
+    table = data_table(ds).files[0]
+    return f"{root}raw/{table.name}", table.sha256
 
 
 def _mb(size: int) -> str:
@@ -47,14 +83,12 @@ def provenance_box(ds: Dataset, root: str, extra: dict[str, str]) -> ProvenanceB
         items += list(extra.items())
         if s.raw_runs_note:
             items.append(("Raw runs", s.raw_runs_note))
-        return ProvenanceBox(ds.name, page, download, ds.sha256, items)
+        return ProvenanceBox(ds.name, page, download, ds.sha256, items, csv=_csv(ds, root))
     p = raw.provenance
     commit = p.git_commit or "not recorded"
     if p.git_commit and p.git_dirty:
         commit += " (working tree had uncommitted changes)"
-    sensors = ", ".join(
-        f"{s.name} ({s.scope} {s.kind}, smoothing {s.smoothing_s:g} s)" for s in raw.sensors
-    ) or "none"
+    sensors = "; ".join(sensor_text(s) for s in raw.sensors) or "none"
     items = [
         ("Machine", f"{machine_label(raw)}; {p.os}"),
         ("Software", f"phase {p.phase_version}, llama-cpp-python "
@@ -76,4 +110,4 @@ def provenance_box(ds: Dataset, root: str, extra: dict[str, str]) -> ProvenanceB
         for m in raw.models
     ]
     return ProvenanceBox(ds.name, page, download, ds.sha256, items, models,
-                         shlex.join(p.command_line) if p.command_line else None)
+                         shlex.join(p.command_line) if p.command_line else None, _csv(ds, root))

@@ -13,6 +13,7 @@ from phase.results import ResultsFile, Run
 
 from .anchors import note_page, run_anchor
 from .datasets import Dataset
+from .downloads import TableDownloads, TableFile, data_table, findings_frame, frame_files
 from .findings import FindingRow, finding_rows
 from .provenance import ProvenanceBox, provenance_box
 from .tables import DASH, Cell, Table, build_table, fmt, pct
@@ -80,11 +81,18 @@ class RawPage:
     runs: list[RunRow]
     summary_table: Table | None
     used_by: list[UsedBy] = field(default_factory=list)
+    # CSV and JSON of each table on the page: "runs" or "rows", and "findings".
+    downloads: dict[str, TableDownloads] = field(default_factory=dict)
+
+    @property
+    def table_files(self) -> list[TableFile]:
+        return [f for d in self.downloads.values() for f in d.files]
 
 
+# Fewer, combined columns, so that the table fits a 1280 px window with every figure in view.
 RUN_COLUMNS = [
-    "repeat", "order", "prompt", "strategy", "k", "tokens", "tokens/s", "prefill s",
-    "decode s", "steps", "drafted", "accepted", "accepted %", "CPU s", "matches plain",
+    "repeat · order", "prompt × strategy", "tokens", "tokens/s", "prefill / decode s", "steps",
+    "accepted / drafted", "accepted", "CPU s", "matches plain",
 ]
 
 
@@ -96,18 +104,15 @@ def _run_cells(run: Run) -> list[Cell]:
     else:
         match = Cell(f"no, from token {run.first_divergence}", run.first_divergence)
     return [
-        Cell(str(run.repeat), run.repeat),
-        Cell(str(run.order), run.order),
-        Cell(run.prompt),
-        Cell(run.strategy),
-        Cell(DASH if run.k is None else str(run.k), run.k),
+        Cell(f"{run.repeat} · {run.order}", None, f"repeat {run.repeat}, run {run.order} in "
+             "the order the campaign ran"),
+        Cell(f"{run.prompt} × {run.strategy}", None,
+             None if run.k is None else f"k = {run.k} (tokens proposed per step at most)"),
         Cell(str(run.tokens), run.tokens),
         Cell(fmt(run.tokens_per_s, 2), run.tokens_per_s),
-        Cell(fmt(run.prefill_s, 3), run.prefill_s),
-        Cell(fmt(run.decode_s, 3), run.decode_s),
+        Cell(f"{fmt(run.prefill_s, 3)} / {fmt(run.decode_s, 3)}", run.decode_s),
         Cell(str(run.steps), run.steps),
-        Cell(str(run.drafted), run.drafted),
-        Cell(str(run.accepted), run.accepted),
+        Cell(f"{run.accepted} / {run.drafted}", run.accepted),
         Cell(pct(run.acceptance, 1), run.acceptance, run.acceptance_reason),
         Cell(fmt(run.cpu_s, 3), run.cpu_s),
         match,
@@ -160,12 +165,18 @@ def build_raw_page(
     users = [UsedBy(title, v, note_page(slug, ROOT, v)) for title, slug, v in used_by]
     identity = [("id", results.id), ("experiment", results.experiment),
                 ("note", results.note or DASH), ("schema version", str(ds.schema_version))]
+    findings = finding_rows(ds, ROOT)
+    # CSV and JSON of each table: the findings, and the runs (raw) or rows (summary).
+    downloads = {"findings": frame_files(findings_frame(findings), f"{ds.stem}-findings", "",
+                                         f"the findings ({ds.name})"),
+                 "runs" if ds.raw is not None else "rows": data_table(ds)}
     common = {
         "dataset": ds.name,
         "download": download,
         "summary_download": summary_download,
         "provenance": provenance_box(ds, ROOT, extra_provenance),
-        "findings": finding_rows(ds, ROOT),
+        "findings": findings,
+        "downloads": downloads,
         "settings": ds.report.settings.as_dict(),
         "used_by": users,
     }

@@ -2,17 +2,22 @@
 
 A note source's body is a Jinja template; these functions are what it can call:
 
-    {{ results_table() }}         the results table of every file in this version
-    {{ charts() }}                all three charts;  {{ chart("per_k") }} one of them
+    {{ results_table() }}         the results table of every file in this version, with
+                                  its CSV and JSON downloads
+    {{ charts() }}                every chart;  {{ chart("per_k") }} one of them
     {{ findings() }}              the validation findings, rejected values struck through
     {{ provenance() }}            machine, software, models + sha256, date, commit
     {{ reproduce() }}             the reproduce command (and each campaign's exact command)
-    {{ value("code", "draft-4", "tokens_per_s") }}   one formatted figure, for prose
+    {{ value("code", "draft-4", "tokens_per_s") }}   one figure, for prose (figures.py lists
+                                  value_range, step, bench, model_size, baseline_caveats)
 
-Each takes an optional `file="name.json"` to restrict it to one results file. A page that
-does not call one of the first five gets it appended, so every page has all of them. Also
-available: `has_results`, `version` (its number), `rows()` (summary rows) and
-`note_url("slug")` (a link target for another note, right from any version's page).
+The front matter's `finding` is rendered with the same calls (the latest version's data on
+the home page). Each takes an optional `file="name.json"` to restrict it to one results
+file. A page that does not call one of the first five gets it appended, so every page has
+all of them. Also available: `has_results`, `version` (its number, for text that only
+later versions carry), `rows()` (summary rows), `note_url("slug")` (a link target for
+another note), `page_url("bench/index.md")` (a site page), and `file_url(path)` /
+`source_link(path)` (a repository file published next to the version's page, with sha256).
 
 Every value that comes from data is HTML-escaped (Jinja autoescape): a prompt named
 `<script>` shows as text. A version's page is a pure function of its own version's inputs
@@ -22,23 +27,32 @@ archive (phase.publish.versions), whatever later changes to the note, templates 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import pandas as pd
 from markupsafe import Markup, escape
 
 from phase.results import SummaryRow
 
+from .benchpage import BENCH_GLOBAL
 from .changes import compare
-from .charts import KINDS, build_chart, html_safe_json, render_png
-from .datasets import Dataset
+from .charts import KINDS as ENERGY_KINDS
+from .charts import Chart, build_chart, html_safe_json, render_png
+from .datasets import Dataset, page_stem
+from .downloads import TableDownloads, findings_frame, frame_files, results_frame
+from .figures import CAVEAT_ID, Figures
 from .findings import finding_rows
 from .notes import NoteError, NoteSource, VersionMeta
 from .provenance import provenance_box
-from .tables import build_table, fmt, pct, ratio
+from .sources import ROOT_GLOBAL, SOURCES_DIR, source_file
+from .strategy_charts import KINDS as STRATEGY_KINDS
+from .strategy_charts import build_strategy_chart
+from .tables import build_table
 
 SECTIONS = ("results_table", "charts", "findings", "provenance", "reproduce")
 
@@ -82,23 +96,34 @@ def block(html: str) -> Markup:
 
 @dataclass
 class Page:
-    """One rendered page plus the files it refers to (chart PNGs), by path under docs_dir."""
+    """One rendered page plus the files it refers to (chart PNGs, table downloads), by path
+    under docs_dir."""
 
     path: str
     text: str
     assets: dict[str, bytes] = field(default_factory=dict)
 
 
-VALUE_METRICS: dict[str, Callable[[float | None], str]] = {
-    "tokens_per_s": fmt,
-    "acceptance": pct,
-    "chip_mj_per_token": fmt,
-    "energy_ratio_vs_plain": ratio,
-    "board_mj_per_token": fmt,
-    "cpu_ms_per_token": fmt,
-    "tokens_per_s_spread": lambda v: pct(v, 1),
-    "chip_energy_spread": lambda v: pct(v, 1),
-}
+KINDS = STRATEGY_KINDS + ENERGY_KINDS  # what charts() draws, questions first
+
+# A dataset's chart is drawn once per build, though two pages show it (a version's frozen page
+# and the note's latest page): the cache holds the dataset too, so its id is not reused.
+_CHART_CACHE: OrderedDict[tuple[int, str], tuple[Dataset, Chart]] = OrderedDict()
+_CHART_CACHE_SIZE = 256
+
+
+def _chart_of(d: Dataset, kind: str) -> Chart:
+    key = (id(d), kind)
+    hit = _CHART_CACHE.get(key)
+    if hit is not None and hit[0] is d:
+        _CHART_CACHE.move_to_end(key)
+        return hit[1]
+    chart = build_strategy_chart(d, kind) if kind in STRATEGY_KINDS else build_chart(
+        d.summary, kind)
+    _CHART_CACHE[key] = (d, chart)
+    if len(_CHART_CACHE) > _CHART_CACHE_SIZE:
+        _CHART_CACHE.popitem(last=False)
+    return chart
 
 
 class _Calls:
@@ -119,11 +144,12 @@ class _Calls:
         self.version = version
         self.datasets = datasets
         self.root = root
-        self.asset_dir = asset_dir  # where PNGs are written, under docs_dir
+        self.asset_dir = asset_dir  # where PNGs and downloads are written, under docs_dir
         self.asset_href = asset_href  # how this page refers to that directory
         self.assets: dict[str, bytes] = {}
         self.called: set[str] = set()
         self.chart_count = 0
+        self.figures = Figures(str(note.path), datasets, env.globals.get(BENCH_GLOBAL, []), root)
 
     def _pick(self, file: str | None) -> list[Dataset]:
         if file is None:
@@ -138,10 +164,20 @@ class _Calls:
     def _render(self, template: str, **ctx: Any) -> Markup:
         return block(self.env.get_template(template).render(**ctx))
 
+    def _downloads(self, frame: pd.DataFrame, stem: str, label: str) -> TableDownloads:
+        files = frame_files(frame, stem, self.asset_href, label)
+        for f in files.files:
+            self.assets[f"{self.asset_dir}/{f.name}"] = f.data
+        return files
+
     def results_table(self, file: str | None = None) -> Markup:
         self.called.add("results_table")
         tables = [build_table(d, self.root) for d in self._pick(file)]
-        return self._render("results_table.html.j2", tables=tables, anchored=False)
+        downloads = {t.dataset: self._downloads(results_frame(t), f"{page_stem(t.dataset)}-results",
+                                                f"this table ({t.dataset})")
+                     for t in tables}
+        return self._render("results_table.html.j2", tables=tables, anchored=False,
+                            downloads=downloads)
 
     def chart(self, kind: str, file: str | None = None) -> Markup:
         self.called.add("charts")
@@ -149,7 +185,7 @@ class _Calls:
             raise NoteError(f"{self.note.path}: unknown chart {kind!r}; known: {', '.join(KINDS)}")
         parts = []
         for d in self._pick(file):
-            c = build_chart(d.summary, kind)
+            c = _chart_of(d, kind)
             png = None
             if c.spec is not None:
                 name = f"{c.kind}-{c.key}.png"
@@ -173,7 +209,10 @@ class _Calls:
     def findings(self, file: str | None = None) -> Markup:
         self.called.add("findings")
         groups = [(d, finding_rows(d, self.root)) for d in self._pick(file)]
-        return self._render("findings.html.j2", groups=groups)
+        downloads = {d.name: self._downloads(findings_frame(rows), f"{d.stem}-findings",
+                                             f"the findings ({d.name})")
+                     for d, rows in groups}
+        return self._render("findings.html.j2", groups=groups, downloads=downloads)
 
     def provenance(self, file: str | None = None) -> Markup:
         self.called.add("provenance")
@@ -191,26 +230,31 @@ class _Calls:
     def rows(self, file: str | None = None) -> list[SummaryRow]:
         return [r for d in self._pick(file) for r in d.summary.rows]
 
-    def value(self, prompt: str, strategy: str, metric: str, file: str | None = None) -> str:
-        show = VALUE_METRICS.get(metric)
-        if show is None:
-            raise NoteError(
-                f"{self.note.path}: value(): unknown metric {metric!r}; "
-                f"known: {', '.join(VALUE_METRICS)}"
-            )
-        for row in self.rows(file):
-            if row.prompt == prompt and row.strategy == strategy:
-                return show(getattr(row, metric))
-        raise NoteError(
-            f"{self.note.path}: value(): version {self.version.version} has no row "
-            f"{prompt} × {strategy}"
-        )
-
     def note_url(self, slug: str) -> str:
         """A Markdown link target for another note's latest page (mkdocs checks it exists)."""
         return f"{self.root}notes/{slug}/index.md"
 
+    def page_url(self, page: str) -> str:
+        """A Markdown link target for a site page by its path under docs ("bench/index.md")."""
+        return f"{self.root}{page}"
+
+    def file_url(self, path: str) -> str:
+        """A link target for a repository file (e.g. a prompt's input), published next to this
+        version's page so that a frozen page keeps the file it linked to."""
+        name, data = source_file(self.env.globals.get(ROOT_GLOBAL), path, str(self.note.path))
+        self.assets[f"{self.asset_dir}/{SOURCES_DIR}/{name}"] = data
+        return f"{self.asset_href}{SOURCES_DIR}/{name}"
+
+    def source_link(self, path: str) -> Markup:
+        """The file as a download link named by its repository path, with its sha256."""
+        href = self.file_url(path)
+        data = self.assets[f"{self.asset_dir}/{SOURCES_DIR}/{Path(path).name}"]
+        return Markup(f'<a class="phase-source-link" href="{escape(href)}" download>'
+                      f"<code>{escape(path)}</code></a> (sha256 <code>"
+                      f"{hashlib.sha256(data).hexdigest()}</code>)")
+
     def context(self) -> dict[str, Any]:
+        f = self.figures
         return {
             "results_table": self.results_table,
             "chart": self.chart,
@@ -218,9 +262,17 @@ class _Calls:
             "findings": self.findings,
             "provenance": self.provenance,
             "reproduce": self.reproduce,
-            "value": self.value,
+            "value": f.value,
+            "value_range": f.value_range,
+            "step": f.step,
+            "bench": f.bench_value,
+            "model_size": f.model_size,
+            "baseline_caveats": f.baseline_caveats,
             "rows": self.rows,
             "note_url": self.note_url,
+            "file_url": self.file_url,
+            "page_url": self.page_url,
+            "source_link": self.source_link,
             "has_results": bool(self.datasets),
             "version": self.version.version,
         }
@@ -239,6 +291,24 @@ class _Calls:
         return out
 
 
+def _template(env: jinja2.Environment, note: NoteSource, text: str, number: int,
+              context: dict[str, Any], what: str) -> Markup:
+    try:
+        return Markup(env.from_string(text).render(**context))
+    except jinja2.TemplateError as exc:
+        raise NoteError(f"{note.path}: cannot render {what} of version {number}: {exc}") from None
+
+
+def render_finding(env: jinja2.Environment, note: NoteSource, datasets: list[Dataset],
+                   root: str, note_href: str) -> Markup:
+    """The front matter's finding with the latest version's figures, for a page elsewhere (the
+    home page): its unstable-baseline marks link to the note's own page."""
+    number = len(note.meta.versions)
+    calls = _Calls(env, note, note.meta.versions[-1], datasets, root, "", "")
+    calls.figures.caveat_href = f"{note_href}#{CAVEAT_ID}"
+    return _template(env, note, note.meta.finding, number, calls.context(), "the finding")
+
+
 def render_version(
     env: jinja2.Environment,
     note: NoteSource,
@@ -253,7 +323,6 @@ def render_version(
     A version's page reads only versions `number` and `number - 1` (for its changes table).
     """
     version = note.meta.versions[number - 1]
-    meta = note.meta.model_copy(update={"finding": note.finding_of(number)})
     datasets = by_version[number - 1]
     previous = by_version[number - 2] if number > 1 else None
     if number in note.incomplete:
@@ -268,14 +337,16 @@ def render_version(
     context = calls.context()
     if note.context is not None:
         context.update(note.context(number))
-    try:
-        body = env.from_string(note.body).render(**context)
-    except jinja2.TemplateError as exc:
-        raise NoteError(f"{note.path}: cannot render version {number}: {exc}") from None
-    body_markup = Markup(body) + calls.missing_sections()
+    # A generated note's finding is computed from data (names included), so it is text, never
+    # a template; an authored note's may call the figure functions.
+    finding = (Markup(escape(note.finding_of(number))) if note.kind == "generated" else
+               _template(env, note, note.finding_of(number), number, context, "the finding"))
+    body = _template(env, note, note.body, number, context, "the body")
+    body_markup = body + calls.figures.leftover_caveats() + calls.missing_sections()
     text = env.get_template("note.md.j2").render(
         note=note,
-        meta=meta,
+        meta=note.meta,
+        finding=finding,
         version=version,
         latest_page=latest_page,
         datasets=datasets,

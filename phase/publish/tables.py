@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from phase.analysis import PLAIN, energy_mj_per_token, runs_by_condition
 from phase.results import ResultsFile, SummaryRow
 
 from .anchors import raw_page, row_anchor, run_anchor
 from .datasets import Dataset
+from .spreads import baseline_caveat, unstable_baselines
 
 DASH = "—"
+RATIO_KEYS = ("speed_vs_plain", "ratio", "cpu_vs_plain")  # the "vs plain" columns
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Cell:
     value: float | None = None
     title: str | None = None  # shown on hover: why a value is missing, struck or partial
     struck: bool = False
+    caveat: str | None = None  # a ratio to an unstable plain baseline: marked, with why
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,8 @@ COLUMNS = {
     "board": Column("board", "board mJ/token", "enclosing (board) sensor energy per token, only "
                     "readings that passed validation"),
     "cpu": Column("cpu", "CPU ms/token", "process CPU time per generated token, mean of repeats"),
+    "cpu_vs_plain": Column("cpu_vs_plain", "CPU vs plain", "CPU ms/token divided by plain "
+                           "decoding's for the same prompt"),
     "spread": Column("spread", "spread", "(max − min) / mean across repeats: of chip energy per "
                      "token where measured, else of tokens/s"),
     "n": Column("n", "n", "runs behind the row"),
@@ -137,6 +142,9 @@ def _cells(
     summary = ds.summary
     base = plain_speed.get(row.prompt)
     speedup = row.tokens_per_s / base if base and row.tokens_per_s is not None else None
+    plain_cpu = plain_speed.get(f"{row.prompt}/cpu")
+    cpu_ratio = (row.cpu_ms_per_token / plain_cpu
+                 if plain_cpu and row.cpu_ms_per_token is not None else None)
     energy_spread = row.chip_energy_spread
     return {
         "tokens_per_s": _cell(row.tokens_per_s, fmt, "not in the source"),
@@ -157,6 +165,7 @@ def _cells(
             row.board_mj_per_token_reason,
         ),
         "cpu": _cell(row.cpu_ms_per_token, fmt, "not recorded"),
+        "cpu_vs_plain": _cell(cpu_ratio, ratio, "needs CPU time for this row and plain"),
         "spread": (
             Cell(pct(energy_spread, 1), energy_spread, "of chip energy per token")
             if energy_spread is not None
@@ -172,6 +181,8 @@ def build_table(ds: Dataset, root: str) -> Table:
     rows = ds.summary.rows
     page = raw_page(ds.stem, root)
     plain_speed = {r.prompt: r.tokens_per_s for r in rows if r.strategy == PLAIN}
+    plain_speed |= {f"{r.prompt}/cpu": r.cpu_ms_per_token for r in rows if r.strategy == PLAIN}
+    baselines = unstable_baselines(ds)
     unstable = {
         (f.prompt, f.strategy): f.message for f in ds.report.findings if f.rule == "variance"
     }
@@ -181,11 +192,15 @@ def build_table(ds: Dataset, root: str) -> Table:
     show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
     keys = ["tokens_per_s", "speed_vs_plain", "acceptance", "chip", "ratio"]
     keys += ["board"] if show_board else []
-    keys += ["cpu"] if show_cpu else []
+    keys += ["cpu", "cpu_vs_plain"] if show_cpu else []
     keys += ["spread", "n"]
     out_rows = []
     for row in rows:
         cells = _cells(ds, row, plain_speed)
+        if row.prompt in baselines and row.strategy != PLAIN:
+            caveat = baseline_caveat(row.prompt, baselines[row.prompt])
+            cells = {k: replace(c, caveat=caveat) if k in RATIO_KEYS and c.value is not None
+                     else c for k, c in cells.items()}
         out_rows.append(
             TableRow(
                 prompt=row.prompt,
@@ -232,6 +247,11 @@ def _notes(ds: Dataset) -> list[str]:
             f"Board energy from sensor {summary.board_sensor}, shown only where it passed the "
             "rules; struck-through values were rejected (reasons under Findings)."
         )
+    baselines = unstable_baselines(ds)
+    if baselines:
+        notes.append("† Plain decoding was itself unstable on " + "; ".join(
+            f"{p} ({m})" for p, m in baselines.items())
+            + ": every ratio to plain on those prompts is uncertain by at least as much.")
     if isinstance(ds.results, ResultsFile) and ds.results.status != "complete":
         notes.append(f"Campaign status: {ds.results.status} ({len(ds.results.runs)} runs).")
     return notes

@@ -75,3 +75,8 @@ class MergedShard(Strict):
     shard: ShardInfo
     hostname: str
     created: datetime
+    # Sensors named after their device (a GPU's UUID) have another name on every host: the
+    # merged file uses shard 0's names; this shard's own names and devices, by merged name,
+    # are kept here (empty when they are the same).
+    sensor_names: dict[str, str] = Field(default_factory=dict)
+    sensor_devices: dict[str, str] = Field(default_factory=dict)
