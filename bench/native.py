@@ -5,7 +5,8 @@ llama-cpp-python version, so phase (through the Python binding) and the native t
 the same llama.cpp code. They live in the phase cache ($PHASE_CACHE/native, default
 ~/.cache/phase/native) and are never committed:
 
-    pip download --no-binary :all: --no-deps llama-cpp-python==<version> -d <cache>/native
+    pip download --no-binary llama-cpp-python --no-deps llama-cpp-python==<version>
+        -d <cache>/native
     tar xf llama_cpp_python-<version>.tar.gz
     cmake -S llama_cpp_python-<version>/vendor/llama.cpp -B build -DCMAKE_BUILD_TYPE=Release
           -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF
@@ -97,8 +98,10 @@ def fetch_sources(version: str, log: Any = print) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     archive = root / f"llama_cpp_python-{version}.tar.gz"
     if not archive.is_file():
-        _run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-              "--disable-pip-version-check", "-q", f"llama-cpp-python=={version}",
+        # --no-binary for this package only: with :all:, pip builds the sdist's build
+        # requirements (cmake among them) from source just to read its metadata.
+        _run([sys.executable, "-m", "pip", "download", "--no-binary", "llama-cpp-python",
+              "--no-deps", "--disable-pip-version-check", "-q", f"llama-cpp-python=={version}",
               "-d", str(root)], log)
     if not archive.is_file():
         raise NativeError(f"pip download reported success but {archive} is missing")

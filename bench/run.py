@@ -1,16 +1,22 @@
 """phase benchmarks: speed against native llama.cpp, and the overheads phase adds.
 
-    .venv/bin/python bench/run.py [--only plain,draft,ngram,sampler,bandwidth,site,hosts]
+    .venv/bin/python bench/run.py
+        [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
+                bandwidth,site,hosts]
         [--repeats N] [--tokens N] [--model NAME] [--draft NAME] [--threads T] [--quick]
         [--out DIR] [--strict]
 
 Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
 native tools built by bench/native.py), auto and ngram-native (bench/spec_bench.py: auto vs
 the fixed strategies with the cost model's predictions; phase's n-gram strategies vs
-llama.cpp's), sampler (bench/sampler_bench.py), bandwidth (bench/bandwidth.py), site
-(bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns over many host classes, the
-cross-host page). Writes bench/results/<date>-<host>.json and
-a Markdown table beside it, and prints a table with PASS/FAIL against the project's targets.
+llama.cpp's), selfdraft (bench/self_draft.py: the target as its own draft, phase's acceptance
+>= llama-speculative-simple's), evidence (bench/evidence_bench.py: what recording the top-2
+logit gaps costs), noise (bench/batch_noise.py: how far one-token and batched passes move a
+greedy choice, against the validator's near_tie_gap), sampler (bench/sampler_bench.py),
+bandwidth (bench/bandwidth.py), site (bench/site_bench.py), hosts (bench/hosts_bench.py: many
+campaigns over many host classes, the cross-host page). Writes
+bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
+PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
 site counts: a smoke run of every section in a few minutes.
 """
@@ -28,11 +34,11 @@ REPO = Path(__file__).resolve().parent.parent
 # Run as a script, Python puts bench/ first on sys.path; the sections import as `bench.*`.
 sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
 
-SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "sampler", "bandwidth", "site",
-            "hosts")
-NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native"}
+SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
+            "sampler", "bandwidth", "site", "hosts")
+NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that load the draft model as well as the target.
-DRAFT_SECTIONS = {"draft", "auto", "ngram-native"}
+DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft"}
 
 
 def _csv(text: str) -> list[str]:
@@ -85,11 +91,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     from bench import (
         bandwidth,
+        batch_noise,
         decode_bench,
+        evidence_bench,
         hosts_bench,
         native,
         report,
         sampler_bench,
+        self_draft,
         site_bench,
         spec_bench,
     )
@@ -123,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     runners = {
         "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
         "ngram": decode_bench.run_ngram, "auto": spec_bench.run_auto,
-        "ngram-native": spec_bench.run_ngram_native, "sampler": sampler_bench.run,
+        "ngram-native": spec_bench.run_ngram_native, "selfdraft": self_draft.run,
+        "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
         "bandwidth": bandwidth.run, "site": site_bench.run, "hosts": hosts_bench.run,
     }
     sections: list[Section] = []

@@ -2,7 +2,9 @@
 
 Every builder returns a schema-valid pydantic object with plain, predictable defaults; pass
 keyword overrides for whatever the test is about. Nothing here is a measurement: the files
-these build are test inputs only (backend "fixture", hostname "test-host").
+these build are test inputs only (hostname "test-host"). Their sensors name real backends
+(a counter "rapl", a power reading "meter"), since validation blocks any other backend; a test
+about that passes `backend=`.
 
     # tests/ has no __init__.py, so pytest puts tests/ itself on sys.path
     from factories import make_results, make_sensor, campaign_runs, replaced, write_results
@@ -25,10 +27,13 @@ these build are test inputs only (backend "fixture", hostname "test-host").
 
     path = write_results(results, tmp_path / "r.json")   # the JSON text phase writes
 
-Layout of a generated campaign: runs in prompt, strategy, repeat order (no shuffle), id
-"<prompt>-<strategy>-r<repeat>", one after another on a fixed clock starting at T0; each run
+Layout of a generated campaign: runs in the campaign schedule's order without shuffling
+(repeat by repeat, prompt by prompt, strategy by strategy) with the schedule's ids
+"r<repeat>-<prompt>-<strategy>", one after another on a fixed clock starting at T0; each run
 has a 0.1 s prefill, then a decode window of `decode_s` seconds that every sensor's energy
-window covers exactly. Default energy: DEFAULT_POWER_W[scope] x window length.
+window covers exactly. Default energy: DEFAULT_POWER_W[scope] x window length. Every run is
+self-consistent as a plain run is (one target pass per token, nothing drafted) and carries
+its strategy's k; `speculate(run, acceptance)` gives it a real speculative trace.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
+from phase.decode import parse_strategy
+from phase.errors import UsageProblem
 from phase.results import (
     SCHEMA_VERSION,
     CampaignConfig,
@@ -53,15 +60,19 @@ from phase.results import (
     SensorInfo,
     SensorTrace,
     SensorWindow,
+    Step,
     SummaryFile,
     SummaryRow,
     dump_json,
+    token_sha256,
 )
+from phase.results.schedule import schedule
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed clock keeps generated files reproducible
 PREFILL_S = 0.1
 GAP_S = 1.0  # idle time between one run's end and the next run's start
 DEFAULT_POWER_W = {"chip": 10.0, "module": 12.0, "board": 15.0, "wall": 20.0}
+NGRAM_K = 4  # make_config's ngram_k: what a bare "ngram" strategy proposes at most
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -143,7 +154,7 @@ def make_sensor(
     """A declared sensor; the unit follows the kind (counter J, power W)."""
     fields: dict[str, Any] = {
         "name": name,
-        "backend": "fixture",
+        "backend": "rapl" if kind == "counter" else "meter",
         "scope": scope,
         "kind": kind,
         "unit": "J" if kind == "counter" else "W",
@@ -196,6 +207,55 @@ def _digest(token_ids: Sequence[int]) -> str:
     return hashlib.sha256(",".join(map(str, token_ids)).encode()).hexdigest()
 
 
+def strategy_k(strategy: str) -> int | None:
+    """The k a run of this strategy records (None for plain or a name phase cannot parse)."""
+    try:
+        return parse_strategy(strategy, ngram_k=NGRAM_K).k
+    except UsageProblem:
+        return None
+
+
+def plain_trace(tokens: int, decode_s: float) -> list[Step]:
+    """One target pass per token, nothing proposed: the trace of a plain run."""
+    ms = decode_s * 1e3 / tokens
+    return [Step(proposed=0, accepted=0, propose_ms=0.0, verify_ms=ms) for _ in range(tokens)]
+
+
+def speculate(run: Run, acceptance: float) -> Run:
+    """The run with the trace a speculative decoder keeping about `acceptance` of its
+    proposals would record: each step proposes min(k, tokens left - 1), as the engine does,
+    and accepts its share (rounded so the running total tracks the rate)."""
+    k = run.k
+    if k is None:
+        raise ValueError(f"{run.strategy} has no k to speculate with")
+    steps: list[Step] = []
+    left, drafted, accepted = run.tokens, 0, 0
+    while left > 0:
+        proposed = min(k, left - 1)
+        drafted += proposed
+        kept = min(proposed, max(0, int(drafted * acceptance + 1e-9) - accepted))
+        accepted += kept
+        left -= kept + 1
+        steps.append(Step(proposed=proposed, accepted=kept, propose_ms=1.0, verify_ms=2.0))
+    return replaced(
+        run, trace=steps, steps=len(steps), drafted=drafted, accepted=accepted,
+        acceptance=accepted / drafted if drafted else None,
+        acceptance_reason=None if drafted else "fixture: nothing proposed",
+    )
+
+
+def diverge(run: Run, at: int, *, gap_verify: float | None = None,
+            gap_reference: float | None = None) -> Run:
+    """The run with its output changed from token `at` on, recorded as diverging there."""
+    ids = list(run.token_ids)
+    ids[at:] = [(t + 1) % 49152 for t in ids[at:]]
+    return replaced(
+        run, token_ids=ids, output_sha256=token_sha256(ids), matches_plain=False,
+        first_divergence=at, divergence_gap_verify=gap_verify,
+        divergence_gap_reference=gap_reference,
+    )
+
+
 def make_reference(prompt: str = "p1", tokens: int = 16) -> PlainReference:
     """The plain-decoding reference for a prompt, matching what make_run decodes."""
     ids = fixture_token_ids(tokens)
@@ -207,25 +267,25 @@ def make_run(
     prompt: str = "p1",
     strategy: str = "plain",
     repeat: int = 0,
-    order: int = 0,
+    order: int | None = None,
     tokens: int = 16,
     decode_s: float = 1.0,
     started_unix_s: float = T0,
     energy: Iterable[SensorWindow] = (),
     samples: Iterable[SensorTrace] = (),
-    first_divergence: int | None = None,
     **overrides: Any,
 ) -> Run:
-    """One run. Output matches plain unless `first_divergence` is given."""
+    """One run, consistent in itself, whose output matches plain (see `diverge`). `order`
+    defaults to `repeat`: the schedule's order when a campaign has one prompt and strategy."""
     token_ids = fixture_token_ids(tokens)
     digest = _digest(token_ids)
     fields: dict[str, Any] = {
-        "id": f"{prompt}-{strategy}-r{repeat}",
+        "id": f"r{repeat}-{prompt}-{strategy}",
         "repeat": repeat,
-        "order": order,
+        "order": repeat if order is None else order,
         "prompt": prompt,
         "strategy": strategy,
-        "k": None,
+        "k": strategy_k(strategy),
         "started_unix_s": started_unix_s,
         "ended_unix_s": started_unix_s + PREFILL_S + decode_s,
         "prompt_tokens": 12,
@@ -238,15 +298,15 @@ def make_run(
         "accepted": 0,
         "acceptance": None,
         "acceptance_reason": "fixture: nothing drafted",
-        "trace": [],
+        "trace": plain_trace(tokens, decode_s),
         "cpu_s": decode_s,
         "energy": list(energy),
         "temperatures_c": {},
         "output_sha256": digest,
         "output_text": "fixture output",
         "token_ids": token_ids,
-        "matches_plain": first_divergence is None,
-        "first_divergence": first_divergence,
+        "matches_plain": True,
+        "first_divergence": None,
         "samples": list(samples),
     }
     fields.update(overrides)
@@ -270,40 +330,36 @@ def campaign_runs(
     """
     runs: list[Run] = []
     clock = T0
-    order = 0
-    for prompt in prompts:
-        for strategy in strategies:
-            for repeat in range(repeats):
-                slot = RunSlot(prompt, strategy, repeat, order)
-                window = decode_s(slot) if callable(decode_s) else decode_s
-                start = clock + PREFILL_S
-                windows = [
-                    make_window(
-                        s.name,
-                        start_unix_s=start,
-                        window_s=window,
-                        energy_j=(
-                            energy(slot, s, window)
-                            if energy is not None
-                            else DEFAULT_POWER_W[s.scope] * window
-                        ),
-                    )
-                    for s in sensors
-                ]
-                runs.append(
-                    make_run(
-                        prompt=prompt,
-                        strategy=strategy,
-                        repeat=repeat,
-                        order=order,
-                        tokens=tokens,
-                        decode_s=window,
-                        started_unix_s=clock,
-                        energy=windows,
-                    )
-                )
-                clock += PREFILL_S + window + GAP_S
-                order += 1
+    for planned in schedule(prompts, strategies, repeats, seed=0, shuffle=False):
+        slot = RunSlot(planned.prompt, planned.strategy, planned.repeat, planned.order)
+        window = decode_s(slot) if callable(decode_s) else decode_s
+        start = clock + PREFILL_S
+        windows = [
+            make_window(
+                s.name,
+                start_unix_s=start,
+                window_s=window,
+                energy_j=(
+                    energy(slot, s, window)
+                    if energy is not None
+                    else DEFAULT_POWER_W[s.scope] * window
+                ),
+            )
+            for s in sensors
+        ]
+        runs.append(
+            make_run(
+                prompt=slot.prompt,
+                strategy=slot.strategy,
+                repeat=slot.repeat,
+                order=slot.order,
+                tokens=tokens,
+                decode_s=window,
+                started_unix_s=clock,
+                energy=windows,
+            )
+        )
+        clock += PREFILL_S + window + GAP_S
     return runs
 
 
@@ -329,7 +385,7 @@ def make_config(
         "chat_template": True,
         "ngram_n_min": 1,
         "ngram_n_max": 3,
-        "ngram_k": 4,
+        "ngram_k": NGRAM_K,
     }
     fields.update(overrides)
     return CampaignConfig(**fields)
@@ -386,7 +442,7 @@ def make_summary_row(prompt: str = "p1", strategy: str = "plain", **overrides: A
     fields: dict[str, Any] = {
         "prompt": prompt,
         "strategy": strategy,
-        "k": None,
+        "k": strategy_k(strategy),
         "n": 3,
         "tokens_per_s": 20.0,
         "acceptance": None,

@@ -306,3 +306,41 @@ def test_incompatible_pair_fails_before_anything_runs(
 ) -> None:
     with pytest.raises(PhaseError, match=r"cannot be paired.*BOS differs"):
         Engine(test_model_path, other_bos_model_path, n_ctx=64, n_threads=1)
+
+
+# --- evidence for divergences ----------------------------------------------------------------
+
+
+def test_plain_records_every_tokens_top2_gap(engine: Engine, story: list[int]) -> None:
+    r = engine.run(story, parse_strategy("plain"), N, record_gaps=True)
+    assert r.top2_gaps is not None and len(r.top2_gaps) == N
+    assert all(g >= 0 for g in r.top2_gaps) and max(r.top2_gaps) > 0
+    assert engine.run(story, parse_strategy("plain"), N).top2_gaps is None
+    with pytest.raises(UsageProblem, match="record_gaps"):
+        engine.run(story, parse_strategy("draft-2"), N, record_gaps=True)
+
+
+@pytest.mark.parametrize("label", ["plain", "draft-3", "ngram"])
+def test_a_run_records_where_it_left_its_reference_and_the_gap_there(
+    engine: Engine, story: list[int], label: str
+) -> None:
+    plain = engine.run(story, parse_strategy("plain"), N, record_gaps=True)
+    assert plain.top2_gaps is not None
+    same = engine.run(story, parse_strategy(label), N, reference=plain.token_ids)
+    assert same.token_ids == plain.token_ids
+    assert same.divergence_index is None and same.divergence_gap is None
+
+    # A reference that differs at token 11: the run's own token there is its argmax, whose
+    # gap is what the evidence records (for plain, the very pass the reference gap came from).
+    altered = list(plain.token_ids)
+    altered[11] = (altered[11] + 1) % 49152
+    r = engine.run(story, parse_strategy(label), N, reference=altered)
+    assert r.divergence_index == 11 and r.divergence_gap is not None and r.divergence_gap >= 0
+    if label == "plain":
+        assert r.divergence_gap == pytest.approx(plain.top2_gaps[11])
+    run = r.to_run(run_id="x", repeat=0, order=0, prompt="p", strategy=label,
+                   reference=altered, reference_gaps=plain.top2_gaps, energy=[], samples=[],
+                   temperatures_c={})
+    assert (run.matches_plain, run.first_divergence) == (False, 11)
+    assert run.divergence_gap_verify == r.divergence_gap
+    assert run.divergence_gap_reference == plain.top2_gaps[11]

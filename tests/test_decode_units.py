@@ -90,3 +90,18 @@ def test_ngram_begin_resets_state() -> None:
     assert p.propose([1, 2, 5, 1, 2], 3) == [5, 1, 2]
     p.begin([1, 2])
     assert p.propose([1, 2], 3) == []
+
+
+# --- the top-2 logit gap ------------------------------------------------------------------
+
+
+def test_top2_gap_is_best_minus_second_and_leaves_the_row_as_it_was() -> None:
+    import numpy as np
+
+    from phase.decode.logits import top2_gap
+
+    row = np.array([0.5, 3.25, -1.0, 3.0, 2.0], dtype=np.float32)
+    before = row.copy()
+    assert top2_gap(row) == pytest.approx(0.25)
+    assert np.array_equal(row, before)  # the masked best entry is restored
+    assert top2_gap(np.array([1.0, 7.0, 7.0], dtype=np.float32)) == 0.0  # an exact tie

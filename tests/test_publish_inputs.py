@@ -15,7 +15,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import yaml
-from factories import RunSlot, make_results, make_sensor, replaced, write_results
+from factories import (
+    RunSlot,
+    diverge,
+    make_results,
+    make_sensor,
+    replaced,
+    speculate,
+    write_results,
+)
 
 from phase.publish.site import BuildResult, SitePaths, build_site
 from phase.results import ResultsFile, UnavailableBackend
@@ -29,20 +37,14 @@ CPU_FILE = "speculative-fixture-cpu.json"
 SEED_SUMMARY = "summary-speculative-7b.json"
 
 SPEED = {"plain": 2.0, "draft-2": 1.5, "draft-4": 1.2, "ngram": 2.1}  # decode seconds
-ACCEPT = {"draft-2": (2, 0.75), "draft-4": (4, 0.5), "ngram": (None, 0.25)}
+ACCEPT = {"draft-2": 0.75, "draft-4": 0.5, "ngram": 0.25}
 
 
 def _speculative(results: ResultsFile) -> ResultsFile:
-    """Give draft and n-gram runs the k, drafted/accepted counts a real campaign records."""
-    runs = []
-    for run in results.runs:
-        if run.strategy in ACCEPT:
-            k, share = ACCEPT[run.strategy]
-            drafted = 16
-            accepted = round(drafted * share)
-            run = replaced(run, k=k, drafted=drafted, accepted=accepted,
-                           acceptance=accepted / drafted, acceptance_reason=None)
-        runs.append(run)
+    """Give draft and n-gram runs the trace and drafted/accepted counts a real campaign
+    records."""
+    runs = [speculate(run, ACCEPT[run.strategy]) if run.strategy in ACCEPT else run
+            for run in results.runs]
     return replaced(results, runs=runs)
 
 
@@ -91,7 +93,7 @@ def gpu_results() -> ResultsFile:
         if run.prompt == XSS_PROMPT and run.strategy == "draft-2" and run.repeat == 0:
             runs[i] = replaced(run, output_text=XSS_OUTPUT)
         if run.prompt == "code" and run.strategy == "draft-4" and run.repeat == 2:
-            runs[i] = replaced(run, matches_plain=False, first_divergence=7)
+            runs[i] = diverge(run, 7, gap_verify=0.02, gap_reference=0.03)  # a near-tie
     return replaced(results, runs=runs)
 
 
@@ -223,8 +225,8 @@ def test_gpu_fixture_plants_the_findings_the_page_tests_need() -> None:
     assert report.rejection_of(xss_draft4[1], "gpu") is not None
     assert report.rejection_of(xss_draft4[0], "gpu") is None
     for repeat in range(3):
-        assert report.rejection_of(f"code-draft-2-r{repeat}", "board") is not None
-    assert report.rejection_of("code-plain-r0", "board") is None
+        assert report.rejection_of(f"r{repeat}-code-draft-2", "board") is not None
+    assert report.rejection_of("r0-code-plain", "board") is None
     assert ("code", "ngram") in report.unstable_conditions()
     assert ("code", "plain") not in report.unstable_conditions()
     assert any(f.rule == "equivalence" for f in report.findings)

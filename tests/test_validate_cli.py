@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner, Result
-from factories import make_results, make_run, make_sensor, replaced, write_results
+from factories import diverge, make_results, make_run, make_sensor, replaced, write_results
 
 from phase.cli import main
 from phase.validate import RuleSettings
@@ -21,9 +21,9 @@ def clean_file(tmp_path: Path) -> Path:
 
 
 def warning_file(tmp_path: Path) -> Path:
-    """Publishable, but a run's output diverged from plain (a warning)."""
+    """Publishable, but a run's output diverged from plain at a near-tie (a warning)."""
     base = make_results(strategies=["plain", "draft-4"], repeats=1)
-    runs = [base.runs[0], replaced(base.runs[1], matches_plain=False, first_divergence=5)]
+    runs = [base.runs[0], diverge(base.runs[1], 5, gap_verify=0.01, gap_reference=0.02)]
     return write_results(replaced(base, runs=runs), tmp_path / "warn.json")
 
 
@@ -36,7 +36,7 @@ def rejected_file(tmp_path: Path) -> Path:
 
 def blocking_file(tmp_path: Path) -> Path:
     """Readable, but two runs share an id (raw-data links would be ambiguous)."""
-    runs = [make_run(repeat=0), make_run(repeat=1, id="p1-plain-r0")]
+    runs = [make_run(repeat=0), make_run(repeat=1, id="r0-p1-plain")]
     return write_results(make_results(runs, sensors=[], repeats=2), tmp_path / "dup.json")
 
 
@@ -101,7 +101,10 @@ def test_json_output_is_one_report_per_file(tmp_path: Path) -> None:
     reports = json.loads(result.stdout)
     assert [r["kind"] for r in reports] == ["raw", None]
     assert reports[0]["counts"] == {"blocking": 0, "rejected": 0, "warning": 1}
-    assert reports[0]["findings"][0]["numbers"] == {"first_divergence": 5, "tokens": 16}
+    [finding] = reports[0]["findings"]
+    assert finding["category"] == "near-tie"
+    assert finding["numbers"] == {"first_divergence": 5, "tokens": 16, "near_tie_gap": 0.5,
+                                  "gap_verify": 0.01, "gap_reference": 0.02}
     assert reports[0]["settings"] == RuleSettings().as_dict()
     assert reports[1]["blocking"] is True
 
@@ -135,5 +138,6 @@ def test_help_states_the_exit_codes_and_the_defaults() -> None:
         ("--lag-bias-max", defaults.lag_bias_max),
         ("--confound-r", defaults.confound_r),
         ("--confound-min-runs", defaults.confound_min_runs),
+        ("--near-tie-gap", defaults.near_tie_gap),
     ]:
         assert option in text and f"[{value}]" in text

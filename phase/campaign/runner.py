@@ -174,18 +174,20 @@ class Campaign:
             # its runs say so (Run.host), and so does the file.
             self.start.hosts = [*self.start.hosts, host]
 
-    def _references(self, writer: CampaignWriter) -> dict[str, list[int]]:
-        """Plain decoding of every prompt (and the warm-up); a resumed campaign must
-        reproduce the references it recorded before, or its runs would not compare."""
+    def _references(self, writer: CampaignWriter) -> dict[str, PlainReference]:
+        """Plain decoding of every prompt (and the warm-up), with each token's top-2 logit gap
+        as evidence for later divergences; a resumed campaign must reproduce the references it
+        recorded before, or its runs would not compare."""
         stored = {r.prompt: r for r in writer.results.references}
-        refs: dict[str, list[int]] = {}
+        refs: dict[str, PlainReference] = {}
         shard = self._shard
         for prompt in self.prompts:
             if shard is not None and prompt.name not in shard.prompts:
                 continue  # another shard runs this prompt, and generates its reference
             self.observer.message(f"plain reference (and warm-up) for prompt '{prompt.name}'")
             result = self.engine.run(
-                self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens
+                self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens,
+                record_gaps=True,
             )
             sha = token_sha256(result.token_ids)
             old = stored.get(prompt.name)
@@ -195,15 +197,15 @@ class Campaign:
                     "recorded before the interruption (same models and config); resuming would "
                     "mix incomparable runs. Start a new campaign."
                 )
-            refs[prompt.name] = list(result.token_ids)
             if old is None:
-                writer.results.references.append(
-                    PlainReference(prompt=prompt.name, output_sha256=sha,
-                                   token_ids=list(result.token_ids))
-                )
+                old = PlainReference(prompt=prompt.name, output_sha256=sha,
+                                     token_ids=list(result.token_ids),
+                                     top2_gaps=result.top2_gaps)
+                writer.results.references.append(old)
+            refs[prompt.name] = old
         return refs
 
-    def _profile(self, writer: CampaignWriter, refs: dict[str, list[int]]) -> None:
+    def _profile(self, writer: CampaignWriter, refs: dict[str, PlainReference]) -> None:
         """Measure the cost profile once per file (a resumed campaign keeps the one its
         earlier runs were decided with), and hand it to `auto`."""
         if not self.plan.profile:
@@ -212,14 +214,15 @@ class Campaign:
         if profile is None:
             self.observer.message("cost profile: timing target and draft passes of 1..17 "
                                   "tokens")
-            profile = profiling.measure(self.engine, self.plan, self.prompt_tokens, refs,
+            profile = profiling.measure(self.engine, self.plan, self.prompt_tokens,
+                                        {name: r.token_ids for name, r in refs.items()},
                                         self.sampler, self.unavailable)
             writer.results.profile = profile  # written with the first run
             self.observer.message(profiling.summary_line(profile))
         if any(s.name == "auto" for s in self.strategies.values()):
             self.engine.use_profile(profile, self.plan.auto_objective)
 
-    def _one_run(self, scheduled: ScheduledRun, reference: list[int]) -> Run:
+    def _one_run(self, scheduled: ScheduledRun, reference: PlainReference) -> Run:
         window = WindowCallbacks(
             self.sampler.begin(idle_s=self.plan.idle_window_s) if self.sampler else None
         )
@@ -230,6 +233,7 @@ class Campaign:
                 self.plan.tokens,
                 on_decode_start=window.start,
                 on_decode_end=window.stop,
+                reference=reference.token_ids,
             )
         finally:
             window.stop()  # also when decoding failed: the sampler's window must not stay open
@@ -240,7 +244,8 @@ class Campaign:
             order=scheduled.order,
             prompt=scheduled.prompt,
             strategy=scheduled.strategy,
-            reference=reference,
+            reference=reference.token_ids,
+            reference_gaps=reference.top2_gaps,
             energy=energy,
             samples=samples,
             temperatures_c=machine.temperatures_c(),

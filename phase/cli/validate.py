@@ -18,9 +18,13 @@ from phase.validate import RuleSettings, exit_code, format_report, validate_file
 @click.option("--lag-bias-max", type=float, default=None,
               help="Largest worst-case lag under-read b(T) before energy is rejected [0.05].")
 @click.option("--confound-r", type=float, default=None,
-              help="|Pearson r| of enclosing/chip energy vs window length that rejects [0.5].")
+              help="Pearson r of rest power (enclosing - chip) against 1/window at or below "
+              "minus this rejects the enclosing sensor [0.5].")
 @click.option("--confound-min-runs", type=int, default=None,
               help="Fewest runs the confound rule needs [6].")
+@click.option("--near-tie-gap", type=float, default=None,
+              help="Top-2 logit gap below which (in both passes) a divergence from plain is a "
+              "near-tie rather than a mismatch [0.5].")
 @click.option("--repeats", type=int, default=None,
               help="Expected repeats per condition [the file's config].")
 @click.option("--chip-sensor", "--energy-sensor", "chip_sensor", default=None,
@@ -28,7 +32,7 @@ from phase.validate import RuleSettings, exit_code, format_report, validate_file
               "automatic; see the report].")
 def validate(files: tuple[str, ...], as_json: bool, strict: bool, variance_max: float | None,
              lag_bias_max: float | None, confound_r: float | None,
-             confound_min_runs: int | None, repeats: int | None,
+             confound_min_runs: int | None, near_tie_gap: float | None, repeats: int | None,
              chip_sensor: str | None) -> None:
     """Check results FILES against the validation rules and print the findings.
 
@@ -41,7 +45,7 @@ def validate(files: tuple[str, ...], as_json: bool, strict: bool, variance_max: 
     """
     given = {"variance_max": variance_max, "lag_bias_max": lag_bias_max,
              "confound_r": confound_r, "confound_min_runs": confound_min_runs,
-             "repeats": repeats, "chip_sensor": chip_sensor}
+             "near_tie_gap": near_tie_gap, "repeats": repeats, "chip_sensor": chip_sensor}
     settings = RuleSettings(**{k: v for k, v in given.items() if v is not None})
     reports = [validate_file(f, settings) for f in files]
     if as_json:

@@ -14,6 +14,12 @@ seen, and at most L = min(k, tokens still to generate - 1) proposals d1..dL:
 
 Capping L at the tokens still to generate minus one means the step's bonus token is the last
 one needed: no proposal is ever made past the end, and no step overshoots N.
+
+Evidence for divergences: given the plain reference's tokens, a run compares each token it
+produces with the reference's and, at the first that differs, records the gap between the two
+best logits of the row that produced it (one extra pass over one row per run, no cost per
+token beyond a comparison). A plain run can record that gap for every token (`record_gaps`),
+which is how a campaign's plain references get their `top2_gaps`.
 """
 
 from __future__ import annotations
@@ -44,8 +50,16 @@ Callback = Callable[[], object] | None
 RawStep = tuple[int, int, float, float]
 
 
+class Divergence(NamedTuple):
+    """Where a run first left its reference, and the top-2 logit gap of the pass there."""
+
+    index: int
+    gap: float
+
+
 class _Timed(NamedTuple):
-    """The decode window: tokens, raw steps, wall and CPU seconds, unix start and end."""
+    """The decode window: tokens, raw steps, wall and CPU seconds, unix start and end, and the
+    evidence gathered on the way (per-token gaps where asked, the first divergence)."""
 
     generated: list[int]
     raw_trace: list[RawStep]
@@ -53,6 +67,8 @@ class _Timed(NamedTuple):
     cpu_s: float
     started_unix_s: float
     ended_unix_s: float
+    gaps: list[float] | None
+    divergence: Divergence | None
 
 
 class Engine:
@@ -205,11 +221,15 @@ class Engine:
         on_decode_start: Callback = None,
         on_decode_end: Callback = None,
         proposer: Proposer | None = None,
+        reference: Sequence[int] | None = None,
+        record_gaps: bool = False,
     ) -> DecodeResult:
         """Generate exactly `n_tokens` greedily (end-of-sequence ignored) after the prompt.
 
         The callbacks run immediately before the first decode step and right after the last
-        (also when decoding fails), outside the timed decode window.
+        (also when decoding fails), outside the timed decode window. With `reference` (the
+        plain decoding of the same prompt) the result records the first divergence from it
+        and the gap there; `record_gaps` (plain only) records every token's top-2 logit gap.
         """
         prompt = [int(t) for t in prompt_tokens]
         self._check(prompt, strategy, n_tokens)
@@ -217,13 +237,16 @@ class Engine:
             proposer = self.proposer_for(strategy, len(prompt) + n_tokens // 2)
         elif strategy.name == "plain":
             raise UsageProblem("plain decoding takes no proposer")
+        if record_gaps and strategy.name != "plain":
+            raise UsageProblem("record_gaps is for plain decoding (the references)")
+        ref = list(reference) if reference is not None else []
 
         started_unix = time.time()
         prefill_s = self._prefill(prompt, proposer)
         if on_decode_start is not None:
             on_decode_start()
         try:
-            timed = self._decode(prompt, n_tokens, strategy, proposer)
+            timed = self._decode(prompt, n_tokens, strategy, proposer, ref, record_gaps)
         finally:
             if on_decode_end is not None:
                 on_decode_end()
@@ -242,18 +265,20 @@ class Engine:
         return time.perf_counter() - t0
 
     def _decode(self, prompt: list[int], n_tokens: int, strategy: Strategy,
-                proposer: Proposer | None) -> _Timed:
+                proposer: Proposer | None, ref: list[int], record_gaps: bool) -> _Timed:
         started_unix = time.time()
         cpu0 = time.process_time()
         d0 = time.perf_counter()
+        gaps: list[float] | None = [] if record_gaps else None
         if proposer is None:
-            generated, raw_trace = self._plain(prompt, n_tokens)
+            generated, raw_trace, divergence = self._plain(prompt, n_tokens, ref, gaps)
         else:
-            generated, raw_trace = self._speculate(prompt, n_tokens, strategy.max_proposal,
-                                                   proposer)
+            generated, raw_trace, divergence = self._speculate(
+                prompt, n_tokens, strategy.max_proposal, proposer, ref)
         decode_s = time.perf_counter() - d0
         cpu_s = time.process_time() - cpu0
-        return _Timed(generated, raw_trace, decode_s, cpu_s, started_unix, time.time())
+        return _Timed(generated, raw_trace, decode_s, cpu_s, started_unix, time.time(), gaps,
+                      divergence)
 
     def _result(self, strategy: Strategy, prompt: list[int], timed: _Timed,
                 started_unix: float, prefill_s: float,
@@ -293,6 +318,9 @@ class Engine:
             decode_ended_unix_s=timed.ended_unix_s,
             n_threads=self.n_threads,
             n_threads_batch=self.n_threads_batch,
+            top2_gaps=timed.gaps,
+            divergence_index=timed.divergence.index if timed.divergence else None,
+            divergence_gap=timed.divergence.gap if timed.divergence else None,
         )
 
     def check_fits(self, prompt_tokens: int, n_tokens: int) -> None:
@@ -311,26 +339,36 @@ class Engine:
         if not isinstance(strategy, Strategy):
             raise UsageProblem(f"not a Strategy: {strategy!r}; use parse_strategy()")
 
-    def _plain(self, prompt: list[int], n_tokens: int) -> tuple[list[int], list[RawStep]]:
+    def _plain(self, prompt: list[int], n_tokens: int, ref: list[int],
+               gaps: list[float] | None) -> tuple[list[int], list[RawStep], Divergence | None]:
         # The hot loop: locals only, one ctypes decode and one argmax over a zero-copy view per
-        # token; step records are built after the loop.
-        decode_one = self.target.decode_one
+        # token, one comparison with the reference until the first divergence (then none);
+        # step records are built after the loop.
+        target = self.target
+        decode_one = target.decode_one
         clock = time.perf_counter
         out: list[int] = []
         append = out.append
         times: list[float] = []
         tick = times.append
         token, pos = prompt[-1], len(prompt) - 1
-        for _ in range(n_tokens):
+        compare = min(len(ref), n_tokens)
+        divergence: Divergence | None = None
+        for i in range(n_tokens):
             t = clock()
             token = decode_one(token, pos)
             tick(clock() - t)
             append(token)
             pos += 1
-        return out, [(0, 0, 0.0, dt * 1e3) for dt in times]
+            if gaps is not None:
+                gaps.append(target.top2_gap(0))
+            if i < compare and token != ref[i]:
+                divergence = Divergence(i, target.top2_gap(0))
+                compare = 0
+        return out, [(0, 0, 0.0, dt * 1e3) for dt in times], divergence
 
-    def _speculate(self, prompt: list[int], n_tokens: int, k: int,
-                   proposer: Proposer) -> tuple[list[int], list[RawStep]]:
+    def _speculate(self, prompt: list[int], n_tokens: int, k: int, proposer: Proposer,
+                   ref: list[int]) -> tuple[list[int], list[RawStep], Divergence | None]:
         target = self.target
         clock = time.perf_counter
         seq = list(prompt)
@@ -339,6 +377,8 @@ class Engine:
         trace: list[RawStep] = []
         # `auto` learns from every step's outcome; the fixed proposers need no feedback.
         observe = getattr(proposer, "observe", None)
+        divergence: Divergence | None = None
+        watch = bool(ref)  # compare with the reference until the first divergence
         while (remaining := n_tokens - (len(seq) - start)) > 0:
             limit = min(k, remaining - 1)
             t0 = clock()
@@ -352,13 +392,21 @@ class Engine:
             while m < len(proposal) and proposal[m] == nxt:
                 m += 1
                 nxt = target.argmax(m)
+            kept = [*proposal[:m], nxt][:remaining]  # the trim never bites while limit < remaining
+            done = len(seq) - start
+            if watch and kept != ref[done:done + len(kept)]:
+                # kept[j] is the argmax of logits row j, so row j holds the evidence.
+                j = next(j for j, t in enumerate(kept) if done + j >= len(ref)
+                         or t != ref[done + j])
+                if done + j < len(ref):
+                    divergence = Divergence(done + j, target.top2_gap(j))
+                watch = False
             if m < len(proposal):
                 target.truncate(pos + m + 1)
-            kept = [*proposal[:m], nxt][:remaining]  # the trim never bites while limit < remaining
             seq.extend(kept)
             pos += len(kept)
             t2 = clock()
             trace.append((len(proposal), m, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
             if observe is not None:
                 observe(len(proposal), m)
-        return seq[start:], trace
+        return seq[start:], trace, divergence

@@ -26,6 +26,7 @@ import llama_cpp
 import numpy as np
 
 from phase.decode import cpu_buffers, placement
+from phase.decode.logits import top2_gap
 from phase.decode.vocab import VocabInfo
 from phase.errors import PhaseError
 
@@ -346,10 +347,8 @@ class NativeModel:
             )
 
     def decode(self, tokens: list[int], pos0: int, n_logits: int) -> None:
-        """Forward `tokens` at positions pos0.., producing logits for the last `n_logits` rows.
-
-        Afterwards `argmax(i)` reads the i-th of those rows (0-based).
-        """
+        """Forward `tokens` at positions pos0..; `argmax(i)` then reads the i-th (from 0) of
+        the logits rows of the last `n_logits` tokens."""
         n = len(tokens)
         if n == 0 or n > self._capacity:
             raise DecodeFailed(f"cannot decode a batch of {n} tokens (capacity {self._capacity})")
@@ -380,21 +379,24 @@ class NativeModel:
             raise DecodeFailed(
                 f"llama_decode failed with code {rc} at position {pos}{_native_error()}"
             )
-        return self._argmax_batch_row(0)
+        self._first_out = 0
+        return int(self._row(0).argmax())
 
     def argmax(self, i: int) -> int:
         """Greedy token for the i-th logits row of the last `decode`."""
-        return self._argmax_batch_row(self._first_out + i)
+        return int(self._row(self._first_out + i).argmax())
 
-    def _argmax_batch_row(self, row: int) -> int:
+    def top2_gap(self, i: int) -> float:
+        """Best minus second-best logit of row i of the last decode (or decode_one)."""
+        return top2_gap(self._row(self._first_out + i))
+
+    def _row(self, row: int) -> np.ndarray:
         ptr = self._get_logits_ith(self._ctx, row)
         if not ptr:
             raise DecodeFailed(f"no logits for batch row {row}")
         # A zero-copy view over llama.cpp's logits buffer, cached by address: the buffer is
         # reused across decodes, so the same few row addresses come back every step.
         addr = ctypes.cast(ptr, ctypes.c_void_p).value or 0
-        view = self._views.get(addr)
-        if view is None:
-            view = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-            self._views[addr] = view
-        return int(view.argmax())
+        if (view := self._views.get(addr)) is None:
+            view = self._views[addr] = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        return view

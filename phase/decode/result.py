@@ -20,6 +20,10 @@ class DecodeResult:
     - acceptance: accepted/drafted, or None with acceptance_reason when nothing was proposed
     - cpu_s: process CPU time (all threads) over the decode window, the window energy covers
     - started/ended_unix_s: the whole run; decode_started/ended_unix_s: the decode window
+    - top2_gaps: per token, best minus second-best logit (plain runs asked to record them)
+    - divergence_index/_gap: the first token that differs from the reference the run was given,
+      and the top-2 logit gap of the pass that produced it (None when it matches or no
+      reference was given)
     """
 
     strategy: str
@@ -43,6 +47,9 @@ class DecodeResult:
     decode_ended_unix_s: float
     n_threads: int = 0
     n_threads_batch: int = 0
+    top2_gaps: list[float] | None = None
+    divergence_index: int | None = None
+    divergence_gap: float | None = None
 
     @property
     def tokens(self) -> int:
@@ -66,11 +73,19 @@ class DecodeResult:
         energy: list[SensorWindow],
         samples: list[SensorTrace],
         temperatures_c: dict[str, float],
+        reference_gaps: Sequence[float] | None = None,
     ) -> Run:
         """The results file's record of this run. `strategy` is the name the campaign plan
         uses (e.g. `ngram`, where this result's own label is `ngram-8`); `reference` is the
-        plain decoding of the same prompt, which `matches_plain` compares against."""
+        plain decoding of the same prompt, which `matches_plain` compares against, and
+        `reference_gaps` its per-token top-2 logit gaps (for the evidence at a divergence)."""
         matches, divergence = compare_to_plain(self.token_ids, reference)
+        gap_verify = gap_reference = None
+        if divergence is not None:
+            if self.divergence_index == divergence:
+                gap_verify = self.divergence_gap
+            if reference_gaps is not None and divergence < len(reference_gaps):
+                gap_reference = reference_gaps[divergence]
         return Run(
             id=run_id,
             repeat=repeat,
@@ -99,6 +114,8 @@ class DecodeResult:
             token_ids=list(self.token_ids),
             matches_plain=matches,
             first_divergence=divergence,
+            divergence_gap_verify=gap_verify,
+            divergence_gap_reference=gap_reference,
             samples=samples,
         )
 

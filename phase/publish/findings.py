@@ -20,6 +20,8 @@ from .tables import Cell, Link
 class FindingRow:
     severity: str
     rule: str
+    # A finer class within the rule (equivalence: near-tie, mismatch, unclassified).
+    category: str | None
     condition: str | None
     link: Link | None
     sensor: str | None
@@ -63,6 +65,7 @@ def finding_rows(ds: Dataset, root: str) -> list[FindingRow]:
             FindingRow(
                 severity=f.severity,
                 rule=f.rule,
+                category=f.category,
                 condition=condition,
                 link=link,
                 sensor=f.sensor,

@@ -251,6 +251,11 @@ class Run(Strict):
     matches_plain: bool | None
     matches_plain_reason: str | None = None
     first_divergence: NonNegInt | None = None
+    # Evidence at the first divergence (None where the output matches, or in older files): the
+    # gap between the two best logits of the pass that produced this run's token there, and
+    # of the plain reference's pass at the same position (its `top2_gaps` entry).
+    divergence_gap_verify: NonNegFloat | None = None
+    divergence_gap_reference: NonNegFloat | None = None
     samples: list[SensorTrace]
     # The hostname that ran this run (one of ResultsFile.hosts); None in older files.
     host: str | None = None
@@ -278,6 +283,9 @@ class PlainReference(Strict):
     prompt: str
     output_sha256: Sha256
     token_ids: list[NonNegInt]
+    # Per generated token, the best logit minus the second best of the pass that produced it:
+    # how close each greedy choice was to a tie. None in older files.
+    top2_gaps: list[NonNegFloat] | None = None
 
 
 class PrimaryEnergy(Strict):

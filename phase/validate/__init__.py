@@ -9,16 +9,30 @@ build).
     report     Finding, Report (what publishing asks of a file), Context (what a rule sees)
     rules/     one module per rule and the ordered registry (rules/__init__.py says how to add one)
     lag        b(T), the lag model the sensor-lag rule uses
+    enclosures which sensor's reading physically includes which other's
     chip       which sensor "chip energy" means
     apply      validate_results / validate_file / exit_code
     format     reports as terminal text
 
-The rules and their severities: schema (blocking), completeness (warning), sensor-lag
-(rejected), impossible (rejected), lag-confound (rejected, campaign-wide), variance (warning,
-marks a condition unstable), equivalence (warning), host-spread (warning: one condition measured
-differently by hosts of one class, in a merged campaign); each module's docstring gives the
-details.
-A rejected chip value is left out of the variance rule; a rejected enclosing value still
+The rules and their severities (each module's docstring gives the details):
+
+    schema        blocking  shape, types, cross-references
+    backend       blocking  a sensor backend outside the publishable allow-list
+    consistency   blocking  a run disagreeing with its own data or the config
+    completeness  warning   missing or extra repeats, campaign not complete
+    equivalence   blocking  a recorded flag or digest that disagrees with the token ids, or a
+                            divergence classed mismatch; warning for a near-tie or unclassified
+    plausibility  rejected  power above the sensor's own bound (declared, or per scope)
+    impossible    rejected  energy <= 0
+    frozen        rejected  a counter that barely moved, power below the scope's floor
+    sensor-lag    rejected  a window too short for the sensor's smoothing
+    counter-edges rejected  a counter window whose edge error is too large a share of it
+    enclosure     rejected  an enclosing sensor not above what it encloses
+    lag-confound  rejected  campaign-wide: an enclosing sensor's rest power falling with 1/T
+    variance      warning   speed or energy spread too wide (marks a condition unstable)
+    host-spread   warning   one condition measured differently by hosts of one class (merged)
+
+A rejected chip value is left out of the later rules; a rejected enclosing value still
 counts for the confound rule (its error is exactly what that rule looks at).
 """
 

@@ -26,7 +26,8 @@ def format_finding(f: Finding) -> str:
     if f.sensor is not None:
         where.append(f"sensor {f.sensor}")
     numbers = " ".join(f"{k}={_number(v)}" for k, v in f.numbers.items())
-    line = f"  {f.severity:<8} {f.rule:<12} "
+    rule = f"{f.rule} ({f.category})" if f.category else f.rule
+    line = f"  {f.severity:<8} {rule:<12} "
     line += f"[{', '.join(where)}] " if where else ""
     line += f.message
     line += f"  ({numbers})" if numbers else ""

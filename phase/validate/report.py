@@ -33,6 +33,9 @@ class Finding:
     numbers: dict[str, float] = field(default_factory=dict)
     # Where in the JSON document the problem is, for schema findings ("$.runs[3].tokens").
     json_path: str | None = None
+    # A finer class within the rule, where it has one (equivalence: near-tie, mismatch,
+    # unclassified).
+    category: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,6 +134,7 @@ class Context:
         sensor: str | None = None,
         numbers: dict[str, float] | None = None,
         json_path: str | None = None,
+        category: str | None = None,
     ) -> Finding:
         """A finding about this file; a run names its prompt and strategy too, and numbers
         that are not finite are left out (JSON has no NaN)."""
@@ -148,6 +152,7 @@ class Context:
             sensor=sensor,
             numbers=clean,
             json_path=json_path,
+            category=category,
         )
 
     def record(self, findings: list[Finding]) -> None:

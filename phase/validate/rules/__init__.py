@@ -4,7 +4,8 @@ A raw-file rule is `check(results, settings, ctx) -> list[Finding]`: it reads th
 and the settings, asks `ctx` which values the rules before it rejected (and which sensor is the
 chip), and returns its findings; it never writes. Order matters only through rejections: the
 rules that reject single values (sensor-lag, impossible) come before those that leave rejected
-values out (lag-confound, variance).
+values out (enclosure, lag-confound, variance). Each sensor is judged against its own bounds
+(plausibility, impossible, frozen, sensor-lag) before any comparison between sensors.
 
 Adding a rule: a module here with a docstring saying what it checks and its severity, a
 `check` function, one line in RAW_RULES (or SUMMARY_RULES), its name in RULES, and a test in
@@ -18,12 +19,17 @@ from collections.abc import Callable
 from phase.results import ResultsFile, SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.rules import (
+    backend,
     completeness,
+    consistency,
     counter_edges,
+    enclosure,
     equivalence,
+    frozen,
     host_spread,
     impossible,
     lag_confound,
+    plausibility,
     schema,
     sensor_lag,
     summary,
@@ -36,13 +42,18 @@ SummaryRule = Callable[[SummaryFile, RuleSettings, Context], list[Finding]]
 
 RAW_RULES: tuple[RawRule, ...] = (
     schema.check,
+    backend.check,
+    consistency.check,
     completeness.check,
+    equivalence.check,
+    plausibility.check,
+    impossible.check,
+    frozen.check,
     sensor_lag.check,
     counter_edges.check,
-    impossible.check,
+    enclosure.check,
     lag_confound.check,
     variance.check,
-    equivalence.check,
     host_spread.check,
 )
 SUMMARY_RULES: tuple[SummaryRule, ...] = (summary.check,)
@@ -50,13 +61,18 @@ SUMMARY_RULES: tuple[SummaryRule, ...] = (summary.check,)
 # The names findings carry in their `rule` field.
 RULES = (
     "schema",
+    "backend",
+    "consistency",
     "completeness",
-    "variance",
+    "equivalence",
+    "plausibility",
+    "impossible",
+    "frozen",
     "sensor-lag",
     "counter-edges",
+    "enclosure",
     "lag-confound",
-    "impossible",
-    "equivalence",
+    "variance",
     "host-spread",
 )
 

@@ -1,8 +1,9 @@
 """completeness (warning): every configured prompt x strategy has the configured repeats.
 
-Also warns when the campaign is not complete, and about runs for a condition the config does
-not list or beyond the configured repeats. A shard's file (`shard` set) is expected to hold
-only its own part of the plan: its prompts and its repeats.
+Also warns when the campaign is not complete, and about runs beyond the configured repeats.
+Runs of a prompt or strategy the config does not declare are rule consistency's (blocking).
+A shard's file (`shard` set) is expected to hold only its own part of the plan: its prompts and
+its repeats.
 """
 
 from __future__ import annotations
@@ -30,11 +31,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         if shard is not None and prompt not in shard.prompts and not runs:
             continue  # another shard's prompt
         if (prompt, strategy) not in configured:
-            out.append(ctx.finding(
-                "completeness", "warning",
-                f"{len(runs)} run(s) for a prompt x strategy the config does not list",
-                prompt=prompt, strategy=strategy, numbers={"runs": len(runs)},
-            ))
             continue
         present = {r.repeat for r in runs if r.repeat in expected_repeats}
         missing = [i for i in expected_repeats if i not in present]

@@ -1,24 +1,138 @@
-"""equivalence (warning): a run whose output differs from plain decoding's, with the index of
-the first token where they part."""
+"""equivalence: every run's output recomputed against its prompt's plain reference.
+
+Nothing recorded is trusted. Blocking: a reference or run whose `output_sha256` is not the
+digest of its `token_ids`; a reference of the wrong length, or with a `top2_gaps` list that
+does not have one gap per token; a prompt with two references, or a run whose prompt has
+none; a recorded `matches_plain` / `first_divergence` that disagrees with the recomputation;
+divergence evidence that disagrees with the reference's own record.
+
+Each divergence (recomputed) is classed by the gaps between the two best logits of both
+passes at its first differing token: `near-tie` when both are below `near_tie_gap` (the two
+passes' numerics differ by less than the margin of the choice: a warning), `mismatch` when
+either is at or above it (a pass chose against a clear margin: a decoder bug, blocking), and
+`unclassified` when a gap was not recorded (files older than the evidence: a warning).
+"""
 
 from __future__ import annotations
 
-from phase.results import ResultsFile
+from phase.decode.result import compare_to_plain
+from phase.results import PlainReference, ResultsFile, Run, token_sha256
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    for run in results.runs:
-        if run.matches_plain is False:
-            index = run.first_divergence
-            assert index is not None  # the schema requires it when matches_plain is false
+    references: dict[str, PlainReference] = {}
+    for i, ref in enumerate(results.references):
+        out += _reference(ref, i, results.config.tokens, ctx)
+        if ref.prompt in references:
             out.append(ctx.finding(
-                "equivalence",
-                "warning",
-                f"output differs from plain decoding from token {index} of {run.tokens}",
-                run=run,
-                numbers={"first_divergence": index, "tokens": run.tokens},
+                "equivalence", "blocking", "a second plain reference for this prompt",
+                prompt=ref.prompt, json_path=f"$.references[{i}]",
             ))
+        references.setdefault(ref.prompt, ref)
+    for i, run in enumerate(results.runs):
+        where = f"$.runs[{i}]"
+        if run.output_sha256 != token_sha256(run.token_ids):
+            out.append(ctx.finding(
+                "equivalence", "blocking",
+                "output_sha256 is not the sha256 of this run's token_ids",
+                run=run, json_path=f"{where}.output_sha256",
+            ))
+        ref = references.get(run.prompt)
+        if ref is None:
+            out.append(ctx.finding(
+                "equivalence", "blocking",
+                "no plain reference for this prompt, so the output cannot be checked",
+                run=run, json_path=f"{where}.prompt",
+            ))
+            continue
+        out += _run(run, ref, where, settings, ctx)
     return out
+
+
+def _reference(ref: PlainReference, i: int, tokens: int, ctx: Context) -> list[Finding]:
+    where = f"$.references[{i}]"
+    out = []
+    if ref.output_sha256 != token_sha256(ref.token_ids):
+        out.append(ctx.finding(
+            "equivalence", "blocking", "output_sha256 is not the sha256 of its token_ids",
+            prompt=ref.prompt, json_path=f"{where}.output_sha256",
+        ))
+    if len(ref.token_ids) != tokens:
+        out.append(ctx.finding(
+            "equivalence", "blocking",
+            f"the reference has {len(ref.token_ids)} tokens; the campaign generates {tokens}",
+            prompt=ref.prompt, json_path=f"{where}.token_ids",
+        ))
+    if ref.top2_gaps is not None and len(ref.top2_gaps) != len(ref.token_ids):
+        out.append(ctx.finding(
+            "equivalence", "blocking",
+            f"top2_gaps has {len(ref.top2_gaps)} entries for {len(ref.token_ids)} tokens",
+            prompt=ref.prompt, json_path=f"{where}.top2_gaps",
+        ))
+    return out
+
+
+def _run(run: Run, ref: PlainReference, where: str, settings: RuleSettings,
+         ctx: Context) -> list[Finding]:
+    matches, index = compare_to_plain(run.token_ids, ref.token_ids)
+    numbers: dict[str, float] = {"tokens": run.tokens}
+    if index is not None:
+        numbers["first_divergence"] = index
+    if run.matches_plain != matches or (run.matches_plain is False
+                                        and run.first_divergence != index):
+        said = ("not recorded" if run.matches_plain is None else
+                f"matches_plain {str(run.matches_plain).lower()}"
+                + (f", first_divergence {run.first_divergence}" if run.first_divergence
+                   is not None else ""))
+        truth = "identical to" if matches else f"differs from token {index} of"
+        return [ctx.finding(
+            "equivalence", "blocking",
+            f"the file says {said}, but the token ids are {truth} the plain reference",
+            run=run, numbers=numbers, json_path=f"{where}.matches_plain",
+        )]
+    if index is None:
+        return []
+    return [_divergence(run, ref, index, where, numbers, settings, ctx)]
+
+
+def _divergence(run: Run, ref: PlainReference, index: int, where: str,
+                numbers: dict[str, float], settings: RuleSettings, ctx: Context) -> Finding:
+    recorded = ref.top2_gaps[index] if ref.top2_gaps and index < len(ref.top2_gaps) else None
+    gap_ref = run.divergence_gap_reference
+    if gap_ref is not None and recorded is not None and gap_ref != recorded:
+        return ctx.finding(
+            "equivalence", "blocking",
+            f"divergence_gap_reference {gap_ref:.4g} is not the reference's own gap "
+            f"{recorded:.4g} at token {index}",
+            run=run, numbers=numbers, json_path=f"{where}.divergence_gap_reference",
+        )
+    gap_ref = recorded if gap_ref is None else gap_ref
+    gap_verify = run.divergence_gap_verify
+    head = f"output differs from plain decoding from token {index} of {run.tokens}"
+    numbers["near_tie_gap"] = settings.near_tie_gap
+    if gap_ref is None or gap_verify is None:
+        return ctx.finding(
+            "equivalence", "warning",
+            f"{head}; unclassified: the file records no top-2 logit gap there "
+            "(it predates the evidence)",
+            run=run, numbers=numbers, category="unclassified",
+        )
+    numbers.update({"gap_verify": gap_verify, "gap_reference": gap_ref})
+    gaps = (f"gaps between the two best logits: this run's pass {gap_verify:.4g}, "
+            f"plain's {gap_ref:.4g}")
+    if gap_verify < settings.near_tie_gap and gap_ref < settings.near_tie_gap:
+        return ctx.finding(
+            "equivalence", "warning",
+            f"{head}; near-tie: {gaps}, both below {settings.near_tie_gap:.4g} "
+            "(numerics of two batch shapes, not a decoder bug)",
+            run=run, numbers=numbers, category="near-tie",
+        )
+    return ctx.finding(
+        "equivalence", "blocking",
+        f"{head}; mismatch: {gaps}, not both below {settings.near_tie_gap:.4g}, so a pass chose "
+        "against a clear margin (a decoder bug)",
+        run=run, numbers=numbers, category="mismatch",
+    )

@@ -3,8 +3,8 @@
 The pydantic model checks shape and types when the file is loaded; a file that fails gets one
 blocking finding naming the JSON path (`unreadable`). `check` adds the cross-references the
 model cannot express, each of which would break linking or lookups: sensor names declared
-once, run ids unique, every energy window and sample trace naming a declared sensor, one
-window per sensor per run.
+once, run ids unique, every energy window, sample trace and `encloses` entry naming a declared
+sensor (and no sensor enclosing itself), one window per sensor per run.
 """
 
 from __future__ import annotations
@@ -29,6 +29,15 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 sensor=s.name, json_path=f"$.sensors[{i}].name",
             ))
         declared.add(s.name)
+    for i, s in enumerate(results.sensors):
+        for j, name in enumerate(s.encloses or []):
+            if name not in declared or name == s.name:
+                problem = ("itself" if name == s.name
+                           else f"{name!r}, which $.sensors does not declare")
+                out.append(ctx.finding(
+                    "schema", "blocking", f"sensor {s.name!r} says it encloses {problem}",
+                    sensor=s.name, json_path=f"$.sensors[{i}].encloses[{j}]",
+                ))
     seen_ids: set[str] = set()
     for i, run in enumerate(results.runs):
         if run.id in seen_ids:

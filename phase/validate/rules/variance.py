@@ -1,6 +1,11 @@
-"""variance (warning): per condition, (max - min) / mean of chip energy per token must not
-exceed variance_max. With fewer than `variance_min_runs` standing chip energies the same rule
-applies to tokens/s. A failing condition is *unstable* (marked on the page)."""
+"""variance (warning): per condition, (max - min) / mean must not exceed variance_max, for
+speed and for energy, always both.
+
+tokens/s is judged over every run of the condition. Chip energy per token is judged too
+wherever at least `variance_min_runs` chip values stand (a rejected value is left out). A
+condition failing either is *unstable* (marked on the page); each metric that fails is its
+own finding, named in its message.
+"""
 
 from __future__ import annotations
 
@@ -25,33 +30,32 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     out: list[Finding] = []
     for prompt, strategy in conditions(results):
         runs = by_condition.get((prompt, strategy), [])
-        per_token = _standing_chip(runs, ctx)
-        if len(per_token) >= settings.variance_min_runs:
-            # sensor names the chip sensor when energy was judged, None when tokens/s was.
-            values, metric, sensor = per_token, "chip energy per token", ctx.chip_sensor
-        else:
-            values = [r.tokens_per_s for r in runs]
-            metric, sensor = "tokens/s (no usable chip energy)", None
-        if len(values) < settings.variance_min_runs:
-            continue
-        measured = spread(values)
-        if measured is None or measured <= settings.variance_max:
-            continue
-        out.append(ctx.finding(
-            "variance",
-            "warning",
-            f"unstable: {metric} spreads {measured:.1%} of its mean across {len(values)} runs "
-            f"(limit {settings.variance_max:.1%})",
-            prompt=prompt,
-            strategy=strategy,
-            sensor=sensor,
-            numbers={
-                "spread": measured,
-                "limit": settings.variance_max,
-                "min": min(values),
-                "max": max(values),
-                "mean": statistics.fmean(values),
-                "runs": len(values),
-            },
-        ))
+        # sensor names the chip sensor when energy was judged, None for tokens/s.
+        metrics = [
+            ("tokens/s", [r.tokens_per_s for r in runs], None),
+            ("chip energy per token", _standing_chip(runs, ctx), ctx.chip_sensor),
+        ]
+        for metric, values, sensor in metrics:
+            if len(values) < settings.variance_min_runs:
+                continue
+            measured = spread(values)
+            if measured is None or measured <= settings.variance_max:
+                continue
+            out.append(ctx.finding(
+                "variance",
+                "warning",
+                f"unstable: {metric} spreads {measured:.1%} of its mean across {len(values)} "
+                f"runs (limit {settings.variance_max:.1%})",
+                prompt=prompt,
+                strategy=strategy,
+                sensor=sensor,
+                numbers={
+                    "spread": measured,
+                    "limit": settings.variance_max,
+                    "min": min(values),
+                    "max": max(values),
+                    "mean": statistics.fmean(values),
+                    "runs": len(values),
+                },
+            ))
     return out

@@ -1,0 +1,146 @@
+"""consistency (blocking): every run agrees with its own data and with the campaign's config.
+
+Recomputed, never trusted: a run generated the configured number of tokens; it ends after it
+starts, and its prefill and decode fit between the two; `steps` is the length of its trace and
+`drafted`/`accepted` the sums over it; every target pass yields its accepted proposals plus
+one token of its own (tokens = steps + accepted); tokens/s is tokens / decode_s; acceptance is
+accepted / drafted (and absent exactly when nothing was drafted); `k` is the strategy's and no
+step proposes more than k (plain proposes nothing); its prompt and strategy are declared in
+the config; its id and order are its place in the campaign's schedule
+(phase.results.schedule). A file whose runs disagree with themselves cannot be published: any
+figure computed from it would depend on which of two contradicting fields a reader trusted.
+"""
+
+from __future__ import annotations
+
+import math
+
+from phase.decode.strategy import parse_strategy
+from phase.errors import UsageProblem
+from phase.results import ResultsFile, Run
+from phase.results.schedule import ScheduledRun, schedule
+from phase.validate.report import Context, Finding
+from phase.validate.settings import RuleSettings
+
+# Relative slack for a recorded ratio against the same ratio recomputed (float round-off only).
+_REL = 1e-6
+
+
+def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
+    out: list[Finding] = []
+    planned = _planned(results)
+    orders: dict[int, str] = {}
+    for i, run in enumerate(results.runs):
+        problems = [
+            *_config(run, results),
+            *_timing(run, settings),
+            *_accounting(run),
+            *_strategy(run, results),
+            *_placement(run, planned),
+        ]
+        if run.order in orders:
+            problems.append((f"order {run.order} is also run {orders[run.order]!r}'s", "order"))
+        orders.setdefault(run.order, run.id)
+        for message, field in problems:
+            out.append(ctx.finding("consistency", "blocking", message, run=run,
+                                   json_path=f"$.runs[{i}].{field}"))
+    return out
+
+
+def _close(recorded: float, expected: float) -> bool:
+    return math.isclose(recorded, expected, rel_tol=_REL, abs_tol=1e-12)
+
+
+def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
+    config = results.config
+    out = []
+    if run.tokens != config.tokens:
+        out.append((f"tokens is {run.tokens} but the campaign generates {config.tokens} per run",
+                    "tokens"))
+    if run.prompt not in {p.name for p in config.prompts}:
+        out.append((f"prompt {run.prompt!r} is not declared in $.config.prompts", "prompt"))
+    if run.strategy not in config.strategies:
+        out.append((f"strategy {run.strategy!r} is not declared in $.config.strategies",
+                    "strategy"))
+    return out
+
+
+def _timing(run: Run, settings: RuleSettings) -> list[tuple[str, str]]:
+    span = run.ended_unix_s - run.started_unix_s
+    if span < 0:
+        return [(f"ends {-span:.6g} s before it starts", "ended_unix_s")]
+    inside = run.prefill_s + run.decode_s
+    if inside > span + settings.clock_tolerance_s:
+        return [(f"prefill {run.prefill_s:.6g} s + decode {run.decode_s:.6g} s do not fit in the "
+                 f"run's {span:.6g} s between start and end", "decode_s")]
+    return []
+
+
+def _accounting(run: Run) -> list[tuple[str, str]]:
+    out = []
+    trace = run.trace
+    if run.steps != len(trace):
+        out.append((f"steps is {run.steps} but the trace has {len(trace)} target passes", "steps"))
+    proposed = sum(s.proposed for s in trace)
+    kept = sum(s.accepted for s in trace)
+    if run.drafted != proposed:
+        out.append((f"drafted is {run.drafted} but the trace proposes {proposed}", "drafted"))
+    if run.accepted != kept:
+        out.append((f"accepted is {run.accepted} but the trace accepts {kept}", "accepted"))
+    if run.tokens != run.steps + run.accepted:
+        out.append((f"{run.steps} target passes keeping {run.accepted} proposals yield "
+                    f"{run.steps + run.accepted} tokens, not {run.tokens}", "tokens"))
+    speed = run.tokens / run.decode_s if run.decode_s > 0 else 0.0
+    if not _close(run.tokens_per_s, speed):
+        out.append((f"tokens_per_s is {run.tokens_per_s:.6g} but {run.tokens} tokens in "
+                    f"{run.decode_s:.6g} s is {speed:.6g}", "tokens_per_s"))
+    if run.drafted == 0 and run.acceptance is not None:
+        out.append((f"acceptance is {run.acceptance:.6g} but nothing was drafted", "acceptance"))
+    elif run.drafted > 0:
+        rate = run.accepted / run.drafted
+        if run.acceptance is None or not _close(run.acceptance, rate):
+            shown = "missing" if run.acceptance is None else f"{run.acceptance:.6g}"
+            out.append((f"acceptance is {shown} but {run.accepted} of {run.drafted} drafted "
+                        f"tokens were accepted ({rate:.6g})", "acceptance"))
+    return out
+
+
+def _strategy(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
+    config = results.config
+    try:
+        strategy = parse_strategy(run.strategy, ngram_n_min=config.ngram_n_min,
+                                  ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k)
+    except UsageProblem:
+        return []  # a strategy phase cannot parse: only its declaration is checked
+    if run.k != strategy.k:
+        return [(f"k is {run.k} but strategy {run.strategy!r} proposes at most {strategy.k}",
+                 "k")]
+    limit = strategy.k or 0
+    over = [j for j, s in enumerate(run.trace) if s.proposed > limit]
+    if over:
+        j = over[0]
+        return [(f"step {j} proposes {run.trace[j].proposed} tokens; {run.strategy!r} proposes "
+                 f"at most {limit}", f"trace[{j}].proposed")]
+    return []
+
+
+def _planned(results: ResultsFile) -> dict[tuple[int, str, str], ScheduledRun]:
+    config = results.config
+    runs = schedule([p.name for p in config.prompts], config.strategies, config.repeats,
+                    config.seed, config.shuffle)
+    return {(r.repeat, r.prompt, r.strategy): r for r in runs}
+
+
+def _placement(run: Run, planned: dict[tuple[int, str, str], ScheduledRun]) -> list[
+        tuple[str, str]]:
+    slot = planned.get((run.repeat, run.prompt, run.strategy))
+    if slot is None:
+        return []  # an undeclared condition or a repeat past the config: reported elsewhere
+    out = []
+    if run.id != slot.run_id:
+        out.append((f"id {run.id!r} is not the schedule's {slot.run_id!r} for repeat "
+                    f"{run.repeat} of this prompt and strategy", "id"))
+    if run.order != slot.order:
+        out.append((f"order {run.order} is not the schedule's {slot.order} for this run "
+                    "(seed and shuffle as configured)", "order"))
+    return out

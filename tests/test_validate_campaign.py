@@ -1,0 +1,70 @@
+"""A real campaign's file, as `phase measure` writes it, passes every rule and carries the
+evidence its divergences need: the real test model, the real RAPL backend on a sysfs tree."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from phase.cli import main
+from phase.results import load_raw, token_sha256
+from phase.validate import validate_file
+
+pytestmark = pytest.mark.model
+
+
+def advancing_rapl(root: Path, stop: threading.Event) -> threading.Thread:
+    """A RAPL package zone whose counter a thread advances (10 W), written in place."""
+    zone = root / "intel-rapl:0"
+    zone.mkdir(parents=True)
+    (zone / "name").write_text("package-0\n")
+    (zone / "max_energy_range_uj").write_text("262143328850\n")
+    counter = zone / "energy_uj"
+    counter.write_text("1000000\n")
+
+    def advance() -> None:
+        value = 1_000_000
+        while not stop.wait(0.005):
+            value += 50_000
+            with counter.open("r+") as fh:
+                fh.write(f"{value:>15d}\n")
+
+    thread = threading.Thread(target=advance, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_measured_campaign_validates_with_its_evidence(tmp_path: Path) -> None:
+    out = tmp_path / "c.json"
+    stop = threading.Event()
+    writer = advancing_rapl(tmp_path / "powercap", stop)
+    try:
+        result = CliRunner().invoke(main, [
+            "measure", "speculative", "--quick", "--prompts", "code",
+            "--strategies", "plain,draft-2,ngram", "--tokens", "12", "--repeats", "2",
+            "--cooldown", "0", "--idle-window", "0.2", "--threads", "1",
+            "--rapl-root", str(tmp_path / "powercap"), "--hwmon-root", str(tmp_path / "no-hwmon"),
+            "-o", str(out),
+        ])
+    finally:
+        stop.set()
+        writer.join()
+    assert result.exit_code == 0, result.output
+
+    results = load_raw(out)
+    [ref] = results.references
+    assert ref.top2_gaps is not None and len(ref.top2_gaps) == 12
+    assert ref.output_sha256 == token_sha256(ref.token_ids)
+    report = validate_file(out)
+    bad = [(f.rule, f.message) for f in report.findings if f.severity != "warning"]
+    assert bad == []
+    assert report.chip_sensor is not None
+    # Any divergence carries both gaps, so it is classed rather than left unclassified.
+    for run in results.runs:
+        if run.matches_plain is False:
+            assert run.divergence_gap_verify is not None
+            assert run.divergence_gap_reference is not None
+    assert all(f.category != "unclassified" for f in report.findings)
