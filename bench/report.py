@@ -16,7 +16,7 @@ from phase.campaign import machine
 
 
 def machine_info(threads: int, native_build: str | None) -> dict[str, Any]:
-    from phase.decode.native import physical_cores
+    from phase.decode.cores import physical_cores
 
     return {
         "host": socket.gethostname(),

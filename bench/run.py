@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         spec_bench,
     )
     from bench.common import Context, Section
-    from phase.decode.native import physical_cores
+    from phase.decode.cores import physical_cores
     from phase.errors import PhaseError
     from phase.models import resolve
 

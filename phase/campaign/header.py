@@ -16,7 +16,7 @@ from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan, campaign_config
 from phase.campaign.shards import CampaignIdentity
 from phase.decode import Engine
-from phase.decode.native import physical_cores
+from phase.decode.cores import physical_cores
 from phase.results import (
     SCHEMA_VERSION,
     ModelInfo,

@@ -12,21 +12,41 @@ from __future__ import annotations
 import click
 
 from phase import __version__
-from phase.cli.common import PhaseGroup
-from phase.cli.generate import generate_command
-from phase.cli.measure import measure
-from phase.cli.merge import merge
-from phase.cli.models import models
-from phase.cli.predict import predict_command
-from phase.cli.profile import profile_command
-from phase.cli.publish import publish_command
-from phase.cli.schema import schema
-from phase.cli.sensors import sensors
-from phase.cli.site import build, serve_command, site
-from phase.cli.validate import validate
+from phase.cli.common import LazyGroup
+
+# Each command's module is imported only when that command runs (or shows its own --help):
+# `phase --help` and light commands start without pandas, Altair, mkdocs or llama.cpp.
+# name -> (module, attribute, the line `phase --help` shows)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "build": ("phase.cli.site", "build",
+              "Validate every results file and render the notes into docs/ (no mkdocs)."),
+    "generate": ("phase.cli.generate", "generate_command",
+                 "Generate greedily with one strategy; print the text and its numbers."),
+    "measure": ("phase.cli.measure", "measure",
+                "Run an experiment campaign (phase measure EXPERIMENT --help)."),
+    "merge": ("phase.cli.merge", "merge",
+              "Merge the shard files of one campaign into a new results file."),
+    "models": ("phase.cli.models", "models",
+               "List, fetch and verify GGUF models (embedded, paths, hf:REPO/FILE)."),
+    "predict": ("phase.cli.predict", "predict_command",
+                "The cost model against a campaign's measurements, per condition."),
+    "profile": ("phase.cli.profile", "profile_command",
+                "Time target and draft passes of 1..17 tokens (and energy per pass)."),
+    "publish": ("phase.cli.publish", "publish_command",
+                "Freeze a note's new versions into published/."),
+    "schema": ("phase.cli.schema", "schema", "Print (or write) the JSON Schema of results files."),
+    "sensors": ("phase.cli.sensors", "sensors",
+                "List this machine's energy sensors and the chip-energy choice."),
+    "serve": ("phase.cli.site", "serve_command", "Serve the built site over HTTP."),
+    "site": ("phase.cli.site", "site",
+             "Validate, render the notes, and build the static site (mkdocs --strict)."),
+    "validate": ("phase.cli.validate", "validate",
+                 "Check results files against the validation rules."),
+}
 
 
-@click.group(cls=PhaseGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy_commands=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="phase")
 def main() -> None:
     """Measure what LLM inference optimisations cost in energy and time, and publish it.
@@ -44,11 +64,6 @@ def main() -> None:
       phase site                              validate, render notes, build site/
       phase publish NOTE                      freeze a note's new versions (published/)
     """
-
-
-for _command in (models, schema, measure, profile_command, predict_command, merge, validate,
-                 sensors, generate_command, build, site, publish_command, serve_command):
-    main.add_command(_command)
 
 
 def run_cli(argv: list[str] | None = None) -> int:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,6 +40,40 @@ class PhaseGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         with reporting_errors():
             return super().invoke(ctx)
+
+
+class LazyGroup(PhaseGroup):
+    """A group whose commands are imported when used: `lazy_commands` maps a name to its
+    module, attribute and the line the group's --help shows without importing it."""
+
+    def __init__(self, *args: Any, lazy_commands: dict[str, tuple[str, str, str]],
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = lazy_commands
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_commands and cmd_name not in self.commands:
+            module, attribute, _ = self.lazy_commands[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{module}.{attribute} is not a click command")
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, self.lazy_commands[name][2] if name in self.lazy_commands
+                 and name not in self.commands else self._short_help(ctx, name))
+                for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def _short_help(self, ctx: click.Context, name: str) -> str:
+        command = self.get_command(ctx, name)
+        return command.get_short_help_str() if command else ""
 
 
 class PhaseCommand(click.Command):

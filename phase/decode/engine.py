@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
 from phase.decode.auto import AutoProposer, Decision
+from phase.decode.loops import Divergence, RawStep, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel, system_info
 from phase.decode.placement import ModelPlacement
 from phase.decode.profiler import BlockMeter, ProfileContext, ProfileSettings, profile_models
@@ -45,16 +46,6 @@ from phase.errors import UsageProblem
 from phase.results import CostProfile, Step
 
 Callback = Callable[[], object] | None
-# One target pass as timed in the hot loop: proposed, accepted, propose ms, verify ms. Steps
-# are built from these after the decode window closes, so validation stays out of the timing.
-RawStep = tuple[int, int, float, float]
-
-
-class Divergence(NamedTuple):
-    """Where a run first left its reference, and the top-2 logit gap of the pass there."""
-
-    index: int
-    gap: float
 
 
 class _Timed(NamedTuple):
@@ -271,10 +262,11 @@ class Engine:
         d0 = time.perf_counter()
         gaps: list[float] | None = [] if record_gaps else None
         if proposer is None:
-            generated, raw_trace, divergence = self._plain(prompt, n_tokens, ref, gaps)
+            generated, raw_trace, divergence = plain_loop(self.target, prompt, n_tokens, ref,
+                                                          gaps)
         else:
-            generated, raw_trace, divergence = self._speculate(
-                prompt, n_tokens, strategy.max_proposal, proposer, ref)
+            generated, raw_trace, divergence = speculate_loop(
+                self.target, prompt, n_tokens, strategy.max_proposal, proposer, ref)
         decode_s = time.perf_counter() - d0
         cpu_s = time.process_time() - cpu0
         return _Timed(generated, raw_trace, decode_s, cpu_s, started_unix, time.time(), gaps,
@@ -338,75 +330,3 @@ class Engine:
             raise UsageProblem(f"prompt token {bad} is outside the vocabulary (0..{vocab - 1})")
         if not isinstance(strategy, Strategy):
             raise UsageProblem(f"not a Strategy: {strategy!r}; use parse_strategy()")
-
-    def _plain(self, prompt: list[int], n_tokens: int, ref: list[int],
-               gaps: list[float] | None) -> tuple[list[int], list[RawStep], Divergence | None]:
-        # The hot loop: locals only, one ctypes decode and one argmax over a zero-copy view per
-        # token, one comparison with the reference until the first divergence (then none);
-        # step records are built after the loop.
-        target = self.target
-        decode_one = target.decode_one
-        clock = time.perf_counter
-        out: list[int] = []
-        append = out.append
-        times: list[float] = []
-        tick = times.append
-        token, pos = prompt[-1], len(prompt) - 1
-        compare = min(len(ref), n_tokens)
-        divergence: Divergence | None = None
-        for i in range(n_tokens):
-            t = clock()
-            token = decode_one(token, pos)
-            tick(clock() - t)
-            append(token)
-            pos += 1
-            if gaps is not None:
-                gaps.append(target.top2_gap(0))
-            if i < compare and token != ref[i]:
-                divergence = Divergence(i, target.top2_gap(0))
-                compare = 0
-        return out, [(0, 0, 0.0, dt * 1e3) for dt in times], divergence
-
-    def _speculate(self, prompt: list[int], n_tokens: int, k: int, proposer: Proposer,
-                   ref: list[int]) -> tuple[list[int], list[RawStep], Divergence | None]:
-        target = self.target
-        clock = time.perf_counter
-        seq = list(prompt)
-        start = len(seq)
-        pos = start - 1  # KV position of seq[-1], the one token the target has not seen
-        trace: list[RawStep] = []
-        # `auto` learns from every step's outcome; the fixed proposers need no feedback.
-        observe = getattr(proposer, "observe", None)
-        divergence: Divergence | None = None
-        watch = bool(ref)  # compare with the reference until the first divergence
-        while (remaining := n_tokens - (len(seq) - start)) > 0:
-            limit = min(k, remaining - 1)
-            t0 = clock()
-            # Asked even when nothing may be proposed (the last token): `auto` records a
-            # decision for every step, and the others answer [] at once.
-            proposal = list(proposer.propose(seq, limit))[:limit]
-            t1 = clock()
-            target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
-            m = 0
-            nxt = target.argmax(0)
-            while m < len(proposal) and proposal[m] == nxt:
-                m += 1
-                nxt = target.argmax(m)
-            kept = [*proposal[:m], nxt][:remaining]  # the trim never bites while limit < remaining
-            done = len(seq) - start
-            if watch and kept != ref[done:done + len(kept)]:
-                # kept[j] is the argmax of logits row j, so row j holds the evidence.
-                j = next(j for j, t in enumerate(kept) if done + j >= len(ref)
-                         or t != ref[done + j])
-                if done + j < len(ref):
-                    divergence = Divergence(done + j, target.top2_gap(j))
-                watch = False
-            if m < len(proposal):
-                target.truncate(pos + m + 1)
-            seq.extend(kept)
-            pos += len(kept)
-            t2 = clock()
-            trace.append((len(proposal), m, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
-            if observe is not None:
-                observe(len(proposal), m)
-        return seq[start:], trace, divergence

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import sys
 import threading
 from collections import deque
@@ -26,6 +25,7 @@ import llama_cpp
 import numpy as np
 
 from phase.decode import cpu_buffers, placement
+from phase.decode.cores import physical_cores
 from phase.decode.logits import top2_gap
 from phase.decode.vocab import VocabInfo
 from phase.errors import PhaseError
@@ -94,26 +94,6 @@ def _init_backend(verbose: bool) -> None:
         if not _backend_ready:
             llama_cpp.llama_backend_init()
             _backend_ready = True
-
-
-def physical_cores() -> int:
-    """Cores this process may use, counting SMT siblings once (like llama-bench's default).
-
-    llama.cpp's token generation is memory-bound; a second hyper-thread on the same core adds
-    contention, not bandwidth, which is why llama-bench defaults to physical cores.
-    """
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-    groups: set[str] = set()
-    for cpu in cpus:
-        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
-        try:
-            groups.add(path.read_text().strip())
-        except OSError:
-            return max(1, len(cpus))
-    return max(1, len(groups))
 
 
 def system_info() -> str:
