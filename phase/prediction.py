@@ -7,7 +7,7 @@ Predictions come from the file's own profile (`ResultsFile.profile`) and each ru
 miss is put on the term that is off the most: the target's passes (Σ verify_ms), proposing
 (Σ propose_ms: draft passes, lookups, auto's decisions) or the loop around them (decode time
 not in either). Energy is predicted the same way from the profile's joules per pass, for the
-sensor the caller names (the file's chip sensor).
+sensors the caller names (the file's chip-energy sensors, summed: two sockets, two GPUs).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from phase.analysis import energy_j_per_token, runs_by_condition
 from phase.costmodel import NoCost, cost_table, position_rates
 from phase.costmodel.breakeven import best_k, break_even
+from phase.costmodel.curve import Sensors, sensor_names
 from phase.costmodel.predict import measured_terms_ms, run_terms
 from phase.results import ResultsFile, Run
 
@@ -89,12 +90,20 @@ class ConditionPrediction:
                 f"{diff:+.2f} s{rel}")
 
 
-def _energy_sensor_ok(results: ResultsFile, sensor: str | None) -> str | None:
+def _measured_j_per_token(run: Run, sensor: Sensors) -> float | None:
+    """The run's energy per token over the named sensors, summed (None if one lacks it)."""
+    values = [energy_j_per_token(run, n) for n in sensor_names(sensor)]
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
+
+
+def _energy_sensor_ok(results: ResultsFile, sensor: Sensors) -> str | None:
     """Why energy cannot be predicted for this sensor (None: it can)."""
     profile = results.profile
     if profile is None:
         return "the file has no cost profile"
-    if sensor is None:
+    if not sensor_names(sensor):
         return "no chip energy sensor in this file"
     if profile.energy_reason:
         return f"the profile has no energy per pass: {profile.energy_reason}"
@@ -105,7 +114,7 @@ def _energy_sensor_ok(results: ResultsFile, sensor: str | None) -> str | None:
     return None
 
 
-def predict_run(results: ResultsFile, run: Run, sensor: str | None = None
+def predict_run(results: ResultsFile, run: Run, sensor: Sensors = None
                 ) -> tuple[float, float, float | None]:
     """(predicted target ms, predicted propose ms, predicted joules or None) of one run."""
     if results.profile is None:
@@ -123,7 +132,7 @@ def _mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
-def predict_conditions(results: ResultsFile, sensor: str | None = None
+def predict_conditions(results: ResultsFile, sensor: Sensors = None
                        ) -> list[ConditionPrediction]:
     """One prediction per condition with runs; [] when the file has no profile."""
     if results.profile is None:
@@ -136,7 +145,7 @@ def predict_conditions(results: ResultsFile, sensor: str | None = None
         tokens = _mean([float(r.tokens) for r in runs])
         pred_s = _mean([(t + p) / 1e3 for t, p, _ in predicted])
         joules = [j for _, _, j in predicted if j is not None]
-        measured_j = [v for r in runs if (v := energy_j_per_token(r, sensor)) is not None]
+        measured_j = [v for r in runs if (v := _measured_j_per_token(r, sensor)) is not None]
         out.append(ConditionPrediction(
             prompt=prompt, strategy=strategy, runs=len(runs),
             measured_tokens_per_s=_mean([r.tokens_per_s for r in runs]),
@@ -238,7 +247,7 @@ def auto_choices(results: ResultsFile) -> list[AutoShare]:
     return out
 
 
-def report_lines(results: ResultsFile, sensor: str | None = None) -> list[str]:
+def report_lines(results: ResultsFile, sensor: Sensors = None) -> list[str]:
     """The comparison as plain text (for `phase predict`)."""
     lines = [f"{'prompt':<10} {'strategy':<10} {'tok/s':>7} {'predicted':>9} {'error':>7}  "
              "where it misses"]

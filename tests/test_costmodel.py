@@ -61,6 +61,17 @@ def test_energy_table_needs_energy_per_pass() -> None:
         cost_table(frozen, 100, "energy")
 
 
+def test_energy_of_several_chip_sensors_is_summed() -> None:
+    # Two sockets (or two GPUs): the chip energy is both packages' joules.
+    two = make_profile(lambda b: 10.0 * b, joules_per_ms={"package-0": 0.02, "package-1": 0.01})
+    both = cost_table(two, 100, "energy", ["package-0", "package-1"])
+    assert both.target(3) == pytest.approx(0.9)
+    assert cost_table(two, 100, "energy", "package-1").target(3) == pytest.approx(0.3)
+    assert cost_table(two, 100, "energy").target(3) == pytest.approx(0.6)  # the first alone
+    with pytest.raises(NoCost, match="package-2"):
+        cost_table(two, 100, "energy", ["package-0", "package-2"])
+
+
 @pytest.mark.parametrize(("alpha", "k", "tokens"),
                          [(0.0, 4, 1.0), (1.0, 4, 5.0), (0.5, 2, 1.75), (0.8, 1, 1.8)])
 def test_iid_expected_tokens(alpha: float, k: int, tokens: float) -> None:

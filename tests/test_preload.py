@@ -86,3 +86,13 @@ def test_a_full_disk_keeps_the_finished_runs_and_says_how_to_continue(tmp_path: 
     final = load_raw(out)
     assert final.status == "complete" and len(final.runs) == 4
     assert [r.id for r in final.runs[:2]] == [r.id for r in kept.runs]
+
+
+def test_an_unknown_energy_sensor_is_refused_before_loading(tmp_path: Path) -> None:
+    out = tmp_path / "never.json"
+    sensing = [a for a in SMALL if a != "--no-sensor"]
+    proc = run_phase(["measure", "speculative", *sensing, "--energy-sensor", "rapl:nosuch",
+                      "-o", str(out)])
+    assert_one_line_error(proc, 2, "--energy-sensor", "rapl:nosuch")
+    assert "loading" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []

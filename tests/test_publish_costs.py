@@ -63,9 +63,11 @@ def costs_results() -> ResultsFile:
     profile = make_profile(lambda b: 10.0 + 5.0 * b)
     runs = []
     order = 0
-    for prompt in ("code", XSS_PROMPT):
-        for strategy in ("plain", "ngram", "auto"):
-            for repeat in range(2):
+    # In the schedule's order (unshuffled: repeat by repeat, prompt by prompt, strategy by
+    # strategy), as the validator's consistency rule expects.
+    for repeat in range(2):
+        for prompt in ("code", XSS_PROMPT):
+            for strategy in ("plain", "ngram", "auto"):
                 if strategy == "plain":
                     steps = _steps([(0, 0)] * TOKENS, 15.0, None)
                 elif strategy == "ngram":

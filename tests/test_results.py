@@ -101,6 +101,24 @@ def test_version_1_files_read_as_the_current_schema(tmp_path: Path) -> None:
     assert load(v1_summary) == summary
 
 
+def test_version_2_files_read_unchanged_as_version_3() -> None:
+    # A campaign written as version 2 (the H200 device run): 2 -> 3 only moves the number.
+    path = REPO / "tests/fixtures/results/h200-campaign-512.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 2
+    loaded = load_raw(path)
+    assert loaded.schema_version == SCHEMA_VERSION == 3
+    dumped = json.loads(loaded.model_dump_json(exclude_unset=True))
+    dumped["schema_version"] = 2
+    assert dumped == raw
+
+
+def test_a_newer_file_is_refused_with_upgrade_advice(tmp_path: Path) -> None:
+    path = _mutated(tmp_path, lambda d: d.update(schema_version=SCHEMA_VERSION + 1))
+    with pytest.raises(ResultsError, match=r"newer than this phase understands .*upgrade phase"):
+        load(path)
+
+
 def test_committed_results_files_still_read() -> None:
     files = sorted(p for p in (REPO / "results").glob("*.json") if p.name != "schema.json")
     assert files

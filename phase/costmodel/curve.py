@@ -69,20 +69,33 @@ def blend(a: Curve, b: Curve, weight_b: float) -> Curve:
     return Curve(sizes, tuple((1 - weight_b) * a(s) + weight_b * b(s) for s in sizes))
 
 
-def _curve(passes: Sequence[PassCost], objective: Objective, sensor: str | None) -> Curve | None:
+# Whose joules count: one sensor, or several whose energy is summed (the chip energy of two
+# sockets or two GPUs, ResultsFile.primary_energy); None for the default.
+Sensors = str | Sequence[str] | None
+
+
+def sensor_names(sensors: Sensors) -> tuple[str, ...]:
+    if sensors is None:
+        return ()
+    return (sensors,) if isinstance(sensors, str) else tuple(sensors)
+
+
+def _curve(passes: Sequence[PassCost], objective: Objective, sensors: Sensors) -> Curve | None:
     """The curve of one point's passes, or None when a pass lacks the figure."""
     ordered = sorted(passes, key=lambda p: p.tokens)
     if not ordered:
         return None
     if objective == "time":
         return Curve(tuple(p.tokens for p in ordered), tuple(p.ms for p in ordered))
-    if sensor is None or any(sensor not in p.energy_j for p in ordered):
+    names = sensor_names(sensors)
+    if not names or any(n not in p.energy_j for p in ordered for n in names):
         return None
-    return Curve(tuple(p.tokens for p in ordered), tuple(p.energy_j[sensor] for p in ordered))
+    return Curve(tuple(p.tokens for p in ordered),
+                 tuple(sum(p.energy_j[n] for n in names) for p in ordered))
 
 
 def _at_fill(points: Sequence[ProfilePoint], kv_tokens: int, role: str,
-             objective: Objective, sensor: str | None) -> Curve | None:
+             objective: Objective, sensor: Sensors) -> Curve | None:
     """The role's curve at `kv_tokens`, interpolated between the nearest profiled fills."""
     curves = [(p.kv_tokens, c) for p in sorted(points, key=lambda p: p.kv_tokens)
               if (c := _curve(getattr(p, role), objective, sensor)) is not None]
@@ -131,21 +144,25 @@ class CostTable:
 
 
 def cost_table(profile: CostProfile, kv_tokens: int, objective: Objective = "time",
-               sensor: str | None = None) -> CostTable:
+               sensor: Sensors = None) -> CostTable:
     """The costs of a run whose mean KV fill is `kv_tokens` (its prompt plus half its tokens).
 
-    With the energy objective, `sensor` names whose joules count (default: the first sensor
-    with energy for every target pass). A lookup's energy is its time at the power of a
-    one-token target pass: too short to meter on its own, and the CPU is as busy.
+    With the energy objective, `sensor` names whose joules count: one sensor or several,
+    summed (default: the first sensor with energy for every target pass). A lookup's energy
+    is its time at the power of a one-token target pass: too short to meter on its own, and
+    the CPU is as busy.
     """
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, not {objective!r}")
     if objective == "energy":
         candidates = energy_sensors(profile)
-        sensor = sensor or (candidates[0] if candidates else None)
-        if sensor is None or sensor not in candidates:
-            why = profile.energy_reason or f"sensor {sensor!r} lacks energy for some passes"
+        names = sensor_names(sensor) or tuple(candidates[:1])
+        missing = [n for n in names if n not in candidates]
+        if not names or missing:
+            why = profile.energy_reason or (f"sensor(s) {', '.join(missing)} lack energy for "
+                                            "some passes")
             raise NoCost(f"the energy objective needs energy per pass: {why}")
+        sensor = names
     target = _at_fill(profile.points, kv_tokens, "target", objective, sensor)
     if target is None:
         raise NoCost("the profile has no target pass costs")

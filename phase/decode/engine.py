@@ -114,6 +114,7 @@ class Engine:
         # What `auto` decides with (use_profile): the measured costs and what to minimise.
         self.cost_profile: CostProfile | None = None
         self.objective: Objective = "time"
+        self.energy_sensors: tuple[str, ...] | None = None
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -171,20 +172,23 @@ class Engine:
         return profile_models(self.target, self.draft, contexts, settings, meter,
                               energy_reason)
 
-    def use_profile(self, profile: CostProfile, objective: Objective = "time") -> None:
+    def use_profile(self, profile: CostProfile, objective: Objective = "time",
+                    sensors: Sequence[str] | None = None) -> None:
         """The costs `auto` decides with; UsageProblem when they cannot serve the objective
-        (the energy objective needs energy per pass)."""
+        (the energy objective needs energy per pass). `sensors`: whose joules, summed, are
+        the energy (the campaign's chip-energy sensors; default: the profile's first)."""
         try:
-            cost_table(profile, profile.points[0].kv_tokens, objective)
+            cost_table(profile, profile.points[0].kv_tokens, objective, sensors)
         except NoCost as exc:
             raise UsageProblem(f"auto cannot minimise {objective}: {exc}") from None
         self.cost_profile, self.objective = profile, objective
+        self.energy_sensors = tuple(sensors) if sensors else None
 
     def cost_table(self, kv_tokens: int) -> CostTable:
         if self.cost_profile is None:
             raise UsageProblem("auto needs a cost profile: measure one with Engine.profile() "
                                "and pass it to Engine.use_profile()")
-        return cost_table(self.cost_profile, kv_tokens, self.objective)
+        return cost_table(self.cost_profile, kv_tokens, self.objective, self.energy_sensors)
 
     def proposer_for(self, strategy: Strategy, kv_tokens: int = 0) -> Proposer | None:
         """The proposer `run` uses for `strategy` (None for plain). Exposed so a caller can

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
+from phase.analysis import primary_sensors
 from phase.prediction import (
     TOLERANCE,
     auto_choices,
@@ -133,7 +134,7 @@ class CostCalls:
     def cost_prediction(self, file: str | None = None) -> Markup:
         parts = []
         for d, raw in self._raw(file):
-            preds = predict_conditions(raw, d.report.chip_sensor)
+            preds = predict_conditions(raw, primary_sensors(raw, d.report.chip_sensor))
             parts.append(self._draw(cost_charts.prediction(preds), d.name))
             if not preds:
                 continue

@@ -7,14 +7,14 @@ written back into the results directory.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from phase.analysis import summarize
-from phase.results import ResultsFile, SummaryFile
-from phase.validate import Report, RuleSettings, validate_file
+from phase.results import ResultsError, ResultsFile, SummaryFile, parse
+from phase.results.jsonread import parse_json, read_regular_text
+from phase.validate import Report, RuleSettings, validate_file, validate_results
 
 
 @dataclass(frozen=True)
@@ -55,24 +55,32 @@ def page_stem(file_name: str) -> str:
 
 def load_dataset(path: Path, settings: RuleSettings) -> tuple[Report, Dataset | None]:
     """Validate a file; the Dataset is None when it cannot be published: blocking findings,
-    or a campaign that has not finished a single run yet (nothing to show, not an error)."""
-    report = validate_file(path, settings)
-    if report.blocking or report.results is None:
+    or a campaign that has not finished a single run yet (nothing to show, not an error).
+
+    The file is read once: what is validated, published and hashed are the same bytes."""
+    try:
+        text = read_regular_text(path)
+        data = parse_json(text, path)
+        written_as = data.get("schema_version") if isinstance(data, dict) else None
+        results = parse(data, path)
+    except ResultsError:
+        return validate_file(path, settings), None  # the blocking report, naming the problem
+    report = validate_results(results, str(path), settings)
+    if report.blocking:
         return report, None
-    if isinstance(report.results, ResultsFile) and not report.results.runs:
+    if isinstance(results, ResultsFile) and not results.runs:
         return report, None
-    data = path.read_bytes()
-    results = report.results
+    raw = text.encode("utf-8")  # the file's bytes: it was strict UTF-8 without a BOM
     summary = (
         results if isinstance(results, SummaryFile) else summarize(results, report, path.name)
     )
     return report, Dataset(
         path=path,
         name=path.name,
-        sha256=hashlib.sha256(data).hexdigest(),
-        size_bytes=len(data),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        size_bytes=len(raw),
         results=results,
         report=report,
         summary=summary,
-        schema_version=int(json.loads(data)["schema_version"]),
+        schema_version=int(written_as) if isinstance(written_as, int) else results.schema_version,
     )

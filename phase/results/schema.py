@@ -42,7 +42,16 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                n-gram lookups), SensorTrace.value -> values (J for a counter, W for a power
 #                sensor: the declared sensor's unit), SummaryRow.ratio_vs_plain ->
 #                energy_ratio_vs_plain.
-SCHEMA_VERSION = 2
+#   3 (2026-12): new parts, all optional (absent in older files, so 2 -> 3 changes nothing
+#                but the number): the chip-energy choice (primary_energy), where the model
+#                ran (provenance.accelerator, n_gpu_layers_offloaded), what each sensor
+#                encloses and which of its fields were assumed, shards and hosts
+#                (campaign_id, shard, hosts, merged_from, runs[].host), divergence evidence
+#                (references[].top2_gaps, runs[].divergence_gap_*), the cost profile and
+#                auto's per-step decisions. The number moves so that a phase that knows only
+#                version 2 refuses a new file with "upgrade phase" rather than failing on a
+#                field it has never heard of.
+SCHEMA_VERSION = 3
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -300,7 +309,7 @@ class PrimaryEnergy(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -377,7 +386,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str
