@@ -13,11 +13,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.phase-synced
 
 # make setup ACCEL=cuda|metal -> llama-cpp-python rebuilt with that GPU backend (ACCEL=cpu: back)
+# make setup ACCEL=cpu-noamx   -> the CPU build without llama.cpp's AMX kernels, for Xeons whose
+#                                AMX path crashes (phase then turns every extra CPU buffer off,
+#                                repacked weights too, and decodes several times slower)
 ACCEL ?=
 LLAMA_VERSION := $(shell sed -n 's/.*"llama-cpp-python==\([^"]*\)".*/\1/p' pyproject.toml)
 ACCEL_CMAKE_cuda := -DGGML_CUDA=on
 ACCEL_CMAKE_metal := -DGGML_METAL=on
 ACCEL_CMAKE_cpu :=
+NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+ACCEL_CMAKE_cpu-noamx := -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
 # make measure QUICK=1  -> a smoke campaign of a few minutes on the small test model
 QUICK ?=
 MEASURE_ARGS ?=
@@ -42,7 +47,7 @@ $(STAMP): pyproject.toml uv.lock
 # The locked llama-cpp-python, compiled again from source with the backend's CMake flag (uv
 # would otherwise reuse its cached CPU build). Needs that backend's toolkit (CUDA: nvcc).
 $(VENV)/.phase-accel-%: $(STAMP)
-	@case "$*" in cuda|metal|cpu) ;; *) echo "ACCEL=$* is not one of: cuda metal cpu"; exit 2;; esac
+	@case "$*" in cuda|metal|cpu|cpu-noamx) ;; *) echo "ACCEL=$* is not one of: cuda metal cpu cpu-noamx"; exit 2;; esac
 	CMAKE_ARGS="$(ACCEL_CMAKE_$*)" FORCE_CMAKE=1 $(UV) pip install --python $(PY) \
 	  --reinstall-package llama-cpp-python --no-binary llama-cpp-python --no-cache \
 	  "llama-cpp-python==$(LLAMA_VERSION)"

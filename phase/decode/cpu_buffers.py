@@ -74,7 +74,8 @@ def _probe_in_child(model_path: Path) -> tuple[bool, str]:
         return True, "an 8-token test batch with them ran cleanly on this CPU (AMX)"
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
     return False, (f"an 8-token test batch with them crashed the process on this CPU ({how}); "
-                   "llama.cpp's AMX kernels are not usable here")
+                   "llama.cpp's AMX kernels are not usable here (`make setup ACCEL=cpu-noamx` "
+                   "builds without them and keeps the repacked weights)")
 
 
 def resolve(mode: str, model_path: Path, build: str) -> ExtraBuffers:
