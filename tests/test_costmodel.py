@@ -94,9 +94,11 @@ def test_position_rates_count_what_each_position_saw() -> None:
 def test_step_costs_follow_the_draft_catch_up() -> None:
     table = cost_table(make_profile(lambda b: 10.0 * b, draft=lambda b: 1.0 + b), 100)
     costs = step_costs([step(3, 3), step(3, 1), step(0, 0)], "draft-3", table)
-    # Drafting 3: one pass over the unseen tokens (1, then 2 after a fully kept draft,
-    # then 1 after a rejection) and two one-token passes; the target verifies 4 rows.
-    assert [c.propose for c in costs] == pytest.approx([2 + 2 * 2, 3 + 2 * 2, 0.0])
+    # Drafting 3: the draft first mirrors the batch of 4 the target last verified (c_d(4) = 5;
+    # nothing to mirror before the first step), then one pass over the one unseen token and
+    # two one-token passes; the last step proposes nothing but its call still mirrors.
+    # The target verifies 4 rows.
+    assert [c.propose for c in costs] == pytest.approx([2 + 2 * 2, 5 + 2 + 2 * 2, 5.0])
     assert [c.target for c in costs] == pytest.approx([40.0, 40.0, 10.0])
     ngram = run_terms([step(2, 2), step(0, 0)], "ngram-4", table)
     assert ngram.propose == pytest.approx(2 * 0.05)  # a lookup on every step

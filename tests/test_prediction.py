@@ -10,12 +10,14 @@ from cost_factories import make_profile
 from factories import make_results, make_run, make_window
 
 from phase.prediction import (
+    PROFILE_SHARE_LIMIT,
     auto_choices,
     best_k_rows,
     break_even_rows,
     predict_conditions,
+    profile_share,
 )
-from phase.results import CostProfile, ResultsFile, Run, Step
+from phase.results import CostProfile, ResultsFile, Run, Step, load_raw
 
 TOKENS = 16
 
@@ -147,3 +149,17 @@ def test_profile_share_of_the_campaign_and_strict_exit(tmp_path: Path) -> None:
     quick = write_results(results_with(long_runs, profile), tmp_path / "quick.json")
     out = CliRunner().invoke(main, ["predict", str(quick), "--strict"])
     assert out.exit_code == 0, out.output
+
+
+def test_the_committed_cpu_campaign_is_predicted_within_tolerance() -> None:
+    """The CPU note's v2 campaign (auto, profile, 128 tokens): every condition's speed is
+    predicted within 10% from its own profile and steps, and the profile took under 5% of the
+    campaign's wall time. (Before the draft's mirror pass was costed, every draft-k condition
+    missed by 15-28%, all on the proposing term.)"""
+    path = Path(__file__).resolve().parents[1] / "results/speculative-x86_64-2c-2026-11-30-2.json"
+    results = load_raw(path)
+    predictions = predict_conditions(results)
+    assert len(predictions) == 21
+    assert [p for p in predictions if not p.within] == []
+    share = profile_share(results)
+    assert share is not None and share < PROFILE_SHARE_LIMIT

@@ -4,11 +4,14 @@ A run's predicted decode cost is the sum over its steps of what the step asked o
 
     plain step                  c_t(1)
     n-gram step, k proposals    lookup + c_t(k + 1)
-    draft step, k proposals     c_d(feed) + (k - 1)·c_d(1) + c_t(k + 1)
+    draft step, k proposals     c_d(b) + c_d(1) + (k - 1)·c_d(1) + c_t(k + 1)
 
-where `feed` counts the accepted tokens the draft model has not seen yet (1 after a rejection,
-2 after a fully kept draft, more after `auto` steps that did not draft). That is the issue's
-Σ (k·c_d + c_t(k + 1)) with the draft's catch-up made explicit. The prediction keeps its
+where c_d(b) is the draft's mirror of the batch the target last verified (b = the previous
+step's proposals + 1; phase.decode.proposers.DraftProposer re-evaluates it as the target did,
+so that both models computed every kept position the same way), after which the draft has
+seen all but the newest token. That is the issue's Σ (k·c_d + c_t(k + 1)) with the draft's
+catch-up made explicit. (`auto`'s draft steps are charged the same way; its feed counts the
+tokens of steps that did not draft.) The prediction keeps its
 terms apart (target passes, proposing) so that a miss can be blamed on the term that is off:
 each step also records the measured `verify_ms` and `propose_ms` that the terms predict.
 
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.costmodel.acceptance import expected_tokens
-from phase.costmodel.curve import CostTable
+from phase.costmodel.curve import CostTable, NoCost
 from phase.results import Step
 
 
@@ -55,12 +58,18 @@ def step_costs(steps: Sequence[Step], strategy: str, table: CostTable) -> list[T
     """The predicted cost of each step, in order (the draft's catch-up depends on order)."""
     out: list[Terms] = []
     feed = 1  # prefill leaves the draft one token short: the prompt's last
+    mirrored: int | None = None  # the batch the draft re-evaluates at its next call
     for step in steps:
         who = _proposer(step, strategy)
         target = table.target(step.proposed + 1)
-        if who == "draft" and step.proposed > 0:
-            out.append(Terms(target, table.draft_step(step.proposed, feed)))
-            feed = 2 if step.accepted == step.proposed else 1
+        drafted = who == "draft" and (step.proposed > 0 or strategy.startswith("draft"))
+        if drafted:
+            # A fixed draft strategy asks its proposer at every step, the last one (nothing
+            # may be proposed there) included; each call first mirrors the previous batch.
+            mirror = table.draft(mirrored) if mirrored is not None and table.draft else 0.0
+            cost = table.draft_step(step.proposed, feed) if step.proposed > 0 else 0.0
+            out.append(Terms(target, mirror + cost))
+            mirrored, feed = step.proposed + 1, 1
             continue
         # A lookup happens on every step of an n-gram run, and on every auto step (its
         # decision looks for a match first).
@@ -93,14 +102,12 @@ class Expected:
 
 
 def expected_draft(table: CostTable, rates: Sequence[float], k: int) -> Expected:
-    """draft-k with conditional acceptance rates a_1..a_k; the draft's catch-up feed is 2
-    tokens after a fully kept draft, 1 otherwise."""
+    """draft-k with conditional acceptance rates a_1..a_k, in steady state: each step mirrors
+    the previous step's batch of k + 1 tokens, then feeds one token and proposes k."""
+    if table.draft is None:
+        raise NoCost("no draft model was profiled")
     tokens = expected_tokens(rates[:k])
-    all_kept = 1.0
-    for a in rates[:k]:
-        all_kept *= a
-    feed_cost = all_kept * table.draft_step(k, 2) + (1 - all_kept) * table.draft_step(k, 1)
-    return Expected(tokens, feed_cost + table.target(k + 1))
+    return Expected(tokens, table.draft(k + 1) + table.draft_step(k, 1) + table.target(k + 1))
 
 
 def expected_ngram(table: CostTable, rates: Sequence[float], k: int) -> Expected:

@@ -93,6 +93,9 @@ class AutoProposer:
         self.draft_rates = PositionEstimate(self.k_max, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, DECAY)
         self.decisions = []
         self._feed = 1  # tokens the draft model has not seen (prefill leaves it one short)
+        # The batch the draft proposer re-evaluates before its next proposal (DraftProposer's
+        # mirror of the target's last verification of its guesses); None before it drafted.
+        self._mirror: int | None = None
         self._last: Decision | None = None
 
     def begin(self, prompt: Sequence[int]) -> None:
@@ -120,8 +123,10 @@ class AutoProposer:
         if self.draft is not None and limit > 0:
             draft = table.draft
             assert draft is not None  # self.draft is only set where the table has its costs
-            # The catch-up pass (its logits give the first guess), then k - 1 single passes.
-            first, single = draft(self._feed), draft(1)
+            # The mirror of its last verified batch, the catch-up pass (its logits give the
+            # first guess), then k - 1 single passes.
+            mirror = draft(self._mirror) if self._mirror is not None else 0.0
+            first, single = mirror + draft(self._feed), draft(1)
             costs = [base[0]] + [base[k] + first + (k - 1) * single
                                  for k in range(1, limit + 1)]
             k, tokens = _best(self.draft_rates.rates(limit), costs, plain)
@@ -144,6 +149,7 @@ class AutoProposer:
         last = self._last
         if last is not None and last.proposer == "draft" and proposed > 0:
             self.draft_rates.observe(proposed, accepted)
-            self._feed = 2 if accepted == proposed else 1
+            # The next draft call mirrors this batch, after which only the newest token is new.
+            self._mirror, self._feed = proposed + 1, 1
         else:
             self._feed += accepted + 1

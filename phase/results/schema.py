@@ -38,19 +38,12 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
 # changes; the Literal of each file model's schema_version follows it):
 #   1 (2026-11): first version.
-#   2 (2026-12): names that say what they hold: Step.draft_ms -> propose_ms (it also times
-#                n-gram lookups), SensorTrace.value -> values (J for a counter, W for a power
-#                sensor: the declared sensor's unit), SummaryRow.ratio_vs_plain ->
-#                energy_ratio_vs_plain.
-#   3 (2026-12): new parts, all optional (absent in older files, so 2 -> 3 changes nothing
-#                but the number): the chip-energy choice (primary_energy), where the model
-#                ran (provenance.accelerator, n_gpu_layers_offloaded), what each sensor
-#                encloses and which of its fields were assumed, shards and hosts
-#                (campaign_id, shard, hosts, merged_from, runs[].host), divergence evidence
-#                (references[].top2_gaps, runs[].divergence_gap_*), the cost profile and
-#                auto's per-step decisions. The number moves so that a phase that knows only
-#                version 2 refuses a new file with "upgrade phase" rather than failing on a
-#                field it has never heard of.
+#   2 (2026-12): names that say what they hold: Step.draft_ms -> propose_ms (also n-gram
+#                lookups), SensorTrace.value -> values (the declared sensor's unit),
+#                SummaryRow.ratio_vs_plain -> energy_ratio_vs_plain.
+#   3 (2026-12): optional additions only (2 -> 3 moves the number, so that an older phase
+#                says "upgrade" instead of failing on an unknown field): primary energy,
+#                placement, enclosures, shards and hosts, divergence evidence, cost profile.
 SCHEMA_VERSION = 3
 
 # --- identity and provenance -------------------------------------------------------------
