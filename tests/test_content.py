@@ -58,7 +58,8 @@ def test_every_chart_of_every_note_is_drawn_or_explained(built_site) -> None:
         page = _docs(built_site, rel)
         datasets = set(re.findall(r'<div class="phase-table" data-dataset="([^"]+)"', page))
         charts = _charts(page)
-        assert set(charts) == {(k, d) for k in ALL_KINDS for d in datasets}, rel
+        # Every kind for every dataset (a note may draw more: the cost model's charts).
+        assert {(k, d) for k in ALL_KINDS for d in datasets} <= set(charts), rel
 
 
 def test_cpu_note_charts_answer_its_question(built_site) -> None:
@@ -68,7 +69,7 @@ def test_cpu_note_charts_answer_its_question(built_site) -> None:
                  "per_k"):
         assert charts[(kind, measured)] == "drawn", kind
     assert charts[("energy_vs_speed", measured)].startswith(
-        "Not drawn: it needs chip energy, which is missing (no chip-level energy sensor")
+        "Not drawn: it needs chip energy, which is missing (")
 
 
 def test_transcribed_study_draws_what_its_figures_allow(built_site) -> None:
@@ -107,7 +108,7 @@ def test_cost_chart_shows_each_conditions_runs_mean_and_range(built_site) -> Non
     raw = load(REPO / "results" / measured)
     records = {(r["prompt"], r["strategy"]): r
                for r in _values(_spec(_docs(built_site, CPU_NOTE), "cost_per_token", measured))}
-    assert len(records) == 18
+    assert len(records) == len({(r.prompt, r.strategy) for r in raw.runs})
     for (prompt, strategy), r in records.items():
         cpu = [run.cpu_s / run.tokens * 1000 for run in raw.runs
                if (run.prompt, run.strategy) == (prompt, strategy)]
@@ -125,7 +126,7 @@ def test_step_costs_add_up_to_the_runs_decode_time() -> None:
     assert ds is not None
     raw = load(path)
     costs = {(c.prompt, c.strategy): c for c in step_costs(ds)}
-    assert len(costs) == 18
+    assert len(costs) == len({(r.prompt, r.strategy) for r in raw.runs})
     for (prompt, strategy), c in costs.items():
         runs = [r for r in raw.runs if (r.prompt, r.strategy) == (prompt, strategy)]
         per_token = [sum(s.propose_ms + s.verify_ms for s in r.trace) / r.tokens for r in runs]
@@ -134,10 +135,13 @@ def test_step_costs_add_up_to_the_runs_decode_time() -> None:
         # The trace's time is the decode window's, less the loop's own bookkeeping.
         decode = statistics.fmean(r.decode_s * 1000 / r.tokens for r in runs)
         assert 0.9 * decode < total <= decode
+        proposed = sum(s.proposed for r in runs for s in r.trace)
         if strategy == "plain":
             assert c.propose_ms_per_drafted is None and c.plain_ms_per_token is not None
-        else:
+        elif proposed:
             assert c.propose_ms_per_drafted is not None and c.tokens_per_verify is not None
+        else:  # a proposer that found nothing to propose (n-gram on code: no verbatim match)
+            assert c.propose_ms_per_drafted is None
 
 
 def _downloads(text: str) -> list[tuple[str, str, str]]:
@@ -219,8 +223,10 @@ def tmp_dirs(tmp_path: Path) -> Path:
 
 def test_changes_table_sees_speed_and_spread(tmp_dirs: Path) -> None:
     before = gpu_results()
-    faster = replaced(before, runs=[replaced(r, tokens_per_s=r.tokens_per_s * 1.5)
-                                    if r.id == "code-plain-r0" else r for r in before.runs])
+    first = next(r for r in before.runs if (r.prompt, r.strategy, r.repeat) == ("code", "plain", 0))
+    faster = replaced(before, runs=[replaced(r, tokens_per_s=r.tokens_per_s * 1.5,
+                                             decode_s=r.decode_s / 1.5)
+                                    if r.id == first.id else r for r in before.runs])
     changes = compare([_dataset(tmp_dirs / "a", before, GPU_FILE)],
                       [_dataset(tmp_dirs / "b", faster, GPU_FILE)])
     metrics = {c.metric for c in changes if "code × " in c.item}

@@ -46,7 +46,9 @@ def on_host(raw: ResultsFile, label: str, identity: HostIdentity, speed: float, 
                                energy_j=CHIP_W * decode_s) for s in sensors]
         runs.append(run.model_copy(update={
             "decode_s": decode_s, "tokens_per_s": run.tokens_per_s * speed, "energy": windows,
-            "samples": [], "host": f"{label}-node"}))
+            "samples": [], "host": f"{label}-node",
+            # A slower host's run ends later: prefill and decode must fit between the edges.
+            "ended_unix_s": max(run.ended_unix_s, start + decode_s)}))
     provenance = raw.provenance.model_copy(update={
         "hostname": f"{label}-node", "host_class": label, "cpu_model": identity.cpu_model,
         "cpu_cores": identity.cpu_cores, "gpus": identity.gpus})
@@ -175,13 +177,17 @@ def test_three_host_classes_side_by_side_in_the_built_site(
 
 
 def test_text_from_data_is_escaped(tmp_path: Path, committed: ResultsFile) -> None:
-    runs = [r.model_copy(update={"prompt": "<b>x</b>"}) if r.prompt == "code" else r
-            for r in committed.runs]
+    # The prompt renamed everywhere it is named: runs (and their scheduled ids), the config,
+    # the plain reference.
+    runs = [r.model_copy(update={"prompt": "<b>x</b>", "id": r.id.replace("-code-", "-<b>x</b>-")})
+            if r.prompt == "code" else r for r in committed.runs]
     prompts = [p.model_copy(update={"name": "<b>x</b>"}) if p.name == "code" else p
                for p in committed.config.prompts]
+    references = [r.model_copy(update={"prompt": "<b>x</b>"}) if r.prompt == "code" else r
+                  for r in committed.references]
     raw = ResultsFile.model_validate(committed.model_copy(update={
         "runs": runs, "config": committed.config.model_copy(update={"prompts": prompts}),
-        "references": [], "experiment": "spec<i>ulative"}).model_dump())
+        "references": references, "experiment": "spec<i>ulative"}).model_dump())
     path = write_results(raw, tmp_path / "x.json")
     _, ds = load_dataset(path, RuleSettings())
     assert ds is not None

@@ -25,8 +25,10 @@ SLUG = "speculative-x86-64-4c"
 def campaign(name: str, day: int, host: str = HOST, slower: float = 1.0, **changes) -> \
         ResultsFile:
     base = cpu_results()
-    runs = [replaced(r, decode_s=r.decode_s * slower, tokens_per_s=r.tokens / (r.decode_s
-                                                                              * slower))
+    # A slower run also ends later: prefill and decode must fit between its edges.
+    runs = [replaced(r, decode_s=r.decode_s * slower,
+                     tokens_per_s=r.tokens / (r.decode_s * slower),
+                     ended_unix_s=r.ended_unix_s + r.decode_s * (slower - 1))
             for r in base.runs]
     return replaced(base, id=name, runs=runs,
                     created=datetime(2026, 3, day, 12, tzinfo=UTC),

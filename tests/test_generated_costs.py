@@ -39,7 +39,9 @@ def test_a_campaign_with_a_profile_shows_the_cost_model(tmp_path: Path) -> None:
 
 def test_without_auto_runs_there_is_no_choices_table(tmp_path: Path) -> None:
     full = costs_results()
-    results = replaced(full, runs=[r for r in full.runs if r.strategy != "auto"],
+    # Without auto the schedule has fewer slots: the remaining runs take its places in order.
+    kept = sorted((r for r in full.runs if r.strategy != "auto"), key=lambda r: r.order)
+    results = replaced(full, runs=[replaced(r, order=i) for i, r in enumerate(kept)],
                        config=replaced(full.config, strategies=["plain", "ngram"]))
     page = _note_page(tmp_path, results)
     assert SECTION in page and 'data-kind="cost_prediction"' in page
@@ -53,27 +55,23 @@ def test_a_campaign_without_a_profile_has_no_cost_section(tmp_path: Path) -> Non
 
 
 def test_the_cpu_note_shows_the_cost_model_from_version_2_only(tmp_path: Path) -> None:
-    from test_publish_inputs import REPO, site_paths
+    from test_publish_inputs import REPO, note_results, site_paths
 
     from phase.publish.site import build_docs
 
-    committed = "speculative-x86_64-2c-2026-11-30.json"
     results, notes = tmp_path / "results", tmp_path / "notes"
     results.mkdir()
     notes.mkdir()
-    shutil.copy(REPO / "results" / committed, results / committed)
-    write_results(costs_results(), results / "speculative-costs.json")
-    source = (REPO / "phase/notes/2026-11-speculative-decoding-cpu.md").read_text()
-    v2 = ("  - version: 2\n    date: 2026-12\n    results: [speculative-x86_64-2c-2026-11-30.json,"
-          " speculative-costs.json]\n    changes: With auto and the cost profile.\nerrata:")
-    (notes / "2026-11-speculative-decoding-cpu.md").write_text(
-        source.replace("errata:", v2, 1))
+    for name in ("speculative-x86_64-2c-2026-11-30.json", *note_results(
+            "2026-11-speculative-decoding-cpu.md")):
+        shutil.copy(REPO / "results" / name, results / name)
+    shutil.copy(REPO / "phase/notes/2026-11-speculative-decoding-cpu.md", notes)
     paths = site_paths(tmp_path, type("I", (), {"results_dir": results, "notes_dir": notes})())
     build_docs(paths)
     pages = paths.docs_dir / "notes/speculative-decoding-cpu"
     latest, v1 = (pages / "index.md").read_text(), (pages / "v1/index.md").read_text()
+    (v2_file,) = note_results("2026-11-speculative-decoding-cpu.md")
     assert SECTION in latest and 'data-kind="cost_prediction"' in latest
-    assert 'data-kind="auto_choices" data-dataset="speculative-costs.json"' in latest
-    # the committed campaign predates profiling: its tables say so instead
-    assert "this results file has no cost profile to predict from" in latest
+    assert f'data-kind="auto_choices" data-dataset="{v2_file}"' in latest
+    # v1's campaign predates profiling and auto: its page has no cost-model section
     assert SECTION not in v1 and "data-kind=\"cost_curve\"" not in v1
