@@ -59,7 +59,7 @@ def test_generate_ngram_from_file_raw(test_model_path: Path, tmp_path: Path) -> 
         (["--strategy", "beam-2", "--prompt", "x"], "unknown strategy"),
         (["--strategy", "draft-0", "--prompt", "x"], "k must be >= 1"),
         (["--strategy", "draft-2", "--prompt", "x"], "needs a draft model"),
-        (["--prompt", "x", "--tokens", "300"], "does not fit the context of 256"),
+        (["--prompt", "x", "--tokens", "300"], "> context 256"),
     ],
 )
 def test_generate_refuses_with_usage_exit(test_model_path: Path, args: list[str],
