@@ -59,7 +59,12 @@ def _trace(f: ModuleType, k: int | None, acceptance: float | None, decode_s: flo
     kept = min(k, round(acceptance * k))
     steps = math.ceil(TOKENS / (1 + kept))
     ms = 1e3 * decode_s / steps
-    return [Step(proposed=k, accepted=kept, propose_ms=0.3 * ms, verify_ms=0.7 * ms)] * steps
+    full, last = divmod(TOKENS, 1 + kept)
+    trace = [Step(proposed=k, accepted=kept, propose_ms=0.3 * ms, verify_ms=0.7 * ms)] * full
+    if last:  # the last step yields exactly the tokens still to generate, as the engine's does
+        trace.append(Step(proposed=last - 1, accepted=last - 1, propose_ms=0.3 * ms,
+                          verify_ms=0.7 * ms))
+    return trace
 
 
 def campaign(f: ModuleType, index: int) -> Any:
@@ -93,9 +98,8 @@ def campaign(f: ModuleType, index: int) -> Any:
                     prompt=prompt, strategy=strategy, repeat=repeat, order=order,
                     tokens=TOKENS, decode_s=decode_s, started_unix_s=clock, energy=windows,
                     samples=samples, k=k, steps=len(steps), trace=steps, drafted=drafted,
-                    accepted=accepted, acceptance=acc,
-                    acceptance_reason=None if acc is not None else "plain decoding proposes "
-                    "no tokens",
+                    accepted=accepted, acceptance=accepted / drafted if drafted else None,
+                    acceptance_reason=None if drafted else "plain decoding proposes no tokens",
                 ))
                 clock += f.PREFILL_S + decode_s + f.GAP_S
                 order += 1
