@@ -72,6 +72,7 @@ def test_home_page_lists_notes_with_date_finding_and_versions(built_site) -> Non
     # The date of each note's latest version.
     assert "<td>2026-11-30</td>" in home and "<td>2026-02-01</td>" in home
     assert "Speculation saved chip energy only where most drafted tokens were kept" in home
+    assert "<code>auto</code>" in home and "`auto`" not in home  # Markdown code, as HTML
     # Newest first, by the latest version's date (both notes' v2 are of 2026-11-30), then by
     # the first publication's (the CPU note's, 2026-11, is the newer).
     assert home.index("speculative-decoding-cpu/index.html") < home.index(

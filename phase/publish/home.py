@@ -3,6 +3,7 @@ host class, date and a headline computed from its newest complete version's data
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -56,6 +57,12 @@ def _headline(note: NoteSource, by_version: list[list[Dataset]]) -> tuple[str, b
     return "No headline: no ratio to plain decoding in this note's data", draft
 
 
+def _inline_code(html: str) -> str:
+    """Markdown's `code` in a finding rendered for the home page, which is HTML (a note's page
+    renders the same finding as Markdown)."""
+    return re.sub(r"`([^`<>]+)`", r"<code>\1</code>", html)
+
+
 def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str,
                finding: str | None = None) -> NoteEntry:
     """`finding`: the authored note's finding rendered with its latest data (figure calls
@@ -70,7 +77,7 @@ def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str,
         host_class=host,
         host_title=host_title,
         headline=line,
-        finding=(Markup(finding) if finding is not None else note.meta.finding)
+        finding=(Markup(_inline_code(finding)) if finding is not None else note.meta.finding)
         if note.kind == "authored" else None,
         href=note_page(note.slug, root),
         versions=[(v.version, v.date, note_page(note.slug, root, v.version))
