@@ -13,8 +13,10 @@ Each takes `file="name.json"` like the other calls, and shows, for a file withou
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
@@ -33,7 +35,8 @@ from phase.results import ResultsFile
 from . import cost_charts
 from .anchors import raw_page
 from .charts import Chart, html_safe_json, render_png
-from .datasets import Dataset
+from .datasets import Dataset, page_stem
+from .downloads import cells_frame
 from .tables import DASH, fmt, pct
 
 if TYPE_CHECKING:  # the page's calls object; imported for its type only (no cycle at runtime)
@@ -95,7 +98,14 @@ class CostCalls:
             png=png, spec=Markup(html_safe_json(chart.spec)) if chart.spec is not None else None)
 
     def _table(self, table: CostTable) -> str:
-        return self.calls.env.get_template("cost_table.html.j2").render(table=table)
+        """The table, with its exact values as CSV and JSON next to it (like every table)."""
+        frame = cells_frame(table.headers, [[c.value if c.value is not None else c.text
+                                              for c in row] for row in table.rows])
+        tag = hashlib.sha256(table.title.encode()).hexdigest()[:8]
+        stem = f"{page_stem(Path(table.dataset).stem)}-{table.kind}-{tag}"
+        downloads = self.calls._downloads(frame, stem, f"this table ({table.dataset})")
+        return self.calls.env.get_template("cost_table.html.j2").render(table=table,
+                                                                        downloads=downloads)
 
     def _page(self, d: Dataset) -> str:
         return raw_page(d.stem, self.calls.root)
