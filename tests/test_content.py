@@ -155,7 +155,8 @@ def _downloads(text: str) -> list[tuple[str, str, str]]:
 def test_every_table_offers_csv_and_json_with_sha256(built_site, rel: str) -> None:
     docs = built_site.paths.docs_dir
     text = _docs(built_site, rel)
-    blocks = re.split(r'(?=<div class="phase-(?:table|findings|runs-table|bench-table)")', text)
+    blocks = re.split(r'(?=<div class="phase-(?:table|findings|runs-table|bench-table)[" ])',
+                      text)
     tables = sum(1 for b in blocks[1:] if "<table>" in b.split("</div>", 1)[0])
     found = _downloads(text)
     assert tables and len(found) == 2 * tables, (rel, tables, found)
