@@ -7,6 +7,7 @@ properties of processes, and a hung command must fail a test by timeout, not han
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -69,3 +70,11 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int,
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
     return lines[0]
+
+
+def as_interrupted(results: Path) -> bytes:
+    """A finished campaign's file as if it had been interrupted after its first run."""
+    data = json.loads(results.read_text())
+    data["status"] = "interrupted"
+    data["runs"] = data["runs"][:1]
+    return (json.dumps(data, indent=1) + "\n").encode()

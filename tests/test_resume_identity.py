@@ -3,13 +3,12 @@ a model loads, with the file byte-identical; a read-only file is not resumed."""
 
 from __future__ import annotations
 
-import json
 import stat
 from pathlib import Path
 
 import pytest
 from factories import make_model, make_provenance, make_results, make_sensor, replaced
-from sandbox import assert_one_line_error, run_phase
+from sandbox import as_interrupted, assert_one_line_error, run_phase
 
 from phase.campaign.identity import differences
 from phase.results import ResultsFile, load_raw
@@ -97,10 +96,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     out = tmp_path_factory.mktemp("resume") / "r.json"
     done = run_phase(["measure", "speculative", *SMALL, "--threads", "2", "-o", str(out)])
     assert done.returncode == 0, done.stderr
-    data = json.loads(out.read_text())
-    data["status"] = "interrupted"
-    data["runs"] = data["runs"][:1]
-    return (json.dumps(data, indent=1) + "\n").encode()
+    return as_interrupted(out)
 
 
 @pytest.mark.model

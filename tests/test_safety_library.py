@@ -7,7 +7,6 @@ saved."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from factories import make_results, write_results
+from sandbox import as_interrupted
 
 from phase.campaign import (
     DEFAULT_PLAN,
@@ -77,10 +77,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     with prepare(SPECULATIVE, PLAN, Destination(out),
                  discover_sensors(SensorOptions(use=False))) as campaign:
         campaign.run()
-    data = json.loads(out.read_text())
-    data["status"] = "interrupted"
-    data["runs"] = data["runs"][:1]
-    return (json.dumps(data, indent=1) + "\n").encode()
+    return as_interrupted(out)
 
 
 @pytest.mark.model
