@@ -77,6 +77,6 @@ lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject
 	$(VENV)/bin/lint-imports
 
 clean: ## remove generated pages and the built site (never results/ nor published/)
-	rm -rf site docs/notes docs/raw docs/bench docs/assets/vendor .pytest_cache .ruff_cache
+	rm -rf site docs/notes docs/raw docs/bench docs/hosts docs/assets/vendor .pytest_cache .ruff_cache
 	rm -rf .phase-tmp-* docs/.phase-tmp-* docs/assets/.phase-tmp-*  # left by a killed build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
