@@ -100,7 +100,7 @@ def machine(identity: HostIdentity) -> str:
 def _pick(datasets: list[Dataset]) -> tuple[Dataset, list[Dataset]]:
     """The newest complete campaign (else the newest), and the rest."""
     def rank(d: Dataset) -> tuple[bool, str, str]:
-        raw = d.raw
+        raw = d.raw_header
         assert raw is not None
         return (raw.status == "complete", raw.created.isoformat(), d.name)
 
@@ -109,13 +109,13 @@ def _pick(datasets: list[Dataset]) -> tuple[Dataset, list[Dataset]]:
 
 
 def _host_class(key: str, label: str, chosen: Dataset, others: list[Dataset]) -> HostClass:
-    raw = chosen.raw
+    raw = chosen.raw_header
     assert raw is not None
     names = [h.hostname for h in raw.hosts] or [raw.provenance.hostname]
     return HostClass(
         key=key, label=label, machine=machine(host_identity_of(raw)), hosts=names,
         dataset=chosen.name, data_page=raw_page(chosen.stem, ROOT),
-        created=raw.created.date().isoformat(), runs=len(raw.runs),
+        created=raw.created.date().isoformat(), runs=chosen.n_runs,
         others=[(d.name, raw_page(d.stem, ROOT)) for d in others],
     )
 
@@ -179,15 +179,16 @@ def build_pages(datasets: list[Dataset]) -> list[CrossHostPage]:
     """One page per experiment that has raw campaign files (summary-only files have no host)."""
     groups: dict[str, dict[str, list[Dataset]]] = {}
     for ds in datasets:
-        if ds.raw is not None:
-            groups.setdefault(ds.raw.experiment, {}).setdefault(_key(ds.raw), []).append(ds)
+        header = ds.raw_header
+        if header is not None:
+            groups.setdefault(header.experiment, {}).setdefault(_key(header), []).append(ds)
     pages = []
     for experiment in sorted(groups):
         chosen = []
         for key, members in groups[experiment].items():
             pick, rest = _pick(members)
-            assert pick.raw is not None
-            chosen.append((key, host_class_of(pick.raw), pick, rest))
+            assert pick.raw_header is not None
+            chosen.append((key, host_class_of(pick.raw_header), pick, rest))
         labels = [label for _, label, _, _ in chosen]
         hosts = [(_host_class(key, label if labels.count(label) == 1 else f"{label} ({key})",
                               pick, rest), pick)

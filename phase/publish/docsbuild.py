@@ -30,7 +30,8 @@ from .archive import Archive, FrozenVersion
 from .benchpage import BENCH_GLOBAL, load_bench, write_bench_page
 from .charts import vega_bundle
 from .crosshost import render_pages as crosshost_pages
-from .datasets import Dataset, load_dataset
+from .dataset_cache import DatasetCache, tree_fingerprint
+from .datasets import Dataset
 from .generated import generated_notes
 from .home import home_entries
 from .notes import NoteSource, discover_notes, resolve_results
@@ -104,7 +105,8 @@ def copy_hand_written(docs_src: Path, docs_dir: Path) -> None:
 
 
 def validate_all(
-    paths: SitePaths, notes: list[NoteSource], settings: RuleSettings, extra: list[Path]
+    paths: SitePaths, notes: list[NoteSource], settings: RuleSettings, extra: list[Path],
+    cache: DatasetCache | None = None,
 ) -> tuple[list[Report], dict[Path, Dataset], list[list[list[Path]]]]:
     """Validate every results file (and `extra`, the quick ones when previewed) and every file a
     note cites; blocking findings raise."""
@@ -115,8 +117,9 @@ def validate_all(
             files += [p for p in per_version if p not in files]
     reports: list[Report] = []
     datasets: dict[Path, Dataset] = {}
+    cache = cache or DatasetCache()
     for path in files:
-        report, ds = load_dataset(path, settings)
+        report, ds = cache.load(path, settings)
         reports.append(report)
         if ds is not None:
             datasets[path] = ds
@@ -134,7 +137,8 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     `freeze`, the versions to publish are returned in `to_freeze`."""
     authored = discover_notes(paths.notes_dir) if paths.notes_dir.is_dir() else []
     quick = results_files(paths.quick_dir) if include_quick else []
-    reports, by_path, cited = validate_all(paths, authored, settings, quick)
+    cache = DatasetCache()
+    reports, by_path, cited = validate_all(paths, authored, settings, quick, cache)
     archive = Archive(paths.published_dir)
     cited_by: dict[Path, list[NoteSource]] = {}
     for note, per_note in zip(authored, cited, strict=True):
@@ -168,7 +172,8 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
                 used_by.setdefault(ds.path, []).append((note.meta.title, note.slug, number))
 
     published = [ds for path, ds in by_path.items() if not ds.derived_summary or path in used_by]
-    result.pages += _raw_pages(env, docs_dir, published, used_by, cited_by)
+    result.pages += _raw_pages(env, docs_dir, published, used_by, cited_by,
+                               RawPageMemo(cache, tree_fingerprint(paths.templates_dir)))
     for rel, data in crosshost_pages(env, published).items():
         _write(docs_dir / rel, data)
         result.pages += [rel] if rel.endswith(".md") else []
@@ -182,22 +187,42 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     return result
 
 
+@dataclass(frozen=True)
+class RawPageMemo:
+    """Data pages from the build cache: a page is a function of its file (sha256, path,
+    settings), the notes citing it, the provenance those add, and the templates."""
+
+    cache: DatasetCache
+    templates: str  # tree_fingerprint of the templates directory
+
+    def page(self, env: Environment, ds: Dataset, extra: dict[str, str],
+             used: list[tuple[str, str, int]], summary: Download | None
+             ) -> tuple[str, list[tuple[str, bytes]]]:
+        def make() -> tuple[str, list[tuple[str, bytes]]]:
+            page = build_raw_page(ds, extra, used, summary)
+            text = env.get_template("raw_page.md.j2").render(page=page, page_dataset=ds)
+            return text, [(d.name, d.data) for d in page.table_files]
+
+        key = [ds.sha256, str(ds.path), ds.report.settings.as_dict(), extra, used, summary,
+               self.templates]
+        return self.cache.memo("raw-page", key, make)
+
+
 def _raw_pages(env: Environment, docs_dir: Path, published: list[Dataset],
                used_by: dict[Path, list[tuple[str, str, int]]],
-               cited_by: dict[Path, list[NoteSource]]) -> list[str]:
+               cited_by: dict[Path, list[NoteSource]], memo: RawPageMemo) -> list[str]:
     """One data page per published results file (with the file, its derived summary and its
     tables as downloads), then the data index; returns the pages written."""
     _check_names(published)
     pages = []
     for ds in published:
-        page = build_raw_page(ds, _extra_provenance(ds, cited_by), used_by.get(ds.path, []),
-                              _summary_download(docs_dir, ds))
+        text, table_files = memo.page(env, ds, _extra_provenance(ds, cited_by),
+                                      used_by.get(ds.path, []), _summary_download(docs_dir, ds))
         _write(docs_dir / "raw" / ds.name, ds.path.read_bytes())
-        for download in page.table_files:
-            _write(docs_dir / "raw" / download.name, download.data)
+        for name, data in table_files:
+            _write(docs_dir / "raw" / name, data)
         rel = f"raw/{ds.stem}.md"
-        _write(docs_dir / rel, env.get_template("raw_page.md.j2").render(page=page,
-                                                                         page_dataset=ds))
+        _write(docs_dir / rel, text)
         pages.append(rel)
     _write(docs_dir / "raw/index.md",
            env.get_template("raw_index.md.j2").render(datasets=published))
@@ -207,7 +232,7 @@ def _raw_pages(env: Environment, docs_dir: Path, published: list[Dataset],
 def _summary_download(docs: Path, ds: Dataset) -> Download | None:
     """A raw file's derived summary, offered as a download next to it (written into the docs
     dir from memory: the results directory is input only)."""
-    if ds.raw is None:
+    if not ds.is_raw:
         return None
     name = f"summary-{ds.path.stem}.json"
     data = dump_json(ds.summary).encode()
@@ -228,7 +253,7 @@ def _check_names(datasets: list[Dataset]) -> None:
 
 def _extra_provenance(ds: Dataset, cited_by: dict[Path, list[NoteSource]]) -> dict[str, str]:
     """A transcribed file's provenance comes from the first note that cites it."""
-    if not isinstance(ds.results, SummaryFile):
+    if not isinstance(ds.header, SummaryFile):
         return {}
     notes = cited_by.get(ds.path, [])
     return notes[0].meta.source_provenance if notes else {}

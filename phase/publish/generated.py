@@ -41,34 +41,41 @@ DEFAULT_TEMPLATE = "default.md.j2"
 @dataclass(frozen=True)
 class Campaign:
     dataset: Dataset
-    raw: ResultsFile
+    header: ResultsFile  # the file without its runs: all that grouping campaigns needs
     quick: bool
 
     @property
+    def raw(self) -> ResultsFile:
+        """The whole file (loaded on first use: only a version being rendered needs it)."""
+        raw = self.dataset.raw
+        assert raw is not None
+        return raw
+
+    @property
     def host_class(self) -> str:
-        return host_class_of(self.raw)
+        return host_class_of(self.header)
 
     @property
     def key(self) -> tuple[str, str, bool]:
-        return (self.raw.experiment, self.host_class, self.quick)
+        return (self.header.experiment, self.host_class, self.quick)
 
     @property
     def planned_runs(self) -> int:
-        c = self.raw.config
+        c = self.header.config
         return len(c.prompts) * len(c.strategies) * c.repeats
 
     @property
     def complete(self) -> bool:
-        return self.raw.status == "complete"
+        return self.header.status == "complete"
 
     @property
     def completeness(self) -> str:
-        return (f"{len(self.raw.runs)} of {self.planned_runs} runs finished, "
-                f"status {self.raw.status}")
+        return (f"{self.dataset.n_runs} of {self.planned_runs} runs finished, "
+                f"status {self.header.status}")
 
     @property
     def date(self) -> str:
-        return self.raw.created.date().isoformat()
+        return self.header.created.date().isoformat()
 
 
 def note_slug(experiment: str, host_class: str, quick: bool) -> str:
@@ -119,7 +126,7 @@ def _groups(campaigns: list[Campaign], archive: Archive, authored: set[str],
             group.versions.append(by_name[names[0]])
             claimed.add(names[0])
     fresh = sorted((c for c in campaigns if c.dataset.name not in claimed),
-                   key=lambda c: (c.raw.created, c.dataset.name))
+                   key=lambda c: (c.header.created, c.dataset.name))
     for c in fresh:
         slug = note_slug(*c.key)
         if slug in authored:
@@ -135,8 +142,9 @@ def _groups(campaigns: list[Campaign], archive: Archive, authored: set[str],
                              f"by {c.dataset.name}; only its data page is published")
             group.draft = c
     for group in groups.values():
-        newest = group.versions[-1].raw.created if group.versions else None
-        if group.draft is not None and newest is not None and group.draft.raw.created < newest:
+        newest = group.versions[-1].header.created if group.versions else None
+        if (group.draft is not None and newest is not None
+                and group.draft.header.created < newest):
             lines.append(f"campaign {group.draft.dataset.name}: incomplete and older than the "
                          f"note's newest version; only its data page is published")
             group.draft = None
@@ -186,9 +194,9 @@ class CampaignFacts:
 
 
 def _facts(c: Campaign) -> CampaignFacts:
-    return CampaignFacts(c.raw.id, c.dataset.name, c.date, c.raw.status, c.complete,
-                         len(c.raw.runs), c.planned_runs, c.host_class, machine_label(c.raw),
-                         c.raw, c.quick)
+    return CampaignFacts(c.header.id, c.dataset.name, c.date, c.header.status, c.complete,
+                         c.dataset.n_runs, c.planned_runs, c.host_class,
+                         machine_label(c.header), c.raw, c.quick)
 
 
 def _context(campaigns: list[Campaign], discussed_in: list[tuple[str, str]]
@@ -212,7 +220,7 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
     campaigns = group.versions + ([group.draft] if group.draft else [])
     first = campaigns[0]
     quick = first.quick
-    title = group.title or (template.title.replace("{experiment}", first.raw.experiment)
+    title = group.title or (template.title.replace("{experiment}", first.header.experiment)
                             .replace("{host_class}", first.host_class))
     if quick and group.title is None:
         title += " (quick preview)"
@@ -223,13 +231,13 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
         if not c.complete:
             line = f"Draft: incomplete campaign ({c.completeness}); no headline until it completes."
         findings.append(line or "No ratio to plain decoding can be computed from this campaign.")
-        changes = f"Campaign {c.raw.id}: {len(c.raw.runs)} runs."
+        changes = f"Campaign {c.header.id}: {c.dataset.n_runs} runs."
         if not c.complete:
             changes += f" Incomplete: {c.completeness}."
         versions.append(VersionMeta(version=number, date=c.date, results=[c.dataset.name],
                                     changes=changes, draft=not c.complete))
     make = "make measure QUICK=1" if quick else "make measure"
-    reproduce = (f"{make}      # phase measure {first.raw.experiment}"
+    reproduce = (f"{make}      # phase measure {first.header.experiment}"
                  + (" --quick" if quick else "") + "\n"
                  + ("make site QUICK=1" if quick else "make site") + "\n")
     meta = FrontMatter(title=title, date=first.date, finding=findings[-1], reproduce=reproduce,
@@ -257,20 +265,22 @@ def generated_notes(
     claimed = {name for versions in _claims(archive, authored).values()
                for names, _ in versions for name in names}
     # Files an archived generated version was published from stay in it, cited or not.
-    campaigns = [Campaign(d, d.raw, d.path in quick_paths) for d in datasets
-                 if d.raw is not None and (d.path not in cited_by or d.name in claimed)]
+    campaigns = [Campaign(d, d.raw_header, d.path in quick_paths) for d in datasets
+                 if d.raw_header is not None and (d.path not in cited_by or d.name in claimed)]
     discussed: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for path, notes in cited_by.items():
         ds = next((d for d in datasets if d.path == path), None)
-        if ds is not None and ds.raw is not None:
-            key = (ds.raw.experiment, host_class_of(ds.raw))
+        header = ds.raw_header if ds is not None else None
+        if header is not None:
+            key = (header.experiment, host_class_of(header))
             discussed.setdefault(key, []).extend((n.meta.title, n.slug) for n in notes)
     out = Generated([], [], lines)
     for group in _groups(campaigns, archive, authored, lines):
         campaigns_of = group.versions + ([group.draft] if group.draft else [])
         first = campaigns_of[0]
-        template = load_template(templates_dir, first.raw.experiment)
-        related = list(dict.fromkeys(discussed.get((first.raw.experiment, first.host_class), [])))
+        template = load_template(templates_dir, first.header.experiment)
+        key = (first.header.experiment, first.host_class)
+        related = list(dict.fromkeys(discussed.get(key, [])))
         note = _note(group, template, related)
         out.notes.append(note)
         out.datasets.append([c.dataset for c in campaigns_of])

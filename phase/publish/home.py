@@ -36,7 +36,8 @@ class NoteEntry:
 
 
 def _host(datasets: list[Dataset]) -> tuple[str, str | None]:
-    classes = list(dict.fromkeys(host_class_of(d.raw) for d in datasets if d.raw))
+    classes = list(dict.fromkeys(host_class_of(d.raw_header) for d in datasets
+                                if d.raw_header))
     if classes:
         return ", ".join(classes), None
     machines = [d.summary.machine for d in datasets if d.summary.machine]

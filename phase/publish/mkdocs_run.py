@@ -52,6 +52,8 @@ def mkdocs_build(mkdocs_yml: Path, docs_dir: Path, site_dir: Path,
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
+    from .mkdocs_islands import IslandsPlugin
+
     collect = _Collect()
     logger = logging.getLogger("mkdocs")
     logger.addHandler(collect)
@@ -65,6 +67,7 @@ def mkdocs_build(mkdocs_yml: Path, docs_dir: Path, site_dir: Path,
         )
         snippets = config["mdx_configs"].setdefault("pymdownx.snippets", {})
         snippets["base_path"] = [str(docs_dir.absolute())]
+        config.plugins["phase-islands"] = IslandsPlugin()
         build(config)
     except MkDocsException as exc:
         detail = "; ".join(collect.messages) or str(exc)

@@ -50,6 +50,7 @@ from .datasets import Dataset, page_stem
 from .downloads import TableDownloads, findings_frame, frame_files, results_frame
 from .figures import CAVEAT_ID, Figures
 from .findings import finding_rows
+from .islands import island
 from .notes import NoteError, NoteSource, VersionMeta
 from .provenance import provenance_box
 from .sources import ROOT_GLOBAL, SOURCES_DIR, source_file
@@ -71,6 +72,7 @@ def environment(templates_dir: Path) -> jinja2.Environment:
     )
     env.filters["pre"] = preformatted
     env.filters["md"] = markdown_text
+    env.filters["island"] = island
     return env
 
 
@@ -92,9 +94,9 @@ def preformatted(text: str) -> Markup:
 
 
 def block(html: str) -> Markup:
-    """An HTML block Markdown leaves alone: blank lines around it, none inside it."""
-    lines = [line for line in html.splitlines() if line.strip()]
-    return Markup("\n\n" + "\n".join(lines) + "\n\n")
+    """An HTML block Markdown leaves alone: blank lines around it, none inside it, marked as
+    an island so that the build need not parse it (phase.publish.islands)."""
+    return island(html)
 
 
 @dataclass

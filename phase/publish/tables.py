@@ -252,6 +252,6 @@ def _notes(ds: Dataset) -> list[str]:
         notes.append("† Plain decoding was itself unstable on " + "; ".join(
             f"{p} ({m})" for p, m in baselines.items())
             + ": every ratio to plain on those prompts is uncertain by at least as much.")
-    if isinstance(ds.results, ResultsFile) and ds.results.status != "complete":
-        notes.append(f"Campaign status: {ds.results.status} ({len(ds.results.runs)} runs).")
+    if isinstance(ds.header, ResultsFile) and ds.header.status != "complete":
+        notes.append(f"Campaign status: {ds.header.status} ({ds.n_runs} runs).")
     return notes

@@ -1,0 +1,191 @@
+"""The build cache (phase.publish.dataset_cache) and HTML islands (phase.publish.islands).
+
+Both exist for speed only, so what they must show is that nothing else changes: a site built
+from a warm cache is byte for byte the site built without one, an island reaches the page
+exactly as Markdown would have passed it through, and any change to a file, the settings, a
+citing note or a template is a miss, never a stale page.
+"""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from test_publish_inputs import CPU_FILE, make_inputs, site_paths
+
+from phase.publish.dataset_cache import DatasetCache, _trim
+from phase.publish.datasets import load_dataset
+from phase.publish.islands import CLOSE, OPEN, island
+from phase.publish.site import build_docs, build_site
+from phase.results import dump_json, load
+from phase.validate import RuleSettings
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_warm_cache_builds_the_same_docs_as_no_cache(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
+    inputs = make_inputs(tmp_path / "in")
+    cold = site_paths(tmp_path / "cold", inputs)
+    build_docs(cold)
+    entries = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert any(e.endswith(".head") for e in entries) and any(e.endswith(".raw-page")
+                                                              for e in entries)
+    warm = site_paths(tmp_path / "warm", inputs)
+    build_docs(warm)
+    cold_tree, warm_tree = _tree(cold.docs_dir), _tree(warm.docs_dir)
+    assert sorted(cold_tree) == sorted(warm_tree)
+    differing = [name for name in cold_tree if cold_tree[name] != warm_tree[name]]
+    assert differing == []
+
+
+def _edit_note(path: Path) -> None:
+    path.write_text(dump_json(load(path).model_copy(update={"note": "edited"})))
+
+
+def test_a_hit_gives_what_a_full_read_gives(tmp_path: Path) -> None:
+    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    path = inputs.results_dir / CPU_FILE
+    settings = RuleSettings()
+    cache = DatasetCache(tmp_path / "cache")
+    _, first = cache.load(path, settings)
+    again = DatasetCache(tmp_path / "cache")
+    report, hit = again.load(path, settings)
+    assert (again.hits, again.misses) == (1, 0)
+    expected_report, expected = load_dataset(path, settings)
+    assert first is not None and hit is not None and expected is not None
+    assert report.findings == expected_report.findings
+    assert hit.summary == expected.summary and hit.header == expected.header
+    assert hit.n_runs == expected.n_runs == len(load(path).runs)  # type: ignore[union-attr]
+    assert "results" not in hit.__dict__  # the runs are not read until asked for
+    assert hit.results == expected.results
+
+
+def test_changed_bytes_or_settings_miss(tmp_path: Path) -> None:
+    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    path = inputs.results_dir / CPU_FILE
+    cache = DatasetCache(tmp_path / "cache")
+    cache.load(path, RuleSettings())
+    other = RuleSettings(variance_max=0.5)
+    cache.load(path, other)
+    assert cache.misses == 2
+    _edit_note(path)
+    _, edited = cache.load(path, RuleSettings())
+    assert cache.misses == 3 and edited is not None and edited.header.note == "edited"
+
+
+def test_an_unreadable_entry_is_a_miss_and_lost_runs_are_read_again(tmp_path: Path) -> None:
+    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    path = inputs.results_dir / CPU_FILE
+    cache = DatasetCache(tmp_path / "cache")
+    cache.load(path, RuleSettings())
+    for entry in cache.dir.glob("*.head"):
+        entry.write_bytes(b"not a pickle")
+    again = DatasetCache(tmp_path / "cache")
+    _, ds = again.load(path, RuleSettings())
+    assert again.misses == 1 and ds is not None
+    for entry in cache.dir.glob("*.runs"):
+        entry.unlink()
+    third = DatasetCache(tmp_path / "cache")
+    _, ds = third.load(path, RuleSettings())
+    assert third.hits == 1 and ds is not None
+    assert ds.results == load(path)
+
+
+def test_runs_of_a_file_changed_since_its_entry_are_refused(tmp_path: Path) -> None:
+    from phase.results import ResultsError
+
+    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    path = inputs.results_dir / CPU_FILE
+    cache = DatasetCache(tmp_path / "cache")
+    cache.load(path, RuleSettings())
+    for entry in cache.dir.glob("*.runs"):
+        entry.unlink()
+    _, ds = DatasetCache(tmp_path / "cache").load(path, RuleSettings())
+    assert ds is not None
+    _edit_note(path)
+    with pytest.raises(ResultsError, match="changed while the site was being built"):
+        _ = ds.results
+
+
+def test_trim_drops_the_least_recently_used_first(tmp_path: Path) -> None:
+    import os
+
+    for i, name in enumerate(["old.head", "mid.head", "new.head"]):
+        (tmp_path / name).write_bytes(b"x" * 100)
+        os.utime(tmp_path / name, (1000 + i, 1000 + i))
+    _trim(tmp_path, 250)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mid.head", "new.head"]
+
+
+def test_a_new_citing_version_or_template_change_renders_the_data_page_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
+    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    templates = tmp_path / "templates"
+    shutil.copytree(site_paths(tmp_path, inputs).templates_dir, templates)
+    paths = site_paths(tmp_path / "a", inputs)
+    paths = replace(paths, templates_dir=templates)
+    build_docs(paths)
+    page = paths.docs_dir / "raw" / f"{CPU_FILE[:-5]}.md"
+    before = page.read_text()
+    raw_page = templates / "raw_page.md.j2"
+    raw_page.write_text(raw_page.read_text().replace("## Findings", "## Findings here"))
+    build_docs(paths)
+    after = page.read_text()
+    assert "## Findings here" in after and "## Findings here" not in before
+
+
+def test_an_island_reaches_the_page_exactly_as_markdown_passes_html(tmp_path: Path) -> None:
+    """The same page built by mkdocs with the island markers (lifted out and put back) and
+    without them (Markdown parses the block): the article HTML is the same."""
+    html = textwrap.dedent("""\
+        <div class="phase-table" data-x="a&amp;b">
+        <table><tbody><tr id="run-1"><td><a href="#run-1">1</a></td><td title="x">&lt;script&gt;</td></tr></tbody></table>
+        <details><summary>out</summary><pre>line one&#10;line two</pre></details>
+        </div>""")
+    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    bodies = {}
+    for marked in (True, False):
+        block = str(island(html)) if marked else "\n\n" + html + "\n\n"
+        if marked:
+            assert OPEN in block and CLOSE in block
+        paths = site_paths(tmp_path / f"site-{marked}", inputs)
+        src = tmp_path / f"src-{marked}"
+        shutil.copytree(paths.docs_src, src)
+        (src / "island.md").write_text("# Island\n\nSome prose before." + block
+                                       + "## After\n\nProse after.\n")
+        paths = replace(paths, docs_src=src)
+        build_site(paths)
+        page = (paths.site_dir / "island.html").read_text()
+        start = page.index("<article")
+        bodies[marked] = page[start:page.index("</article>", start)]
+        assert "phase:island" not in bodies[marked]
+    assert bodies[True] == bodies[False]
+    assert 'title="x">&lt;script&gt;</td>' in bodies[True]
+
+
+def test_island_blocks_stay_out_of_the_search_index_and_prose_stays_in(built_site) -> None:
+    index = (built_site.paths.site_dir / "search" / "search_index.json").read_text()
+    assert "Raw data" in index
+    assert "phase-runs-table" not in index and "output sha256" not in index
+    note = (built_site.paths.site_dir / "notes/speculative-decoding-cpu/index.html").read_text()
+    assert "phase:island" not in note and 'class="phase-table"' in note
+
+
+def test_pickled_entries_hold_no_runs_in_the_head(tmp_path: Path) -> None:
+    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    cache = DatasetCache(tmp_path / "cache")
+    cache.load(inputs.results_dir / CPU_FILE, RuleSettings())
+    (head,) = cache.dir.glob("*.head")
+    entry = pickle.loads(head.read_bytes())
+    assert entry["header"].runs == [] and entry["report"].results.runs == []
+    assert entry["n_runs"] > 0
