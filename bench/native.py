@@ -46,6 +46,9 @@ CMAKE_OPTIONS = (
     "-DLLAMA_OPENSSL=OFF",
 )
 TIMEOUT_S = 1800.0
+AMX_FLAGS = ("amx_tile", "amx_int8", "amx_bf16")
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+OPTIONS_STAMP = "phase-cmake-options.json"
 
 
 class NativeError(RuntimeError):
@@ -113,10 +116,42 @@ def fetch_sources(version: str, log: Any = print) -> Path:
     return src
 
 
-def configure(src: Path, build: Path, log: Any = print) -> None:
+def binding_features() -> set[str]:
+    """The CPU features the installed llama-cpp-python was compiled with ("AVX2", "AMX_INT8"...)."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode(errors="replace")
+    return {part.split("=")[0].strip() for part in info.replace("CPU :", "|").split("|")
+            if part.strip().endswith("= 1")}
+
+
+def mirror_options(cpu: set[str], binding: set[str]) -> tuple[str, ...]:
+    """Options that make the native tools run the binding's kernels: a binding built without
+    AMX (`make setup ACCEL=cpu-noamx`) on a CPU that reports AMX gets native tools without it
+    too (GGML_NATIVE would otherwise compile AMX in, and crash where it is broken)."""
+    if set(AMX_FLAGS) & cpu and "AMX_INT8" not in binding:
+        return (f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}")
+    return ()
+
+
+def build_options() -> tuple[str, ...]:
+    from phase.decode.cpu_buffers import cpu_flags
+
+    return (*CMAKE_OPTIONS, *mirror_options(cpu_flags(), binding_features()))
+
+
+def _stamped_options(build: Path) -> list[str] | None:
+    try:
+        return list(json.loads((build / OPTIONS_STAMP).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def configure(src: Path, build: Path, options: tuple[str, ...], log: Any = print) -> None:
     if shutil.which("cmake") is None:
         raise NativeError("cmake is not installed (apt-get install cmake, or pip install cmake)")
-    _run(["cmake", "-S", str(src), "-B", str(build), *CMAKE_OPTIONS], log)
+    _run(["cmake", "-S", str(src), "-B", str(build), *options], log)
+    (build / OPTIONS_STAMP).write_text(json.dumps(list(options)))
 
 
 def compile_targets(build: Path, log: Any = print) -> Path:
@@ -133,18 +168,21 @@ def ensure_built(log: Any = print) -> Path:
     version = binding_version()
     src = source_dir(version)
     build = native_root() / "build"
+    options = build_options()
     configured = _configured_source(build)
     same_source = configured is not None and configured.resolve() == src.resolve()
-    if same_source and all((build / "bin" / t).is_file() for t in TARGETS):
+    same_options = _stamped_options(build) == list(options)
+    if same_source and same_options and all((build / "bin" / t).is_file() for t in TARGETS):
         return build / "bin"
-    if configured is not None and not same_source:
-        # Built from another llama-cpp-python version's sources: comparing against it would
-        # compare two different llama.cpp builds. CMake cannot re-point a build dir; start over.
-        log(f"native build in {build} is from {configured}, not {src}: rebuilding")
+    if configured is not None and not (same_source and same_options):
+        # Another llama-cpp-python version's sources, or other compile options: comparing
+        # against it would compare two different llama.cpp builds. Start over.
+        why = "options" if same_source else f"sources ({configured}, not {src})"
+        log(f"native build in {build} has other {why}: rebuilding")
         shutil.rmtree(build)
     log(f"building llama.cpp from llama-cpp-python {version}'s sdist (once; ~10 min on 2 cores)")
     src = fetch_sources(version, log)
-    configure(src, build, log)
+    configure(src, build, options, log)
     return compile_targets(build, log)
 
 

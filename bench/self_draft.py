@@ -88,7 +88,9 @@ def run(ctx: Context) -> Section:
     phase_acc = acc["phase"]
     section.rows.append(Row(
         "self-draft", f"draft = target, draft-{K} acceptance", phase_acc, native_acc,
-        "llama-speculative-simple", "fraction", ratio(phase_acc, native_acc),
+        "llama-speculative-simple", "fraction",
+        # Acceptance rows carry a difference in points (bench/report.py), not a ratio.
+        phase_acc - native_acc if phase_acc is not None and native_acc is not None else None,
         ">= native", check_at_least(phase_acc, native_acc) if native_acc is not None else None,
         f"without the mirror phase keeps {_pct(acc['phase, no mirror'])}; first divergence "
         f"from plain: {_values(runs['phase'], 'divergence')[:1] or 'none'}",

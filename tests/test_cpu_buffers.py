@@ -56,3 +56,15 @@ def cpu_buffers_build() -> str:
     from phase.decode.native import system_info
 
     return system_info()
+
+
+def test_native_tools_mirror_the_bindings_amx_choice() -> None:
+    """bench's native llama.cpp must run the kernels phase runs: a binding built without AMX
+    on an AMX CPU means native tools without AMX; elsewhere no extra flags."""
+    from bench.native import NO_AMX, mirror_options
+
+    amx_cpu = {"avx2", "amx_tile", "amx_int8", "amx_bf16"}
+    assert mirror_options(amx_cpu, {"AVX2", "REPACK"}) == (
+        f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}")
+    assert mirror_options(amx_cpu, {"AVX2", "AMX_INT8"}) == ()
+    assert mirror_options({"avx2"}, {"AVX2"}) == ()
