@@ -149,7 +149,8 @@ def test_an_island_reaches_the_page_exactly_as_markdown_passes_html(tmp_path: Pa
     without them (Markdown parses the block): the article HTML is the same."""
     html = textwrap.dedent("""\
         <div class="phase-table" data-x="a&amp;b">
-        <table><tbody><tr id="run-1"><td><a href="#run-1">1</a></td><td title="x">&lt;script&gt;</td></tr></tbody></table>
+        <table><tbody><tr id="run-1"><td><a href="#run-1">1</a></td>
+        <td title="x">&lt;script&gt;</td></tr></tbody></table>
         <details><summary>out</summary><pre>line one&#10;line two</pre></details>
         </div>""")
     inputs = make_inputs(tmp_path / "in", repo_notes=False)
