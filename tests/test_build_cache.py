@@ -82,11 +82,16 @@ def test_changed_bytes_or_settings_miss(tmp_path: Path) -> None:
     assert cache.misses == 3 and edited is not None and edited.header.note == "edited"
 
 
-def test_an_unreadable_entry_is_a_miss_and_lost_runs_are_read_again(tmp_path: Path) -> None:
-    inputs = make_inputs(tmp_path / "in", repo_notes=False)
-    path = inputs.results_dir / CPU_FILE
+def _cached_cpu_file(tmp_path: Path) -> tuple[Path, DatasetCache]:
+    """The CPU fixture campaign, loaded once through a fresh cache (its entries written)."""
+    path = make_inputs(tmp_path / "in", repo_notes=False).results_dir / CPU_FILE
     cache = DatasetCache(tmp_path / "cache")
     cache.load(path, RuleSettings())
+    return path, cache
+
+
+def test_an_unreadable_entry_is_a_miss_and_lost_runs_are_read_again(tmp_path: Path) -> None:
+    path, cache = _cached_cpu_file(tmp_path)
     for entry in cache.dir.glob("*.head"):
         entry.write_bytes(b"not a pickle")
     again = DatasetCache(tmp_path / "cache")
@@ -103,10 +108,7 @@ def test_an_unreadable_entry_is_a_miss_and_lost_runs_are_read_again(tmp_path: Pa
 def test_runs_of_a_file_changed_since_its_entry_are_refused(tmp_path: Path) -> None:
     from phase.results import ResultsError
 
-    inputs = make_inputs(tmp_path / "in", repo_notes=False)
-    path = inputs.results_dir / CPU_FILE
-    cache = DatasetCache(tmp_path / "cache")
-    cache.load(path, RuleSettings())
+    path, cache = _cached_cpu_file(tmp_path)
     for entry in cache.dir.glob("*.runs"):
         entry.unlink()
     _, ds = DatasetCache(tmp_path / "cache").load(path, RuleSettings())
