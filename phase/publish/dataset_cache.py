@@ -34,11 +34,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import phase
 from phase.results import ResultsError, ResultsFile, SummaryFile
 from phase.results.jsonread import read_regular_text
 from phase.validate import Report, RuleSettings
 
+from .archive import code_digest, tree_digest
 from .datasets import Dataset, load_dataset
 
 SUBDIR = "build-cache"
@@ -51,15 +51,12 @@ T = TypeVar("T")
 
 @cache
 def code_fingerprint() -> str:
-    """sha256 over phase's own source files and the versions of what reads the files."""
+    """phase's own source (archive.code_digest, as the manifests record it) and the versions
+    of what reads the files."""
     import pydantic
 
-    root = Path(phase.__file__).parent
-    digest = hashlib.sha256(f"{sys.version}|{pydantic.VERSION}".encode())
-    for source in sorted(root.rglob("*.py")):
-        digest.update(str(source.relative_to(root)).encode() + b"\0")
-        digest.update(source.read_bytes() + b"\0")
-    return digest.hexdigest()
+    text = f"{code_digest()}|{sys.version}|{pydantic.VERSION}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def cache_root() -> Path:
@@ -94,13 +91,9 @@ def _write(entry: Path, value: Any) -> None:
 
 
 def tree_fingerprint(directory: Path) -> str:
-    """sha256 over every file under a directory (names and bytes): the templates a page used."""
-    digest = hashlib.sha256()
-    if directory.is_dir():
-        for source in sorted(p for p in directory.rglob("*") if p.is_file()):
-            digest.update(str(source.relative_to(directory)).encode() + b"\0")
-            digest.update(source.read_bytes() + b"\0")
-    return digest.hexdigest()
+    """One sha256 over every file under a directory (archive.tree_digest): the templates."""
+    return hashlib.sha256(json.dumps(tree_digest(directory, "*"), sort_keys=True).encode()
+                          ).hexdigest()
 
 
 def _trim(directory: Path, max_bytes: int) -> None:
