@@ -12,9 +12,10 @@ for c0 + c1·b, or `ms@b,...` points joined by straight lines (the issue's measu
 the 2-core host: 41 ms for one row, 282 ms for nine; ~950 ms for 49 rows inferred from
 llama.cpp's ngram-simple speed). No wall time is measured, so this runs on a busy machine.
 
-Replayed: phase's ngram and auto (auto with a CPU-like curve, no draft), and re-implementations
-of llama.cpp's ngram-simple (12-token key, up to 48 tokens), ngram-map-k (the same key, the
-last accepted count per key) and ngram-mod (24-token context chained, 48..64 tokens).
+Replayed: phase's ngram (its adaptive length, and a fixed 4) and auto (with a CPU-like curve,
+no draft), and re-implementations of llama.cpp's ngram-simple (12-token key, up to 48
+tokens), ngram-map-k (the same key, the last accepted count per key) and ngram-mod (24-token
+context chained, 48..64 tokens).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != R
 
 from phase.costmodel import CostTable, Curve  # noqa: E402
 from phase.decode.auto import AutoProposer  # noqa: E402
-from phase.decode.proposers import NgramProposer  # noqa: E402
+from phase.decode.proposers import AdaptiveNgramProposer, NgramProposer  # noqa: E402
 from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN  # noqa: E402
 
 Cost = Callable[[int], float]
@@ -155,8 +156,9 @@ def proposers(cost: Cost) -> dict[str, Callable[[], object]]:
     table = CostTable("ms", Curve(tuple(range(1, 18)), tuple(cost(b) for b in range(1, 18))),
                       None, 0.05, 0)
     return {
-        f"phase ngram-{NGRAM_K}": lambda: _Capped(NgramProposer(NGRAM_N_MIN, NGRAM_N_MAX),
-                                                  NGRAM_K),
+        f"phase ngram (adaptive, up to {NGRAM_K})": lambda: AdaptiveNgramProposer(
+            NGRAM_N_MIN, NGRAM_N_MAX, NGRAM_K),
+        "phase ngram-4 (fixed)": lambda: _Capped(NgramProposer(NGRAM_N_MIN, NGRAM_N_MAX), 4),
         "phase ngram (2-4, k 8; before)": lambda: _Capped(_OldNgram(), 8),
         "phase auto": lambda: AutoProposer(table, None),
         "llama.cpp ngram-simple": Simple,

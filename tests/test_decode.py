@@ -25,6 +25,7 @@ from phase.decode import (
     compare_to_plain,
     parse_strategy,
 )
+from phase.decode.ngram_length import START, lengths
 from phase.errors import PhaseError, UsageProblem
 
 pytestmark = pytest.mark.model
@@ -195,6 +196,15 @@ def test_ngram_on_a_copy_task_accepts_most(engine: Engine) -> None:
     assert compare_to_plain(r.token_ids, plain.token_ids) == (True, None)
     assert r.acceptance is not None and r.acceptance >= 0.75
     assert r.steps <= N // 2
+    # The adaptive length: every step within the length its earlier steps left, and a copy
+    # kept whole lets it grow past where it starts.
+    outcomes = [(s.proposed, s.accepted) for s in r.trace]
+    allowed = list(lengths(r.k or 0, outcomes))
+    assert all(p <= a for (p, _), a in zip(outcomes, allowed, strict=True))
+    assert max(p for p, _ in outcomes) > START
+    fixed = engine.run(prompt, parse_strategy("ngram-4"), N)
+    assert max(s.proposed for s in fixed.trace) <= 4
+    assert compare_to_plain(fixed.token_ids, plain.token_ids) == (True, None)
 
 
 def test_ngram_without_matches_is_plain_with_no_acceptance(

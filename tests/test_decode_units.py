@@ -13,6 +13,8 @@ from phase.decode import (
     compare_to_plain,
     parse_strategy,
 )
+from phase.decode.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
+from phase.decode.proposers import AdaptiveNgramProposer
 from phase.errors import UsageProblem
 
 
@@ -38,7 +40,12 @@ def test_parse_strategy_refuses_with_usage_exit(text: str) -> None:
 
 
 def test_strategy_labels_and_ngram_range() -> None:
-    assert parse_strategy("ngram").label == f"ngram-{NGRAM_K}"
+    assert parse_strategy("ngram").label == "ngram" and parse_strategy("ngram").adaptive
+    fixed = parse_strategy("ngram", ngram_adaptive=False)
+    assert fixed.label == f"ngram-{NGRAM_K}" and not fixed.adaptive
+    assert not parse_strategy("ngram-4").adaptive  # a stated k is always fixed
+    with pytest.raises(UsageProblem):
+        Strategy("draft", 4, adaptive=True)
     s = parse_strategy("ngram-5", ngram_n_min=1, ngram_n_max=6)
     assert (s.ngram_n_min, s.ngram_n_max) == (1, 6)
     assert (Strategy("ngram", 2).ngram_n_min, Strategy("ngram", 2).ngram_n_max) == (
@@ -105,3 +112,47 @@ def test_top2_gap_is_best_minus_second_and_leaves_the_row_as_it_was() -> None:
     assert top2_gap(row) == pytest.approx(0.25)
     assert np.array_equal(row, before)  # the masked best entry is restored
     assert top2_gap(np.array([1.0, 7.0, 7.0], dtype=np.float32)) == 0.0  # an exact tie
+
+
+def test_the_adaptive_length_grows_when_kept_whole_and_shrinks_after_a_rejection() -> None:
+    length = ProposalLength(16)
+    assert length.now == START
+    length.observe(0, 0)  # no proposal: no evidence
+    assert length.now == START
+    length.observe(START, START)
+    assert length.now == START + GROW
+    length.observe(START + GROW, 1)
+    assert length.now == START + GROW - SHRINK
+    for _ in range(20):
+        length.observe(length.now, length.now)
+    assert length.now == 16  # capped at k_max
+    for _ in range(20):
+        length.observe(length.now, 0)
+    assert length.now == FLOOR
+    small = ProposalLength(1)
+    assert (small.now, small.floor) == (1, 1)
+    small.observe(1, 1)
+    assert small.now == 1
+    with pytest.raises(ValueError):
+        ProposalLength(0)
+
+
+def test_lengths_replays_the_rule_over_a_trace() -> None:
+    outcomes = [(4, 4), (0, 0), (6, 6), (8, 2), (7, 7)]
+    assert list(lengths(16, outcomes)) == [4, 6, 6, 8, 7]
+    # The proposer obeys the same rule: its proposals never exceed the replayed length.
+    history = list(range(50)) * 3
+    proposer = AdaptiveNgramProposer(2, 8, 16)
+    proposer.begin(history[:60])
+    seq, seen = history[:60], []
+    while len(seq) < len(history) - 1:
+        proposal = proposer.propose(seq, min(16, len(history) - len(seq) - 1))
+        kept = 0
+        while kept < len(proposal) and proposal[kept] == history[len(seq) + kept]:
+            kept += 1
+        seen.append((len(proposal), kept))
+        proposer.observe(len(proposal), kept)
+        seq = history[:len(seq) + kept + 1]
+    allowed = list(lengths(16, seen))
+    assert all(p <= a for (p, _), a in zip(seen, allowed, strict=True))
+    assert max(p for p, _ in seen) == 16  # a perfect copy grows to the cap

@@ -22,6 +22,7 @@ from factories import (
 
 from phase import sensors as sensor_backends
 from phase.results import ResultsFile, Run, token_sha256
+from phase.results.schema import Step
 from phase.validate import Finding, Report, RuleSettings, validate_results
 from phase.validate.settings import DEFAULT_MAX_POWER_W
 
@@ -201,6 +202,37 @@ def test_a_speculative_trace_follows_the_engine_identities() -> None:
                         acceptance=run.accepted / (run.drafted + 6 - run.trace[0].proposed))
     report = check(with_run(SPECULATIVE, DRAFT, lambda r: too_many))
     assert [f.json_path for f in rules(report, "consistency")] == ["$.runs[4].trace[0].proposed"]
+
+
+def _with_trace(run: Run, outcomes: list[tuple[int, int]]) -> Run:
+    """The run with this trace of (proposed, kept) steps, its sums recomputed."""
+    trace = [Step(proposed=p, accepted=a, propose_ms=1.0, verify_ms=2.0) for p, a in outcomes]
+    drafted, accepted = sum(p for p, _ in outcomes), sum(a for _, a in outcomes)
+    assert len(trace) + accepted == run.tokens
+    return replaced(run, trace=trace, steps=len(trace), drafted=drafted, accepted=accepted,
+                    acceptance=accepted / drafted, acceptance_reason=None)
+
+
+# k = 4 (the factories' ngram_k): 4 kept whole (length stays at the cap of 4), then a
+# rejection (length 3), then 3 kept whole (length back to 4): 16 tokens in 4 steps.
+FOLLOWS_THE_LENGTH = [(4, 4), (4, 1), (3, 3), (4, 4)]
+# The same start, but step 2 proposes 4 while the length after a rejection is 3.
+IGNORES_THE_LENGTH = [(4, 4), (4, 1), (4, 4), (3, 3)]
+
+
+def test_an_adaptive_ngram_run_is_checked_against_the_length_its_steps_left() -> None:
+    base = make_results(strategies=["ngram"], repeats=1, sensors=[])
+    adaptive = replaced(base, config=replaced(base.config, ngram_adaptive=True))
+    run_id = base.runs[0].id
+    ok = with_run(adaptive, run_id, lambda r: _with_trace(r, FOLLOWS_THE_LENGTH))
+    assert check(ok).findings == []
+    bad = with_run(adaptive, run_id, lambda r: _with_trace(r, IGNORES_THE_LENGTH))
+    found = rules(check(bad), "consistency")
+    assert [f.json_path for f in found] == ["$.runs[0].trace[2].proposed"]
+    assert found[0].severity == "blocking" and "length" in found[0].message
+    # A file from before adaptive lengths: bare ngram proposed up to ngram_k every step.
+    fixed = with_run(base, run_id, lambda r: _with_trace(r, IGNORES_THE_LENGTH))
+    assert not base.config.ngram_adaptive and check(fixed).findings == []
 
 
 def test_shuffled_schedules_are_checked_with_the_configured_seed() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phase.costmodel import Objective
-from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
+from phase.decode.strategy import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET
 from phase.results import CampaignConfig, PromptSpec
 
@@ -51,6 +51,7 @@ class CampaignPlan:
     ngram_n_min: int = NGRAM_N_MIN
     ngram_n_max: int = NGRAM_N_MAX
     ngram_k: int = NGRAM_K
+    ngram_adaptive: bool = NGRAM_ADAPTIVE
     # The cost profile measured before the runs (phase.campaign.profiling): `auto` decides
     # with it and the notes predict every strategy from it. Blocks per pass size, and the
     # shortest block in seconds (longer where an energy sensor updates slowly).
@@ -81,5 +82,6 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         ngram_n_min=plan.ngram_n_min,
         ngram_n_max=plan.ngram_n_max,
         ngram_k=plan.ngram_k,
+        ngram_adaptive=plan.ngram_adaptive,
         auto_objective=plan.auto_objective,
     )

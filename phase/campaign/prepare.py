@@ -167,7 +167,7 @@ def _refuse_differences(previous: ResultsFile | None, header: ResultsFile, *,
 def _parse_strategies(plan: CampaignPlan) -> dict[str, Strategy]:
     strategies = {
         s: parse_strategy(s, ngram_n_min=plan.ngram_n_min, ngram_n_max=plan.ngram_n_max,
-                          ngram_k=plan.ngram_k)
+                          ngram_k=plan.ngram_k, ngram_adaptive=plan.ngram_adaptive)
         for s in plan.strategies
     }
     if len(strategies) != len(plan.strategies):

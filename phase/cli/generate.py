@@ -21,8 +21,9 @@ from phase.errors import UsageProblem
 @click.option("--draft", default=None, help="Draft model for draft-K, and for auto to draft "
               "with (name or path).")
 @click.option("--strategy", default="plain", show_default=True,
-              help="plain, draft-K (e.g. draft-4), ngram, ngram-K or auto (which first "
-              "profiles the models' pass costs).")
+              help="plain, draft-K (e.g. draft-4), ngram (copies from the context, its "
+              "length adapting up to 16 tokens), ngram-K (at most K every step) or auto (which "
+              "first profiles the models' pass costs).")
 @click.option("--tokens", "n_tokens", type=click.IntRange(min=1), default=128, show_default=True,
               help="Exactly this many tokens are generated (end-of-sequence is ignored).")
 @click.option("--prompt", default=None, help="The user message.")

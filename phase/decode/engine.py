@@ -36,7 +36,12 @@ from phase.decode.loops import Divergence, RawStep, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel, system_info
 from phase.decode.placement import ModelPlacement
 from phase.decode.profiler import BlockMeter, ProfileContext, ProfileSettings, profile_models
-from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
+from phase.decode.proposers import (
+    AdaptiveNgramProposer,
+    DraftProposer,
+    NgramProposer,
+    Proposer,
+)
 from phase.decode.result import DecodeResult
 from phase.decode.strategy import Strategy
 from phase.decode.template import format_prompt
@@ -203,6 +208,9 @@ class Engine:
         if strategy.name == "auto":
             draft = DraftProposer(self.draft) if self.draft is not None else None
             return AutoProposer(self.cost_table(kv_tokens), draft, k_max=strategy.max_proposal)
+        if strategy.adaptive:
+            return AdaptiveNgramProposer(strategy.ngram_n_min, strategy.ngram_n_max,
+                                         strategy.max_proposal)
         return NgramProposer(strategy.ngram_n_min, strategy.ngram_n_max)
 
     # -- running --------------------------------------------------------------------------

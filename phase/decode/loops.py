@@ -59,7 +59,7 @@ def speculate_loop(
     start = len(seq)
     pos = start - 1  # KV position of seq[-1], the one token the target has not seen
     trace: list[RawStep] = []
-    # `auto` learns from every step's outcome; the fixed proposers need no feedback.
+    # `auto` and the adaptive n-gram length learn from every step's outcome.
     observe = getattr(proposer, "observe", None)
     divergence: Divergence | None = None
     watch = bool(ref)  # compare with the reference until the first divergence

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from phase.decode.native import NativeModel
 from phase.decode.ngram import DEFAULT_KEY_NS, NgramMatcher
+from phase.decode.ngram_length import ProposalLength
 
 
 class Proposer(Protocol):
@@ -127,3 +128,23 @@ class NgramProposer:
 
     def propose(self, seq: list[int], max_tokens: int) -> list[int]:
         return self.matcher.lookup(seq, max_tokens, self.n_min).continuation
+
+
+class AdaptiveNgramProposer(NgramProposer):
+    """The n-gram proposer with a length that follows its outcomes (`ngram_length`): up to
+    `k_max` tokens while its proposals are kept whole, fewer after rejections."""
+
+    def __init__(self, n_min: int, n_max: int, k_max: int) -> None:
+        super().__init__(n_min, n_max)
+        self.k_max = k_max
+        self.length = ProposalLength(k_max)
+
+    def begin(self, prompt: Sequence[int]) -> None:
+        super().begin(prompt)
+        self.length = ProposalLength(self.k_max)
+
+    def propose(self, seq: list[int], max_tokens: int) -> list[int]:
+        return super().propose(seq, min(max_tokens, self.length.now))
+
+    def observe(self, proposed: int, accepted: int) -> None:
+        self.length.observe(proposed, accepted)

@@ -10,19 +10,22 @@ from phase.errors import UsageProblem
 DEFAULT_DRAFT_KS: tuple[int, ...] = (2, 4, 8, 16)
 
 # ngram defaults: propose only after a verbatim match of at least 6 tokens of context (keys
-# of 6 to 16 tokens are indexed; a match is extended backwards to measure its context), and
-# at most 4 tokens. Where a batched verification costs nearly a one-token pass per row (two
-# CPU cores: 9 rows cost 6.9 plain steps), a kept guess saves only the fixed part of a pass
-# while a rejected one costs a whole row, so a guess must be right ~3 times in 4 to pay.
-# Replaying the three prompts' plain outputs through the proposer (counting verified rows
-# against a linear and a concave cost curve) put contexts of 6+ tokens at ~90% kept on the
-# edit task and rarely firing on new code or prose; 4-token proposals were the best fixed
-# length under the linear curve and within a few percent of the best under the concave one.
-# The previous defaults (2-4 token suffixes, 8 tokens) spent 9-row verifications on guesses
-# kept 42% of the time: 0.68x plain speed on the edit task.
+# of 6 to 16 tokens are indexed; a match is extended backwards to measure its context).
+# Where a batched verification costs nearly a one-token pass per row (two CPU cores: 9 rows
+# cost 6.9 plain steps), a kept guess saves only the fixed part of a pass while a rejected
+# one costs a whole row, so a guess must be right ~3 times in 4 to pay. Replaying the three
+# prompts' plain outputs through the proposer put contexts of 6+ tokens at ~90% kept on the
+# edit task and rarely firing on new code or prose. The previous defaults (2-4 token
+# suffixes, 8 tokens) spent 9-row verifications on guesses kept 42% of the time: 0.68x
+# plain speed on the edit task.
+# How many tokens: bare `ngram` adapts its length (ngram_length: from 4, +2 after a proposal
+# kept whole, -1 after a rejection) up to NGRAM_K; `ngram-K` proposes up to K every step.
+# A fixed 4 was the best fixed length in replays, and the adaptive length beat it by 11% on
+# the edit task's long copy runs (see ngram_length).
 NGRAM_N_MIN = 6
 NGRAM_N_MAX = 16
-NGRAM_K = 4
+NGRAM_K = 16
+NGRAM_ADAPTIVE = True
 # `auto` considers proposals of up to this many tokens: the profile measures passes of up to
 # AUTO_K + 1 tokens.
 AUTO_K = 16
@@ -35,12 +38,15 @@ _PATTERN = re.compile(r"^(plain|draft|ngram|auto)(?:-(-?\d+))?$")
 class Strategy:
     """`name` is plain, draft, ngram or auto; `k` is the most tokens proposed per step (None
     for plain). `ngram_n_min` is the shortest matched context the ngram proposer proposes
-    after, `ngram_n_max` the longest key it indexes (matches are extended past it)."""
+    after, `ngram_n_max` the longest key it indexes (matches are extended past it);
+    `adaptive` (ngram only): the length grows and shrinks with the outcomes, up to k
+    (`ngram_length`)."""
 
     name: str
     k: int | None = None
     ngram_n_min: int = NGRAM_N_MIN
     ngram_n_max: int = NGRAM_N_MAX
+    adaptive: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in _NAMES:
@@ -52,6 +58,8 @@ class Strategy:
                 raise UsageProblem("plain takes no k")
         elif self.k is None or self.k < 1:
             raise UsageProblem(f"{self.name} needs k >= 1 (got {self.k})")
+        if self.adaptive and self.name != "ngram":
+            raise UsageProblem(f"only ngram adapts its length, not {self.name}")
         if not 1 <= self.ngram_n_min <= self.ngram_n_max:
             raise UsageProblem(
                 f"ngram n range must satisfy 1 <= n_min <= n_max "
@@ -60,8 +68,10 @@ class Strategy:
 
     @property
     def label(self) -> str:
-        """The canonical spelling: plain, draft-4, ngram-4, auto."""
-        return self.name if self.name in ("plain", "auto") else f"{self.name}-{self.k}"
+        """The canonical spelling: plain, draft-4, ngram-4 (fixed), ngram (adaptive), auto."""
+        if self.name in ("plain", "auto") or self.adaptive:
+            return self.name
+        return f"{self.name}-{self.k}"
 
     @property
     def max_proposal(self) -> int:
@@ -72,10 +82,13 @@ class Strategy:
 
 
 def parse_strategy(text: str, *, ngram_n_min: int = NGRAM_N_MIN,
-                   ngram_n_max: int = NGRAM_N_MAX, ngram_k: int = NGRAM_K) -> Strategy:
+                   ngram_n_max: int = NGRAM_N_MAX, ngram_k: int = NGRAM_K,
+                   ngram_adaptive: bool = NGRAM_ADAPTIVE) -> Strategy:
     """plain | draft-K | ngram | ngram-K (K >= 1) | auto. `draft` alone is refused: k is the
     variable being studied, so it has to be said; `ngram` alone proposes up to `ngram_k`
-    tokens; `auto` chooses its proposer and k (up to AUTO_K) at every step."""
+    tokens, adapting its length when `ngram_adaptive` (results files from before adaptive
+    lengths record a fixed one); `ngram-K` always proposes up to K; `auto` chooses its
+    proposer and k (up to AUTO_K) at every step."""
     m = _PATTERN.match(text.strip())
     if not m:
         raise UsageProblem(
@@ -91,9 +104,9 @@ def parse_strategy(text: str, *, ngram_n_min: int = NGRAM_N_MIN,
     if k_text is None:
         if name == "draft":
             raise UsageProblem(f"'{text}': say how many tokens to draft, e.g. draft-4")
-        k = ngram_k
-    else:
-        k = int(k_text)
+        return Strategy(name, ngram_k, ngram_n_min=ngram_n_min, ngram_n_max=ngram_n_max,
+                        adaptive=ngram_adaptive)
+    k = int(k_text)
     if k < 1:
         raise UsageProblem(f"'{text}': k must be >= 1")
     return Strategy(name, k, ngram_n_min=ngram_n_min, ngram_n_max=ngram_n_max)

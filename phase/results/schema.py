@@ -147,6 +147,9 @@ class CampaignConfig(Strict):
     ngram_n_min: PosInt
     ngram_n_max: PosInt
     ngram_k: PosInt
+    # Whether a bare "ngram" adapts its proposal length (up to ngram_k) to its outcomes;
+    # absent (false) in files from before adaptive lengths, where it proposed ngram_k.
+    ngram_adaptive: bool = False
     # What `auto` maximises per step: expected tokens per ms ("time") or per joule
     # ("energy"); None in files from before `auto` existed.
     auto_objective: Literal["time", "energy"] | None = None

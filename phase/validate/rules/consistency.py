@@ -5,7 +5,8 @@ starts, and its prefill and decode fit between the two; `steps` is the length of
 `drafted`/`accepted` the sums over it; every target pass yields its accepted proposals plus
 one token of its own (tokens = steps + accepted); tokens/s is tokens / decode_s; acceptance is
 accepted / drafted (and absent exactly when nothing was drafted); `k` is the strategy's and no
-step proposes more than k (plain proposes nothing); its prompt and strategy are declared in
+step proposes more than k (plain proposes nothing; an adaptive `ngram` run no more than the
+length its earlier steps left in force); its prompt and strategy are declared in
 the config; its id and order are its place in the campaign's schedule
 (phase.results.schedule). A file whose runs disagree with themselves cannot be published: any
 figure computed from it would depend on which of two contradicting fields a reader trusted.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.decode.strategy import parse_strategy
 from phase.errors import UsageProblem
 from phase.results import ResultsFile, Run
@@ -109,7 +111,8 @@ def _strategy(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
     config = results.config
     try:
         strategy = parse_strategy(run.strategy, ngram_n_min=config.ngram_n_min,
-                                  ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k)
+                                  ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k,
+                                  ngram_adaptive=config.ngram_adaptive)
     except UsageProblem:
         return []  # a strategy phase cannot parse: only its declaration is checked
     if run.k != strategy.k:
@@ -121,6 +124,15 @@ def _strategy(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
         j = over[0]
         return [(f"step {j} proposes {run.trace[j].proposed} tokens; {run.strategy!r} proposes "
                  f"at most {limit}", f"trace[{j}].proposed")]
+    if strategy.adaptive:
+        # The length in force at each step follows from the steps before it.
+        allowed = lengths(limit, ((s.proposed, s.accepted) for s in run.trace))
+        for j, (step, length) in enumerate(zip(run.trace, allowed, strict=True)):
+            if step.proposed > length:
+                return [(f"step {j} proposes {step.proposed} tokens, but the adaptive ngram "
+                         f"length after the steps before it is {length} (it grows by "
+                         f"{GROW} after a proposal kept whole, shrinks by {SHRINK} after a "
+                         f"rejection, from {START})", f"trace[{j}].proposed")]
     return []
 
 
