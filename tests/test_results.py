@@ -101,13 +101,14 @@ def test_version_1_files_read_as_the_current_schema(tmp_path: Path) -> None:
     assert load(v1_summary) == summary
 
 
-def test_version_2_files_read_unchanged_as_version_3() -> None:
-    # A campaign written as version 2 (the H200 device run): 2 -> 3 only moves the number.
+def test_version_2_files_read_unchanged_as_the_current_version() -> None:
+    # A campaign written as version 2 (the H200 device run): 2 -> 3 -> 4 only move the number.
     path = REPO / "tests/fixtures/results/h200-campaign-512.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2
     loaded = load_raw(path)
-    assert loaded.schema_version == SCHEMA_VERSION == 3
+    assert loaded.schema_version == SCHEMA_VERSION == 4
+    assert not loaded.config.ngram_adaptive  # before version 4, ngram had a fixed length
     dumped = json.loads(loaded.model_dump_json(exclude_unset=True))
     dumped["schema_version"] = 2
     assert dumped == raw
@@ -126,7 +127,7 @@ def test_committed_results_files_still_read() -> None:
         written = json.loads(path.read_text())["schema_version"]
         # Committed as written (the CPU note's v2 campaign is the only one of version 3).
         v3 = path.name == "speculative-x86_64-2c-2026-11-30-2.json"
-        assert written == (SCHEMA_VERSION if v3 else 1)
+        assert written == (3 if v3 else 1)
         assert load(path).schema_version == SCHEMA_VERSION
 
 

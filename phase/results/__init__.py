@@ -1,6 +1,7 @@
 """The results contract: what `phase measure` writes and everything downstream reads.
 
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
+    config      what a campaign was asked to do (CampaignConfig, PromptSpec)
     costs       the cost profile a campaign measures before its runs (CostProfile)
     hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
     base        what every model shares (Strict, constrained numbers, paired value/reason)
@@ -19,6 +20,7 @@ from phase.results.claim import (
     claim_new,
     claim_numbered,
 )
+from phase.results.config import CampaignConfig, PromptSpec
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
@@ -32,12 +34,10 @@ from phase.results.io import (
 from phase.results.migrations import MIGRATIONS, ResultsError, migrate
 from phase.results.schema import (
     SCHEMA_VERSION,
-    CampaignConfig,
     FiniteFloat,
     ModelInfo,
     PlainReference,
     PrimaryEnergy,
-    PromptSpec,
     Provenance,
     ResultsFile,
     Run,

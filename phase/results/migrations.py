@@ -59,7 +59,14 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 4 added config.ngram_adaptive, whose absence means what version 3 meant (a
+    fixed ngram length): nothing to convert."""
+    data["schema_version"] = 4
+    return data
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

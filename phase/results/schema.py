@@ -32,6 +32,7 @@ from phase.results.base import (
     Strict,
 )
 from phase.results.base import paired as _paired
+from phase.results.config import CampaignConfig
 from phase.results.costs import CostProfile
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 
@@ -44,7 +45,9 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #   3 (2026-12): optional additions only (2 -> 3 moves the number, so that an older phase
 #                says "upgrade" instead of failing on an unknown field): primary energy,
 #                placement, enclosures, shards and hosts, divergence evidence, cost profile.
-SCHEMA_VERSION = 3
+#   4 (2026-12): config.ngram_adaptive: a bare "ngram" adapts its proposal length (a file
+#                that says so must not be read by a phase that would take it as fixed).
+SCHEMA_VERSION = 4
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -124,35 +127,6 @@ class SensorInfo(Strict):
 class UnavailableBackend(Strict):
     backend: str
     reason: str
-
-
-class PromptSpec(Strict):
-    name: str
-    text: str
-    source: str | None = None
-
-
-class CampaignConfig(Strict):
-    tokens: PosInt
-    repeats: PosInt
-    seed: int
-    shuffle: bool
-    strategies: list[str] = Field(min_length=1)
-    prompts: list[PromptSpec] = Field(min_length=1)
-    n_ctx: PosInt
-    cooldown_s: NonNegFloat
-    idle_window_s: NonNegFloat
-    sample_hz: NonNegFloat
-    chat_template: bool
-    ngram_n_min: PosInt
-    ngram_n_max: PosInt
-    ngram_k: PosInt
-    # Whether a bare "ngram" adapts its proposal length (up to ngram_k) to its outcomes;
-    # absent (false) in files from before adaptive lengths, where it proposed ngram_k.
-    ngram_adaptive: bool = False
-    # What `auto` maximises per step: expected tokens per ms ("time") or per joule
-    # ("energy"); None in files from before `auto` existed.
-    auto_objective: Literal["time", "energy"] | None = None
 
 
 # --- per run -------------------------------------------------------------------------------
@@ -305,7 +279,7 @@ class PrimaryEnergy(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[3]
+    schema_version: Literal[4]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -382,7 +356,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[3]
+    schema_version: Literal[4]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

@@ -1,0 +1,40 @@
+"""What a campaign was asked to do (`ResultsFile.config`): its prompts, strategies, lengths,
+repeats, order and the proposers' settings, as the plan gave them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from phase.results.base import NonNegFloat, PosInt, Strict
+
+
+class PromptSpec(Strict):
+    name: str
+    text: str
+    source: str | None = None
+
+
+class CampaignConfig(Strict):
+    tokens: PosInt
+    repeats: PosInt
+    seed: int
+    shuffle: bool
+    strategies: list[str] = Field(min_length=1)
+    prompts: list[PromptSpec] = Field(min_length=1)
+    n_ctx: PosInt
+    cooldown_s: NonNegFloat
+    idle_window_s: NonNegFloat
+    sample_hz: NonNegFloat
+    chat_template: bool
+    ngram_n_min: PosInt
+    ngram_n_max: PosInt
+    ngram_k: PosInt
+    # Whether a bare "ngram" adapts its proposal length (up to ngram_k) to its outcomes
+    # (phase.decode.ngram_length); false in files from before version 4, where it proposed
+    # up to ngram_k every step.
+    ngram_adaptive: bool = False
+    # What `auto` maximises per step: expected tokens per ms ("time") or per joule
+    # ("energy"); None in files from before `auto` existed.
+    auto_objective: Literal["time", "energy"] | None = None
