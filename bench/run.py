@@ -3,8 +3,8 @@
     .venv/bin/python bench/run.py
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
                 bandwidth,site,hosts]
-        [--repeats N] [--tokens N] [--model NAME] [--draft NAME] [--threads T] [--quick]
-        [--out DIR] [--strict]
+        [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
+        [--threads T] [--quick] [--out DIR] [--strict]
 
 Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
 native tools built by bench/native.py), auto and ngram-native (bench/spec_bench.py: auto vs
@@ -46,11 +46,18 @@ def _csv(text: str) -> list[str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from phase.campaign.plan import DEFAULT_PLAN
+
     p = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--only", default=",".join(SECTIONS),
                    help=f"comma-separated sections (default: all of {','.join(SECTIONS)})")
     p.add_argument("--repeats", type=int, default=None, help="repeats per arm (default 3)")
     p.add_argument("--tokens", type=int, default=None, help="tokens per run (default 128)")
+    p.add_argument("--spec-tokens", type=int, default=None,
+                   help="tokens per run in the auto and ngram-native sections (default: a "
+                   "campaign's run length, 384: what auto and the adaptive ngram length gain "
+                   "depends on the run's length, so they are judged at the length a campaign "
+                   "measures)")
     p.add_argument("--model", default=None, help="target model (default qwen2.5-coder-1.5b)")
     p.add_argument("--draft", default=None, help="draft model (default qwen2.5-coder-0.5b)")
     p.add_argument("--threads", type=int, default=None,
@@ -75,14 +82,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.model = args.model or ("smollm2-135m" if quick else "qwen2.5-coder-1.5b")
     args.draft = args.draft or (args.model if quick else "qwen2.5-coder-0.5b")
     args.tokens = args.tokens or (32 if quick else 128)
+    args.spec_tokens = args.spec_tokens or (32 if quick else DEFAULT_PLAN.tokens)
     args.repeats = args.repeats or 3
     args.site_counts = [int(c) for c in _csv(args.site_counts or ("1,3" if quick else "1,10,50"))]
     args.host_counts = [int(c) for c in _csv(args.host_counts
                                              or ("2,4,6" if quick else "20,100,200"))]
     args.ks = [int(k) for k in _csv(args.ks)]
-    for name in ("tokens", "repeats", "ctx"):
+    for name in ("tokens", "spec_tokens", "repeats", "ctx"):
         if getattr(args, name) < 1:
-            p.error(f"--{name} must be >= 1")
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be >= 1")
     return args
@@ -110,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     threads = args.threads or physical_cores()
     print(f"phase bench: {', '.join(args.only)}; target {args.model}, draft {args.draft}, "
-          f"{args.tokens} tokens, {args.repeats} repeats, {threads} threads", file=sys.stderr)
+          f"{args.tokens} tokens ({args.spec_tokens} for auto and ngram-native), "
+          f"{args.repeats} repeats, {threads} threads", file=sys.stderr)
 
     bin_path, problem, build = None, None, None
     if NATIVE_SECTIONS & set(args.only):
@@ -140,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="phase-bench-") as tmp:
         ctx = Context(
-            repeats=args.repeats, tokens=args.tokens, threads=threads, n_ctx=args.ctx,
+            repeats=args.repeats, tokens=args.tokens, spec_tokens=args.spec_tokens,
+            threads=threads, n_ctx=args.ctx,
             target_name=args.model, draft_name=args.draft,
             target_path=target.path if target else Path(),
             draft_path=draft.path if draft else Path(),
@@ -169,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": time.time() - started,
         "machine": report.machine_info(threads, build),
         "config": {"target": args.model, "draft": args.draft, "tokens": args.tokens,
+                   "spec_tokens": args.spec_tokens,
                    "repeats": args.repeats, "threads": threads, "n_ctx": args.ctx,
                    "ks": args.ks, "quick": args.quick, "chat_template": False,
                    "site_counts": args.site_counts, "host_counts": args.host_counts,

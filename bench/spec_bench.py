@@ -1,5 +1,7 @@
 """`auto` against the fixed strategies, and phase's n-gram strategies against llama.cpp's.
 
+Both sections generate `--spec-tokens` tokens per run (a campaign's length, 384, by default).
+
 auto          On each of the speculative experiment's prompts, chat-formatted as a campaign
               does: plain, draft-k (the bench's ks), ngram and auto take turns in one engine
               (target + draft loaded once), after the engine's cost profile was measured at
@@ -16,6 +18,7 @@ ngram-native  On the edit prompt (chat-formatted text, sent as is to both sides)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -61,9 +64,9 @@ def _profile(engine: Engine, ctx: Context, prompts: dict[str, list[int]]) -> Cos
     """The engine's cost profile at the prompts' mid-run fills, measured after a plain
     warm-up run of each (whose tokens are the fills' history), as a campaign does."""
     plain = parse_strategy("plain")
-    continuations = {name: engine.run(p, plain, ctx.tokens).token_ids
+    continuations = {name: engine.run(p, plain, ctx.spec_tokens).token_ids
                      for name, p in prompts.items()}
-    chosen = choose_contexts(contexts(prompts, continuations, ctx.tokens))
+    chosen = choose_contexts(contexts(prompts, continuations, ctx.spec_tokens))
     profile = engine.profile(chosen, ProfileSettings(), energy_reason="the bench reads no sensor")
     engine.use_profile(profile)
     ctx.log(f"cost profile in {profile.wall_s:.1f} s")
@@ -105,7 +108,7 @@ def run_auto(ctx: Context) -> Section:
                         "prompt_tokens": {n: len(p) for n, p in prompts.items()}}
         for name, prompt in prompts.items():
             ctx.log(f"prompt {name}")
-            arms = {label: _arm(engine, prompt, label, ctx.tokens) for label in labels}
+            arms = {label: _arm(engine, prompt, label, ctx.spec_tokens) for label in labels}
             runs = alternate(ctx.repeats, arms, ctx.log)
             speeds = {label: median(_values(runs[label], "tokens_per_s")) for label in labels}
             fixed = {k: v for k, v in speeds.items() if k != "auto" and v is not None}
@@ -125,12 +128,12 @@ def run_auto(ctx: Context) -> Section:
                 {"auto": samples["auto"], "plain": samples["plain"]}))
             for label in labels:
                 _prediction_row(section, name, label, runs[label], profile, len(prompt),
-                                ctx.tokens)
+                                ctx.spec_tokens)
     return section
 
 
 def _native_arms(ctx: Context, text: str) -> dict[str, Callable[[], dict[str, Any]]]:
-    common = _common(ctx)
+    common = dataclasses.replace(_common(ctx), tokens=ctx.spec_tokens)
     bin_path = ctx.native_bin
     assert bin_path is not None
     counter = iter(range(1_000_000))
@@ -164,8 +167,8 @@ def run_ngram_native(ctx: Context) -> Section:
         text = engine.detokenize(engine.format_prompt(prompt_text(EDIT)))
         prompt = engine.format_prompt(text, chat_template=False)
         _profile(engine, ctx, {EDIT: prompt})
-        arms = {"phase ngram": _arm(engine, prompt, "ngram", ctx.tokens),
-                "phase auto": _arm(engine, prompt, "auto", ctx.tokens),
+        arms = {"phase ngram": _arm(engine, prompt, "ngram", ctx.spec_tokens),
+                "phase auto": _arm(engine, prompt, "auto", ctx.spec_tokens),
                 **_native_arms(ctx, text)}
         runs = alternate(ctx.repeats, arms, ctx.log)
     speeds = {k: median(_values(v, "tokens_per_s")) for k, v in runs.items()}
