@@ -111,8 +111,9 @@ def markdown(data: dict[str, Any], sections: list[Section]) -> str:
         f"{m['logical_cpus']} logical CPUs; {m['threads_used']} threads used on both sides",
         f"- llama-cpp-python {m['llama_cpp_python']}; native llama.cpp from its sdist: "
         f"{_md(str(m['native_build'] or 'not used in this run'))}",
-        f"- models: target {c['target']}, draft {c['draft']}; {c['tokens']} tokens per run, "
-        f"median of {c['repeats']} alternating repeats; prompts sent raw (no chat template) "
+        f"- models: target {c['target']}, draft {c['draft']}; {c['tokens']} tokens per run"
+        + (f" ({c['spec_tokens']} in auto and ngram-native)" if "spec_tokens" in c else "")
+        + f", median of {c['repeats']} alternating repeats; prompts sent raw (no chat template) "
         "on both sides" + ("; **--quick**" if c["quick"] else ""),
         "- spread: (max - min) / median over the repeats of the row's figures; a result "
         f"marked (noisy) had a spread above {100 * NOISY:.0f}%: rerun it on a quiet machine",

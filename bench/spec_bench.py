@@ -32,7 +32,7 @@ from bench.common import (
     median,
     ratio,
 )
-from bench.decode_bench import _common, _skip_without_native, _values, prompt_text
+from bench.decode_bench import _common, _pct, _skip_without_native, _values, prompt_text
 from phase.campaign.profiling import contexts
 from phase.costmodel import cost_table
 from phase.costmodel.predict import run_terms
@@ -189,8 +189,8 @@ def run_ngram_native(ctx: Context) -> Section:
             speeds[best], best, "tok/s", r,
             f">= {limit:.2f}x" if target is not None else "> 1.00x",
             check_at_least(r, limit) if target is not None else (None if r is None else r > 1),
-            f"acceptance {section.info['acceptance'][phase_arm]} vs "
-            f"{section.info['acceptance'][best]}",
+            f"acceptance {_pct(section.info['acceptance'][phase_arm])} vs "
+            f"{_pct(section.info['acceptance'][best])}",
             {phase_arm: samples[phase_arm], best: samples[best]}))
     r = ratio(speeds["phase auto"], speeds["phase ngram"])
     section.rows.append(Row(
@@ -203,6 +203,6 @@ def run_ngram_native(ctx: Context) -> Section:
             "ngram-native", f"phase ngram vs {name}", speeds["phase ngram"], speeds[name], name,
             "tok/s", ratio(speeds["phase ngram"], speeds[name]), None, None,
             f"drafted {section.info['drafted'][name]}, kept "
-            f"{section.info['acceptance'][name]}",
+            f"{_pct(section.info['acceptance'][name])}",
             {"phase ngram": samples["phase ngram"], name: samples[name]}))
     return section
