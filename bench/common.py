@@ -26,6 +26,8 @@ class Context:
 
     repeats: int
     tokens: int
+    # Tokens per run in the auto and ngram-native sections (bench/spec_bench.py).
+    spec_tokens: int
     threads: int
     n_ctx: int
     target_name: str
@@ -40,8 +42,6 @@ class Context:
     site_counts: tuple[int, ...]
     sampler_hz: tuple[float, ...]
     chat_template: bool = False
-    # Tokens per run in the auto and ngram-native sections (bench/spec_bench.py).
-    spec_tokens: int = 384
     # Campaign counts for the hosts section (bench/hosts_bench.py).
     host_counts: tuple[int, ...] = (20, 100, 200)
     # Filled in by sections for later ones (bandwidth reuses the plain section's speeds).
