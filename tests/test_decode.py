@@ -354,3 +354,36 @@ def test_a_run_records_where_it_left_its_reference_and_the_gap_there(
     assert (run.matches_plain, run.first_divergence) == (False, 11)
     assert run.divergence_gap_verify == r.divergence_gap
     assert run.divergence_gap_reference == plain.top2_gaps[11]
+
+
+# --- following a reference text --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("label", ["plain", "draft-3", "ngram"])
+def test_a_run_can_follow_a_reference_text_but_never_becomes_a_results_run(
+    engine: Engine, story: list[int], plain_story: DecodeResult, label: str
+) -> None:
+    strategy = parse_strategy(label)
+    same = engine.run(story, strategy, N, reference=plain_story.token_ids,
+                      follow_reference=True)
+    assert same.token_ids == plain_story.token_ids
+    assert same.overridden == 0  # the target's own argmax agreed at every position
+    assert_accounting(same, N, strategy.max_proposal)
+
+    # A text the target would not write: token 11 altered. The run writes it exactly, its
+    # verification still judges proposals (against the text), and it counts the override.
+    altered = list(plain_story.token_ids)
+    altered[11] = (altered[11] + 1) % 49152
+    r = engine.run(story, strategy, N, reference=altered, follow_reference=True)
+    assert r.token_ids == altered
+    assert r.overridden is not None and r.overridden >= 1
+    assert r.divergence_index is None
+    assert_accounting(r, N, strategy.max_proposal)
+    if label == "draft-3":  # the draft (the target's own weights) proposes its argmax
+        assert r.accepted < same.accepted
+    with pytest.raises(PhaseError, match="not greedy decoding"):
+        r.to_run(run_id="x", repeat=0, order=0, prompt="p", strategy=label,
+                 reference=altered, energy=[], samples=[], temperatures_c={})
+    assert engine.run(story, strategy, N).overridden is None
+    with pytest.raises(UsageProblem, match="reference of at least"):
+        engine.run(story, strategy, N, reference=altered[:N - 1], follow_reference=True)

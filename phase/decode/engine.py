@@ -65,6 +65,7 @@ class _Timed(NamedTuple):
     ended_unix_s: float
     gaps: list[float] | None
     divergence: Divergence | None
+    overridden: int | None
 
 
 class Engine:
@@ -226,6 +227,7 @@ class Engine:
         proposer: Proposer | None = None,
         reference: Sequence[int] | None = None,
         record_gaps: bool = False,
+        follow_reference: bool = False,
     ) -> DecodeResult:
         """Generate exactly `n_tokens` greedily (end-of-sequence ignored) after the prompt.
 
@@ -233,6 +235,13 @@ class Engine:
         (also when decoding fails), outside the timed decode window. With `reference` (the
         plain decoding of the same prompt) the result records the first divergence from it
         and the gap there; `record_gaps` (plain only) records every token's top-2 logit gap.
+
+        `follow_reference` makes every position take the reference's token while the passes,
+        the proposals and the argmax per verified row run as usual: what a strategy costs on
+        a given text. Batched verification can flip a near-tie that a one-token pass would
+        not, and the flipped text may copy more or less; following plain's text compares
+        strategies without that luck (bench/spec_bench.py). It is not greedy decoding, so its
+        result cannot become a results-file run (DecodeResult.to_run refuses it).
         """
         prompt = [int(t) for t in prompt_tokens]
         self._check(prompt, strategy, n_tokens)
@@ -243,13 +252,17 @@ class Engine:
         if record_gaps and strategy.name != "plain":
             raise UsageProblem("record_gaps is for plain decoding (the references)")
         ref = list(reference) if reference is not None else []
+        if follow_reference and len(ref) < n_tokens:
+            raise UsageProblem(f"follow_reference needs a reference of at least {n_tokens} "
+                               f"tokens (got {len(ref)})")
 
         started_unix = time.time()
         prefill_s = self._prefill(prompt, proposer)
         if on_decode_start is not None:
             on_decode_start()
         try:
-            timed = self._decode(prompt, n_tokens, strategy, proposer, ref, record_gaps)
+            timed = self._decode(prompt, n_tokens, strategy, proposer, ref, record_gaps,
+                                 follow_reference)
         finally:
             if on_decode_end is not None:
                 on_decode_end()
@@ -268,21 +281,21 @@ class Engine:
         return time.perf_counter() - t0
 
     def _decode(self, prompt: list[int], n_tokens: int, strategy: Strategy,
-                proposer: Proposer | None, ref: list[int], record_gaps: bool) -> _Timed:
+                proposer: Proposer | None, ref: list[int], record_gaps: bool,
+                follow: bool) -> _Timed:
         started_unix = time.time()
         cpu0 = time.process_time()
         d0 = time.perf_counter()
         gaps: list[float] | None = [] if record_gaps else None
         if proposer is None:
-            generated, raw_trace, divergence = plain_loop(self.target, prompt, n_tokens, ref,
-                                                          gaps)
+            done = plain_loop(self.target, prompt, n_tokens, ref, gaps, follow)
         else:
-            generated, raw_trace, divergence = speculate_loop(
-                self.target, prompt, n_tokens, strategy.max_proposal, proposer, ref)
+            done = speculate_loop(self.target, prompt, n_tokens, strategy.max_proposal,
+                                  proposer, ref, follow)
         decode_s = time.perf_counter() - d0
         cpu_s = time.process_time() - cpu0
-        return _Timed(generated, raw_trace, decode_s, cpu_s, started_unix, time.time(), gaps,
-                      divergence)
+        return _Timed(done.generated, done.trace, decode_s, cpu_s, started_unix, time.time(),
+                      gaps, done.divergence, done.overridden if follow else None)
 
     def _result(self, strategy: Strategy, prompt: list[int], timed: _Timed,
                 started_unix: float, prefill_s: float,
@@ -325,6 +338,7 @@ class Engine:
             top2_gaps=timed.gaps,
             divergence_index=timed.divergence.index if timed.divergence else None,
             divergence_gap=timed.divergence.gap if timed.divergence else None,
+            overridden=timed.overridden,
         )
 
     def check_fits(self, prompt_tokens: int, n_tokens: int) -> None:

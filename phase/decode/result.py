@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+from phase.errors import PhaseError
 from phase.results import Run, SensorTrace, SensorWindow, Step, token_sha256
 
 
@@ -24,6 +25,9 @@ class DecodeResult:
     - divergence_index/_gap: the first token that differs from the reference the run was given,
       and the top-2 logit gap of the pass that produced it (None when it matches or no
       reference was given)
+    - overridden: None for greedy decoding; for a run that followed its reference
+      (Engine.run's follow_reference), the tokens where the reference overrode the target's
+      argmax. Such a run is not greedy decoding and never becomes a results-file run.
     """
 
     strategy: str
@@ -50,6 +54,7 @@ class DecodeResult:
     top2_gaps: list[float] | None = None
     divergence_index: int | None = None
     divergence_gap: float | None = None
+    overridden: int | None = None
 
     @property
     def tokens(self) -> int:
@@ -79,6 +84,9 @@ class DecodeResult:
         uses (e.g. `ngram`, where this result's own label is `ngram-8`); `reference` is the
         plain decoding of the same prompt, which `matches_plain` compares against, and
         `reference_gaps` its per-token top-2 logit gaps (for the evidence at a divergence)."""
+        if self.overridden is not None:
+            raise PhaseError("a run that followed a reference text is not greedy decoding "
+                             "and cannot be recorded as a results-file run")
         matches, divergence = compare_to_plain(self.token_ids, reference)
         gap_verify = gap_reference = None
         if divergence is not None:
