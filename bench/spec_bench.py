@@ -5,7 +5,8 @@ Both sections generate `--spec-tokens` tokens per run (a campaign's length, 384,
 auto          On each of the speculative experiment's prompts, chat-formatted as a campaign
               does: plain, draft-k (the bench's ks), ngram and auto take turns in one engine
               (target + draft loaded once), after the engine's cost profile was measured at
-              the prompts' mid-run fills, as a campaign measures it. Each speculative
+              the prompt's mid-run fill, as a campaign measures it (afresh per prompt: a
+              shared machine's speed can shift within the section's hour). Each speculative
               strategy also runs "on plain's text" (Engine.run's follow_reference): the same
               passes and proposals, every position taking plain's token. Batched
               verification flips an occasional near-tie, and a flipped text may offer more or
@@ -158,13 +159,18 @@ def run_auto(ctx: Context) -> Section:
     following = [f"{label}{ON_PLAIN}" for label in labels if label != "plain"]
     with _engine(ctx) as engine:
         prompts = {name: engine.format_prompt(prompt_text(name)) for name in PROMPTS}
-        profile, plain_texts = _profile(engine, ctx, prompts)
+        profile_s: dict[str, float] = {}
         section.info = {"target": ctx.target_name, "draft": ctx.draft_name,
                         "chat_template": True, "arms": [*labels, *following],
-                        "profile_s": profile.wall_s,
+                        "profile_s": profile_s,
                         "prompt_tokens": {n: len(p) for n, p in prompts.items()}}
         for name, prompt in prompts.items():
             ctx.log(f"prompt {name}")
+            # Profiled afresh before each prompt's arms: a shared machine's speed can shift
+            # within the hour this section takes, and a stale profile would misprice every
+            # prediction (and auto's choices) after the shift.
+            profile, plain_texts = _profile(engine, ctx, {name: prompt})
+            profile_s[name] = profile.wall_s
             text = plain_texts[name]
             arms = {label: _arm(engine, prompt, label, ctx.spec_tokens) for label in labels}
             arms |= {f"{label}{ON_PLAIN}": _arm(engine, prompt, label, ctx.spec_tokens, text)
