@@ -139,12 +139,11 @@ def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
     if suffix:
         overridden = median(_values(runs[arm], "overridden"))
         detail += f"; plain's text overrode the target's argmax at {overridden} positions"
-    else:
-        if runs[arm][0]["token_ids"] != runs[best][0]["token_ids"]:
-            passed = None
-            where = [f"{a}: {_where(_leaves(runs[a], plain_text))}" for a in (arm, best)
-                     if a != "plain"]
-            detail += f"; not judged, the texts differ ({', '.join(where)}): see{ON_PLAIN}"
+    elif runs[arm][0]["token_ids"] != runs[best][0]["token_ids"]:
+        passed = None
+        where = [f"{a}: {_where(_leaves(runs[a], plain_text))}" for a in (arm, best)
+                 if a != "plain"]
+        detail += f"; not judged, the texts differ ({', '.join(where)}): see{ON_PLAIN}"
     label = arm.removesuffix(ON_PLAIN)
     vs = "best fixed" if len(others) > 1 else best.removesuffix(ON_PLAIN)
     section.rows.append(Row(
