@@ -264,6 +264,9 @@ def test_meter_csv_written_during_the_run_is_aligned(tmp_path: Path,
         sampler = running([MeterTrace(MeterSpec(path, "wall", 0.5))])
         win = sampler.begin(idle_s=0.1)
         win.start()
+        # On a loaded machine the writer thread can miss a 0.1 s window altogether; a row
+        # inside the window is this test's premise, so wait for one.
+        wait_for_row_after(time.time())
         time.sleep(0.1)
         win.stop()
         wait_for_row_after(win.edges.end_unix_s)  # the meter logs past the end of the window
