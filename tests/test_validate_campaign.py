@@ -15,6 +15,11 @@ from phase.validate import validate_file
 
 pytestmark = pytest.mark.model
 
+# Long enough that every decode window spans many updates of the fixture counter (one per
+# ~5 ms): the counter-edges rule rejects a window whose energy its edges leave uncertain by
+# over 5%, and at 12 tokens a fast host's 0.16 s windows sat right at that limit.
+TOKENS = 40
+
 
 def advancing_rapl(root: Path, stop: threading.Event) -> threading.Thread:
     """A RAPL package zone whose counter a thread advances (10 W), written in place."""
@@ -44,7 +49,7 @@ def test_a_measured_campaign_validates_with_its_evidence(tmp_path: Path) -> None
     try:
         result = CliRunner().invoke(main, [
             "measure", "speculative", "--quick", "--prompts", "code",
-            "--strategies", "plain,draft-2,ngram", "--tokens", "12", "--repeats", "2",
+            "--strategies", "plain,draft-2,ngram", "--tokens", str(TOKENS), "--repeats", "2",
             "--cooldown", "0", "--idle-window", "0.2", "--threads", "1",
             "--rapl-root", str(tmp_path / "powercap"), "--hwmon-root", str(tmp_path / "no-hwmon"),
             "-o", str(out),
@@ -56,7 +61,7 @@ def test_a_measured_campaign_validates_with_its_evidence(tmp_path: Path) -> None
 
     results = load_raw(out)
     [ref] = results.references
-    assert ref.top2_gaps is not None and len(ref.top2_gaps) == 12
+    assert ref.top2_gaps is not None and len(ref.top2_gaps) == TOKENS
     assert ref.output_sha256 == token_sha256(ref.token_ids)
     report = validate_file(out)
     bad = [(f.rule, f.message) for f in report.findings if f.severity != "warning"]
