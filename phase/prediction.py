@@ -3,11 +3,14 @@ measured tokens/s (and J/token); break-even acceptance per k; the best k per pro
 `auto` chose.
 
 Predictions come from the file's own profile (`ResultsFile.profile`) and each run's steps
-(`costmodel.predict`). Where a condition's prediction misses by more than `TOLERANCE`, the
-miss is put on the term that is off the most: the target's passes (Σ verify_ms), proposing
-(Σ propose_ms: draft passes, lookups, auto's decisions) or the loop around them (decode time
-not in either). Energy is predicted the same way from the profile's joules per pass, for the
-sensors the caller names (the file's chip-energy sensors, summed: two sockets, two GPUs).
+(`costmodel.predict`), at the host's pace during the run (`costmodel.pace`: the plain runs
+nearest in time, against the profile's c_t(1)) where the file has plain runs to read it from;
+the profile alone is reported beside it. Where a condition's prediction misses by more than
+`TOLERANCE`, the miss is put on the term that is off the most: the target's passes
+(Σ verify_ms), proposing (Σ propose_ms: draft passes, lookups, auto's decisions) or the loop
+around them (decode time not in either). Energy is predicted the same way from the profile's
+joules per pass, for the sensors the caller names (the file's chip-energy sensors, summed:
+two sockets, two GPUs), and is not paced.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from phase.analysis import energy_j_per_token, runs_by_condition
 from phase.costmodel import NoCost, cost_table, position_rates
 from phase.costmodel.breakeven import best_k, break_even
 from phase.costmodel.curve import Sensors, sensor_names
+from phase.costmodel.pace import PaceReading, pace_at, plain_pace
 from phase.costmodel.predict import measured_terms_ms, run_terms
 from phase.results import ResultsFile, Run
 
@@ -47,9 +51,10 @@ class ConditionPrediction:
     strategy: str
     runs: int
     measured_tokens_per_s: float
+    # At the host's pace where every run has one (`pace`), else from the profile alone.
     predicted_tokens_per_s: float
-    # Mean per run, in seconds: predicted and measured target passes and proposing, and the
-    # measured decode time outside both (the Python loop).
+    # Mean per run, in seconds: predicted (paced like the above) and measured target passes
+    # and proposing, and the measured decode time outside both (the Python loop).
     predicted_target_s: float
     measured_target_s: float
     predicted_propose_s: float
@@ -58,11 +63,21 @@ class ConditionPrediction:
     predicted_j_per_token: float | None
     measured_j_per_token: float | None
     energy_reason: str | None
+    # The host's pace over the runs (mean; 1.10: 10% slower than profiled), None where a run
+    # had no plain run to read it from; and the prediction from the profile alone.
+    pace: float | None = None
+    unpaced_tokens_per_s: float | None = None
 
     @property
     def error(self) -> float:
         """predicted / measured tokens/s - 1 (positive: the model expected it faster)."""
         return self.predicted_tokens_per_s / self.measured_tokens_per_s - 1.0
+
+    @property
+    def unpaced_error(self) -> float:
+        """The same from the profile alone, without the host's pace."""
+        unpaced = self.unpaced_tokens_per_s or self.predicted_tokens_per_s
+        return unpaced / self.measured_tokens_per_s - 1.0
 
     @property
     def energy_error(self) -> float | None:
@@ -86,8 +101,15 @@ class ConditionPrediction:
         name, predicted, measured = max(terms, key=lambda t: abs(t[1] - t[2]))
         diff = predicted - measured
         rel = f" ({diff / measured:+.0%})" if measured > 0 else ""
-        return (f"{name}: predicted {predicted:.2f} s per run, measured {measured:.2f} s, "
-                f"{diff:+.2f} s{rel}")
+        paced = "" if self.pace is None else f" at the host's pace (x{self.pace:.2f})"
+        return (f"{name}: predicted {predicted:.2f} s per run{paced}, measured "
+                f"{measured:.2f} s, {diff:+.2f} s{rel}")
+
+    def pace_note(self) -> str | None:
+        """What pacing changed, for a reader: the pace and the profile-alone error."""
+        if self.pace is None:
+            return None
+        return (f"host pace x{self.pace:.2f}; the profile alone: {self.unpaced_error:+.1%}")
 
 
 def _measured_j_per_token(run: Run, sensor: Sensors) -> float | None:
@@ -114,12 +136,45 @@ def _energy_sensor_ok(results: ResultsFile, sensor: Sensors) -> str | None:
     return None
 
 
+def _fill(run: Run) -> int:
+    return run.prompt_tokens + run.tokens // 2
+
+
+def _midpoint_s(run: Run) -> float:
+    return (run.started_unix_s + run.ended_unix_s) / 2
+
+
+# Readings by the host that ran them: a merged campaign's machines (and clocks) differ, and
+# one machine's pace says nothing about another's.
+PaceReadings = dict[str | None, list[PaceReading]]
+
+
+def pace_readings(results: ResultsFile) -> PaceReadings:
+    """The host's pace as each plain run of the file read it ({} without a profile)."""
+    out: PaceReadings = {}
+    if results.profile is None:
+        return out
+    for run in results.runs:
+        if run.strategy != "plain":
+            continue
+        pace = plain_pace(run.trace, cost_table(results.profile, _fill(run)))
+        if pace is not None:
+            out.setdefault(run.host, []).append(PaceReading(_midpoint_s(run), pace, run.id))
+    return out
+
+
+def run_pace(readings: PaceReadings, run: Run) -> float | None:
+    """The pace a run is priced at: its host's plain runs nearest in time, never itself."""
+    return pace_at(readings.get(run.host, []), _midpoint_s(run), exclude=run.id)
+
+
 def predict_run(results: ResultsFile, run: Run, sensor: Sensors = None
                 ) -> tuple[float, float, float | None]:
-    """(predicted target ms, predicted propose ms, predicted joules or None) of one run."""
+    """(predicted target ms, predicted propose ms, predicted joules or None) of one run,
+    from the profile alone."""
     if results.profile is None:
         raise NoCost(f"{results.id}: no cost profile to predict from")
-    fill = run.prompt_tokens + run.tokens // 2
+    fill = _fill(run)
     time = run_terms(run.trace, run.strategy, cost_table(results.profile, fill))
     joules = None
     if _energy_sensor_ok(results, sensor) is None:
@@ -138,12 +193,19 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
     if results.profile is None:
         return []
     why_no_energy = _energy_sensor_ok(results, sensor)
+    readings = pace_readings(results)
     out = []
     for (prompt, strategy), runs in runs_by_condition(results).items():
-        predicted = [predict_run(results, r, sensor) for r in runs]
+        unpaced = [predict_run(results, r, sensor) for r in runs]
+        paces = [run_pace(readings, r) for r in runs]
+        known = [p for p in paces if p is not None]
+        paced = len(known) == len(runs)  # a condition is paced whole or not at all
+        predicted = ([(t * p, q * p, j) for (t, q, j), p in zip(unpaced, known, strict=True)]
+                     if paced else unpaced)
         measured = [measured_terms_ms(r.trace) for r in runs]
         tokens = _mean([float(r.tokens) for r in runs])
         pred_s = _mean([(t + p) / 1e3 for t, p, _ in predicted])
+        unpaced_s = _mean([(t + p) / 1e3 for t, p, _ in unpaced])
         joules = [j for _, _, j in predicted if j is not None]
         measured_j = [v for r in runs if (v := _measured_j_per_token(r, sensor)) is not None]
         out.append(ConditionPrediction(
@@ -160,6 +222,8 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
             measured_j_per_token=_mean(measured_j) if measured_j else None,
             energy_reason=why_no_energy or (None if measured_j else
                                             "no measured energy for these runs"),
+            pace=_mean(known) if paced else None,
+            unpaced_tokens_per_s=tokens / unpaced_s if unpaced_s > 0 else 0.0,
         ))
     return out
 
@@ -249,15 +313,18 @@ def auto_choices(results: ResultsFile) -> list[AutoShare]:
 
 def report_lines(results: ResultsFile, sensor: Sensors = None) -> list[str]:
     """The comparison as plain text (for `phase predict`)."""
-    lines = [f"{'prompt':<10} {'strategy':<10} {'tok/s':>7} {'predicted':>9} {'error':>7}  "
-             "where it misses"]
+    lines = [f"{'prompt':<10} {'strategy':<10} {'tok/s':>7} {'predicted':>9} {'error':>7} "
+             f"{'pace':>5} {'profile':>7}  where it misses"]
     for p in predict_conditions(results, sensor):
+        pace = "-" if p.pace is None else f"{p.pace:.2f}"
         lines.append(f"{p.prompt[:10]:<10} {p.strategy[:10]:<10} {p.measured_tokens_per_s:>7.1f} "
-                     f"{p.predicted_tokens_per_s:>9.1f} {p.error:>+7.1%}  "
-                     f"{p.blame() or f'within {TOLERANCE:.0%}'}")
+                     f"{p.predicted_tokens_per_s:>9.1f} {p.error:>+7.1%} {pace:>5} "
+                     f"{p.unpaced_error:>+7.1%}  {p.blame() or f'within {TOLERANCE:.0%}'}")
         if p.predicted_j_per_token is not None and p.measured_j_per_token is not None:
             lines.append(f"{'':<21} J/token {p.measured_j_per_token:.4f}, predicted "
                          f"{p.predicted_j_per_token:.4f} ({p.energy_error or 0.0:+.1%})")
+    lines.append("pace: the host's speed in the plain runs nearest in time over the profile's "
+                 "(1.10: 10% slower); profile: the error without it")
     lines.append("")
     lines.append("break-even acceptance (i.i.d.) per k: draft / n-gram")
     for r in break_even_rows(results):

@@ -9,13 +9,16 @@ import pytest
 from cost_factories import make_profile
 from factories import make_results, make_run, make_window
 
+from phase.costmodel.pace import PaceReading, pace_at
 from phase.prediction import (
     PROFILE_SHARE_LIMIT,
     auto_choices,
     best_k_rows,
     break_even_rows,
+    pace_readings,
     predict_conditions,
     profile_share,
+    run_pace,
 )
 from phase.results import CostProfile, ResultsFile, Run, Step, load_raw
 
@@ -163,3 +166,79 @@ def test_the_committed_cpu_campaign_is_predicted_within_tolerance() -> None:
     assert [p for p in predictions if not p.within] == []
     share = profile_share(results)
     assert share is not None and share < PROFILE_SHARE_LIMIT
+
+
+def _drifting_campaign(slow: float) -> ResultsFile:
+    """Plain, ngram, plain, in that order on one host, all `slow` times the profile's costs
+    (the host slowed down after it was profiled)."""
+    profile = make_profile(lambda b: 10.0 + 5.0 * b)
+    plain = [make_run(strategy="plain", tokens=TOKENS, decode_s=0.24 * slow,
+                      trace=trace([(0, 0)] * TOKENS, 15.0 * slow), repeat=i, order=2 * i,
+                      started_unix_s=1000.0 + 20.0 * i) for i in range(2)]
+    # four 5-token verifications (35 ms) and four lookups (0.05 ms, make_profile's)
+    ngram = make_run(strategy="ngram", k=4, tokens=TOKENS, decode_s=0.1402 * slow, steps=4,
+                     drafted=16, accepted=12, acceptance=0.75, acceptance_reason=None,
+                     trace=trace([(4, 4)] * 3 + [(4, 0)], 35.0 * slow, 0.05 * slow), order=1,
+                     started_unix_s=1010.0)
+    return results_with([plain[0], ngram, plain[1]], profile, ("plain", "ngram"))
+
+
+def test_a_host_that_slowed_after_profiling_is_priced_at_its_pace() -> None:
+    # Every pass took 25% longer than profiled: the profile alone expects every condition
+    # 25% faster; the plain runs read the pace, and each run is priced at its neighbours'.
+    preds = {p.strategy: p for p in predict_conditions(_drifting_campaign(1.25))}
+    for p in preds.values():
+        assert p.pace == pytest.approx(1.25)
+        assert p.unpaced_error == pytest.approx(0.25, abs=1e-9)
+        assert p.error == pytest.approx(0.0, abs=1e-9) and p.within
+    note = preds["ngram"].pace_note()
+    assert note is not None and "x1.25" in note and "+25.0%" in note
+    # A steady host: pace 1, and the paced prediction is the profile's.
+    steady = predict_conditions(_drifting_campaign(1.0))
+    assert all(p.pace == pytest.approx(1.0) and p.error == pytest.approx(p.unpaced_error)
+               for p in steady)
+
+
+def test_a_plain_run_is_paced_by_its_neighbours_never_by_itself() -> None:
+    results = _drifting_campaign(1.0)
+    # The second plain run went 30% slower than the first: each is priced at the other's pace.
+    late = results.runs[2]
+    slowed = late.model_copy(update={"trace": trace([(0, 0)] * TOKENS, 15.0 * 1.3),
+                                     "decode_s": 0.24 * 1.3,
+                                     "tokens_per_s": TOKENS / (0.24 * 1.3)})
+    results = results.model_copy(update={"runs": [results.runs[0], results.runs[1], slowed]})
+    readings = pace_readings(results)
+    assert sorted(r.pace for r in readings[None]) == pytest.approx([1.0, 1.3])
+    assert run_pace(readings, results.runs[0]) == pytest.approx(1.3)
+    assert run_pace(readings, slowed) == pytest.approx(1.0)
+    # the ngram run between them: the mean of the nearest before and after
+    assert run_pace(readings, results.runs[1]) == pytest.approx(1.15)
+    [plain] = [p for p in predict_conditions(results) if p.strategy == "plain"]
+    assert plain.pace == pytest.approx(1.15)  # the mean over its two runs
+    # one plain run alone cannot pace itself: its condition keeps the profile's prediction
+    alone = results.model_copy(update={"runs": [results.runs[0]]})
+    [single] = predict_conditions(alone)
+    assert single.pace is None and single.pace_note() is None
+    assert single.error == pytest.approx(single.unpaced_error)
+
+
+def test_pace_is_read_per_host() -> None:
+    results = _drifting_campaign(1.25)
+    runs = [results.runs[0].model_copy(update={"host": "a"}),
+            results.runs[1].model_copy(update={"host": "b"}),
+            results.runs[2].model_copy(update={"host": "a"})]
+    readings = pace_readings(results.model_copy(update={"runs": runs}))
+    assert set(readings) == {"a"}
+    assert run_pace(readings, runs[1]) is None  # no plain run on host b
+    assert run_pace(readings, runs[0]) == pytest.approx(1.25)
+
+
+def test_pace_at_takes_the_nearest_reading_on_each_side() -> None:
+    readings = [PaceReading(0.0, 1.0, "a"), PaceReading(10.0, 2.0, "b"),
+                PaceReading(30.0, 4.0, "c")]
+    assert pace_at(readings, 20.0) == pytest.approx(3.0)
+    assert pace_at(readings, 40.0) == pytest.approx(4.0)
+    assert pace_at(readings, -5.0) == pytest.approx(1.0)
+    assert pace_at(readings, 10.0, exclude="b") == pytest.approx(2.5)
+    assert pace_at(readings[:1], 0.0, exclude="a") is None
+    assert pace_at([], 3.0) is None

@@ -1,0 +1,62 @@
+"""The host's pace: how fast the machine ran during a run, against the profile's prices.
+
+A profile prices passes in the minute it was taken. A shared host's speed moves by more than
+that within minutes: on a 2-core cloud VM, a one-token pass cost 47.9 ms in a profile and
+41.7 ms a minute later, and two arms doing identical work differed by 10%
+(bench/results/2026-12-01-epyc-auto.md). A prediction from a single profile then misses every
+condition by the drift, in the same direction, though the curve's shape is right.
+
+Plain decoding is a reading of that drift for free: each of its steps is one c_t(1) pass, and
+a campaign interleaves plain runs with the others. A plain run's pace is its median step over
+the profile's c_t(1) at the run's fill (1.15: the host ran 15% slower than when profiled). A
+run is priced at the pace of the plain runs nearest to it in time, one before and one after
+(their mean), never its own: a plain run is paced by its neighbours, so its prediction stays a
+test of something (how steady the host was between them), not a restatement of itself.
+
+Pace scales every term alike, target and proposing: the host's speed moves both models' passes
+(they share the cores and memory bandwidth). Scaling all costs alike leaves every ratio
+between them as it was, so `auto`'s choices and the break-even acceptances do not depend on
+it; only predicted seconds do. Energy is not paced: a plain run reads time, not joules per pass.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+from phase.costmodel.curve import CostTable
+from phase.results import Step
+
+
+@dataclass(frozen=True)
+class PaceReading:
+    """One plain run's pace: at_s is its midpoint (any clock, the same for every reading)."""
+
+    at_s: float
+    pace: float
+    key: Hashable  # which run was read: a run is never paced by its own reading
+
+
+def plain_pace(steps: Sequence[Step], table: CostTable) -> float | None:
+    """A plain run's median one-token step over the profile's c_t(1) at its fill; None for a
+    run without one-token steps (or a profile whose c_t(1) is not positive)."""
+    one_token = [s.verify_ms for s in steps if s.proposed == 0]
+    if not one_token or table.target(1) <= 0:
+        return None
+    return statistics.median(one_token) / table.target(1)
+
+
+def pace_at(readings: Sequence[PaceReading], at_s: float,
+            exclude: Hashable | None = None) -> float | None:
+    """The pace at a moment: the mean of the nearest reading before it and the nearest after
+    (only one where the other side has none), leaving out the reading keyed `exclude`; None
+    without any other reading."""
+    others = [r for r in readings if r.key != exclude]
+    before = [r for r in others if r.at_s <= at_s]
+    after = [r for r in others if r.at_s > at_s]
+    nearest = ([max(before, key=lambda r: r.at_s)] if before else []) + (
+        [min(after, key=lambda r: r.at_s)] if after else [])
+    if not nearest:
+        return None
+    return statistics.fmean(r.pace for r in nearest)
