@@ -105,12 +105,6 @@ class ConditionPrediction:
         return (f"{name}: predicted {predicted:.2f} s per run{paced}, measured "
                 f"{measured:.2f} s, {diff:+.2f} s{rel}")
 
-    def pace_note(self) -> str | None:
-        """What pacing changed, for a reader: the pace and the profile-alone error."""
-        if self.pace is None:
-            return None
-        return (f"host pace x{self.pace:.2f}; the profile alone: {self.unpaced_error:+.1%}")
-
 
 def _measured_j_per_token(run: Run, sensor: Sensors) -> float | None:
     """The run's energy per token over the named sensors, summed (None if one lacks it)."""

@@ -62,6 +62,11 @@ def test_profile_measures_every_pass_size_at_each_fill(
         for cost in [*point.target, *point.draft]:
             assert cost.ms > 0 and len(cost.block_ms) == 2 and cost.block_passes == [1, 1]
             assert cost.energy_j == {}
+        # Each pass computed the logits rows decoding asks of it: every row of a target
+        # verification, the one row of a drafted token, none for the draft's mirror batch.
+        assert [c.logits for c in point.target] == list(range(1, 18))
+        assert [c.logits for c in point.draft] == [1 if b == 1 else 0
+                                                  for b in QUICK.draft_batches]
     assert profile.energy_reason == "no sensor in this test"
     assert profile.draft_reason is None
     assert profile.ngram_lookup_ms is not None and profile.ngram_lookup_ms > 0

@@ -102,12 +102,12 @@ def test_version_1_files_read_as_the_current_schema(tmp_path: Path) -> None:
 
 
 def test_version_2_files_read_unchanged_as_the_current_version() -> None:
-    # A campaign written as version 2 (the H200 device run): 2 -> 3 -> 4 only move the number.
+    # A campaign written as version 2 (the H200 device run): 2 -> 3 -> 4 -> 5 only move the number.
     path = REPO / "tests/fixtures/results/h200-campaign-512.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2
     loaded = load_raw(path)
-    assert loaded.schema_version == SCHEMA_VERSION == 4
+    assert loaded.schema_version == SCHEMA_VERSION == 5
     assert not loaded.config.ngram_adaptive  # before version 4, ngram had a fixed length
     dumped = json.loads(loaded.model_dump_json(exclude_unset=True))
     dumped["schema_version"] = 2
@@ -215,3 +215,14 @@ def test_finished_runs_survive_a_killed_process(tmp_path: Path) -> None:
     writer.add_run(replaced(results.runs[0], id="extra", repeat=3))
     writer.finish()
     assert len(load_raw(path).runs) == 4
+
+
+def test_a_profiled_pass_cannot_compute_more_logits_rows_than_it_has_tokens() -> None:
+    from pydantic import ValidationError
+
+    from phase.results import PassCost
+
+    ok = PassCost(tokens=2, logits=0, ms=1.0, block_ms=[1.0], block_passes=[1])
+    assert ok.logits == 0
+    with pytest.raises(ValidationError, match="logits is 3, more rows than the pass's 2"):
+        PassCost(tokens=2, logits=3, ms=1.0, block_ms=[1.0], block_passes=[1])

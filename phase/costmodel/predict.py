@@ -8,7 +8,8 @@ A run's predicted decode cost is the sum over its steps of what the step asked o
 
 where c_d(b) is the draft's mirror of the batch the target last verified (b = the previous
 step's proposals + 1; phase.decode.proposers.DraftProposer re-evaluates it as the target did,
-so that both models computed every kept position the same way), after which the draft has
+so that both models computed every kept position the same way; it computes no logits, and
+from schema 5 the profile times the draft's batches that way), after which the draft has
 seen all but the newest token. That is the issue's Σ (k·c_d + c_t(k + 1)) with the draft's
 catch-up made explicit. (`auto`'s draft steps are charged the same way; its feed counts the
 tokens of steps that did not draft.) The prediction keeps its

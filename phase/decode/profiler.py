@@ -6,8 +6,10 @@ passes of b tokens at the next positions, removing them from the cache after eac
 every pass sees the same fill. A block runs until it has lasted `min_block_s` (at least one
 pass); its cost per pass is its duration over its passes. A `BlockMeter` (the campaign's
 energy sampler) may bracket each block; its joules per sensor, divided by the passes, are
-energy per pass. Passes produce logits for every row and read one argmax, as a
-verification does.
+energy per pass. Each pass computes the logits rows the decoding loop asks of a pass of
+that model and size (`target_logits`, `draft_logits`: every row for the target, as a
+verification reads them; none for a draft batch, which only mirrors a verified batch into
+the draft's cache) and reads one argmax where it has a row.
 
 Costs are medians over blocks, with (max - min) / median as their spread.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -76,17 +78,30 @@ def _batch(history: Sequence[int], kv_tokens: int, b: int) -> list[int]:
     return [history[(kv_tokens + i) % n] for i in range(b)]
 
 
+def target_logits(b: int) -> int:
+    """A target pass computes every row's logits: a verification reads each position."""
+    return b
+
+
+def draft_logits(b: int) -> int:
+    """A draft pass of one token computes its logits (a guess, or a feed's last row); a draft
+    batch computes none: it is the mirror of a verified batch, which only writes the cache
+    (proposers.DraftProposer). A catch-up feed of several tokens computes one row, which this
+    leaves out (it follows steps that did not draft: `auto` only)."""
+    return 1 if b == 1 else 0
+
+
 def _block(model: NativeModel, tokens: list[int], kv_tokens: int, min_s: float,
-           meter: BlockMeter | None) -> _Block:
+           meter: BlockMeter | None, logits: int) -> _Block:
     clock = time.perf_counter
-    b = len(tokens)
     passes = 0
     if meter is not None:
         meter.start()
     t0 = clock()
     while True:
-        model.decode(tokens, kv_tokens, b)
-        model.argmax(0)
+        model.decode(tokens, kv_tokens, logits)
+        if logits:
+            model.argmax(0)
         model.truncate(kv_tokens)
         passes += 1
         if clock() - t0 >= min_s:
@@ -96,7 +111,7 @@ def _block(model: NativeModel, tokens: list[int], kv_tokens: int, min_s: float,
     return _Block(passes, seconds, energy)
 
 
-def pass_cost(b: int, blocks: list[_Block]) -> PassCost:
+def pass_cost(b: int, blocks: list[_Block], logits: int | None = None) -> PassCost:
     block_ms = [1e3 * blk.seconds / blk.passes for blk in blocks]
     per_sensor: dict[str, list[float]] = {}
     for blk in blocks:
@@ -106,6 +121,7 @@ def pass_cost(b: int, blocks: list[_Block]) -> PassCost:
     complete = {n: v for n, v in per_sensor.items() if len(v) == len(blocks)}
     return PassCost(
         tokens=b,
+        logits=logits,
         ms=statistics.median(block_ms),
         ms_spread=spread(block_ms),
         block_ms=block_ms,
@@ -118,9 +134,11 @@ def pass_cost(b: int, blocks: list[_Block]) -> PassCost:
 
 def profile_model(model: NativeModel, history: Sequence[int], kv_tokens: int,
                   batches: Sequence[int], settings: ProfileSettings,
-                  meter: BlockMeter | None = None) -> list[PassCost]:
-    """Pass costs of `model` at fill kv_tokens, for each batch size (the cache is refilled
-    first; blocks of all sizes are interleaved, so slow drift hits every size alike)."""
+                  meter: BlockMeter | None = None,
+                  logits: Callable[[int], int] = target_logits) -> list[PassCost]:
+    """Pass costs of `model` at fill kv_tokens, for each batch size, each pass computing
+    `logits(b)` logits rows (the cache is refilled first; blocks of all sizes are
+    interleaved, so slow drift hits every size alike)."""
     if kv_tokens + max(batches) > model.n_ctx:
         raise ValueError(f"a fill of {kv_tokens} plus a batch of {max(batches)} does not fit "
                          f"the context of {model.n_ctx}")
@@ -128,12 +146,13 @@ def profile_model(model: NativeModel, history: Sequence[int], kv_tokens: int,
     runs: dict[int, list[_Block]] = {b: [] for b in batches}
     # One untimed pass of the largest size first (caches warm, buffers sized); a pass per
     # size would cost as much as a block, for nothing the interleaved blocks do not cover.
-    _block(model, _batch(history, kv_tokens, max(batches)), kv_tokens, 0.0, None)
+    _block(model, _batch(history, kv_tokens, max(batches)), kv_tokens, 0.0, None,
+           logits(max(batches)))
     for _ in range(settings.blocks):
         for b in batches:
             runs[b].append(_block(model, _batch(history, kv_tokens, b), kv_tokens,
-                                  settings.min_block_s, meter))
-    return [pass_cost(b, runs[b]) for b in batches]
+                                  settings.min_block_s, meter, logits(b)))
+    return [pass_cost(b, runs[b], logits(b)) for b in batches]
 
 
 def lookup_ms(history: Sequence[int], start: int, blocks: int,
@@ -207,7 +226,8 @@ def profile_models(target: NativeModel, draft: NativeModel | None,
         costs = profile_model(target, ctx.history, ctx.kv_tokens, settings.target_batches,
                               settings, meter)
         draft_costs = [] if draft is None else profile_model(
-            draft, ctx.history, ctx.kv_tokens, settings.draft_batches, settings, meter)
+            draft, ctx.history, ctx.kv_tokens, settings.draft_batches, settings, meter,
+            draft_logits)
         points.append(ProfilePoint(prompt=ctx.prompt, kv_tokens=ctx.kv_tokens,
                                    target=costs, draft=draft_costs))
     for model in (target, draft):

@@ -2,7 +2,13 @@
 
 What one forward pass costs on this host: the target's pass of b tokens (b = 1..17: one plain
 step, or a verification of b - 1 proposals), the draft model's pass of b tokens (one drafted
-token, or a catch-up batch), and one n-gram lookup. A pass's cost depends on how full the KV
+token, or a catch-up batch), and one n-gram lookup. Each pass is timed computing the logits
+rows the decoding loop asks of it (`PassCost.logits`). A row's logits are a product with the
+whole output layer (vocabulary x width: a quarter of qwen2.5-coder-0.5b's weights), so on a
+2-core AMD EPYC host that draft's pass of 3 tokens cost 47.2 ms with every row's logits and
+30.9 ms with none, as its mirror pass runs; timed with all rows, draft-2's proposing was
+predicted 16-23% dear (measured / predicted 0.81-0.86 over 6 runs), and timed as it runs,
+0.96-1.05. A pass's cost depends on how full the KV
 cache is (attention reads every cached position), so each figure belongs to a profile point:
 a KV fill, chosen as the middle of a run of one of the campaign's prompts (its prompt tokens
 plus half the generated tokens), where a run's mean step cost falls when cost grows linearly
@@ -29,6 +35,11 @@ class PassCost(Strict):
     """One forward pass of `tokens` tokens (b) at its profile point's KV fill."""
 
     tokens: PosInt
+    # Logits rows each timed pass computed, as the decoding loop asks for them: a target
+    # pass all b (a verification reads every row), a draft pass of one token 1, a draft
+    # batch 0 (the draft's mirror of a verified batch only writes its cache). None: all b
+    # (files before schema 5, whose draft batches were timed with every row's logits).
+    logits: Annotated[int, Field(ge=0)] | None = None
     # Median per-pass milliseconds over the blocks, and (max - min) / median (None: one block).
     ms: NonNegFloat
     ms_spread: NonNegFloat | None = None
@@ -43,6 +54,9 @@ class PassCost(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> PassCost:
+        if self.logits is not None and self.logits > self.tokens:
+            raise ValueError(f"logits is {self.logits}, more rows than the pass's "
+                             f"{self.tokens} tokens")
         if len(self.block_ms) != len(self.block_passes):
             raise ValueError(f"block_ms has {len(self.block_ms)} entries but block_passes "
                              f"has {len(self.block_passes)}")

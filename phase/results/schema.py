@@ -47,7 +47,9 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                placement, enclosures, shards and hosts, divergence evidence, cost profile.
 #   4 (2026-12): config.ngram_adaptive: a bare "ngram" adapts its proposal length (a file
 #                that says so must not be read by a phase that would take it as fixed).
-SCHEMA_VERSION = 4
+#   5 (2026-12): PassCost.logits: how many logits rows each profiled pass computed (the
+#                draft's batches now compute none, as its mirror pass does; absent: all b).
+SCHEMA_VERSION = 5
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -279,7 +281,7 @@ class PrimaryEnergy(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[4]
+    schema_version: Literal[5]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -356,7 +358,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[4]
+    schema_version: Literal[5]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str
