@@ -15,9 +15,9 @@ auto          On each of the speculative experiment's prompts, chat-formatted as
               plain (>= 0.97x) per prompt, on plain's text, and free-running where the two
               arms wrote the same text (otherwise shown, not judged, with where each text
               leaves plain's); every arm's tokens/s as the cost model predicts it from the
-              profile and the arm's own steps, at the host's pace that plain's runs nearest
-              in time read, as a campaign page does (within 10% of the measured; the
-              profile alone is in the row's detail).
+              profile and the arm's own steps (within 10% of the measured), and in the
+              row's detail, at the host's pace that plain's runs nearest in time read, as a
+              campaign page shows it.
 ngram-native  On the edit prompt (chat-formatted text, sent as is to both sides): phase's
               ngram and auto against llama-speculative-simple --spec-type ngram-simple,
               ngram-map-k, ngram-mod and ngram-cache, the draft model with
@@ -99,7 +99,7 @@ def _arm(engine: Engine, prompt: list[int], label: str, tokens: int,
     def arm() -> dict[str, Any]:
         started = time.time()
         record = _record(engine.run(prompt, strategy, tokens, **options))
-        # The run's midpoint: the cost model prices it at the host's pace then.
+        # The run's midpoint: the host's pace then is read from plain's runs around it.
         return record | {"at_s": (started + time.time()) / 2}
 
     return arm
@@ -118,26 +118,26 @@ def _pace_readings(plain_runs: list[dict[str, Any]], table: CostTable) -> list[P
 def _prediction_row(section: Section, prompt_name: str, label: str, runs: list[dict[str, Any]],
                     profile: CostProfile, prompt_tokens: int, tokens: int,
                     readings: list[PaceReading]) -> None:
-    """Predicted vs measured tokens/s, as a campaign page predicts them: each run's profiled
-    cost at the pace that the plain runs nearest in time read (never the run's own)."""
+    """Predicted vs measured tokens/s, as a campaign page predicts them from the profile; the
+    detail adds the prediction at the pace that the plain runs nearest in time read (never
+    the run's own)."""
     strategy = label.removesuffix(ON_PLAIN)
     table = cost_table(profile, prompt_tokens + tokens // 2)
-    unpaced = [r["tokens"] / (run_terms(r["trace"], strategy, table).total / 1e3) for r in runs]
+    predicted = [r["tokens"] / (run_terms(r["trace"], strategy, table).total / 1e3)
+                 for r in runs]
     paces = [pace_at(readings, r["at_s"], exclude=r["at_s"]) for r in runs]
-    paced = all(p is not None for p in paces)
-    predicted = [u / p for u, p in zip(unpaced, paces, strict=True) if p] if paced else unpaced
+    paced = [u / q for u, q in zip(predicted, paces, strict=True) if q]
     p, m = median(predicted), median(_values(runs, "tokens_per_s"))
     r = ratio(p, m)
-    alone = ratio(median(unpaced), m)
     detail = "cost model: profile + this arm's own steps"
-    if paced:
-        detail += (f", at the host's pace (x{median([q for q in paces if q]) or 0:.2f}); "
-                   f"the profile alone: {alone or 0:.3f}")
+    if len(paced) == len(runs):
+        detail += (f"; at the host's pace (x{median([q for q in paces if q]) or 0:.2f}): "
+                   f"{ratio(median(paced), m) or 0:.3f}")
     section.rows.append(Row(
         section.name, f"{prompt_name} {label} predicted", p, m, "measured", "tok/s", r,
         f"within {TOLERANCE:.0%}", None if r is None else abs(r - 1) <= TOLERANCE, detail,
         {"predicted": predicted, "measured": _values(runs, "tokens_per_s"),
-         "profile alone": unpaced, "pace": paces}))
+         "at the host's pace": paced, "pace": paces}))
 
 
 def _leaves(runs: list[dict[str, Any]], plain_text: list[int]) -> int | None:

@@ -3,14 +3,16 @@ measured tokens/s (and J/token); break-even acceptance per k; the best k per pro
 `auto` chose.
 
 Predictions come from the file's own profile (`ResultsFile.profile`) and each run's steps
-(`costmodel.predict`), at the host's pace during the run (`costmodel.pace`: the plain runs
-nearest in time, against the profile's c_t(1)) where the file has plain runs to read it from;
-the profile alone is reported beside it. Where a condition's prediction misses by more than
-`TOLERANCE`, the miss is put on the term that is off the most: the target's passes
-(Σ verify_ms), proposing (Σ propose_ms: draft passes, lookups, auto's decisions) or the loop
-around them (decode time not in either). Energy is predicted the same way from the profile's
-joules per pass, for the sensors the caller names (the file's chip-energy sensors, summed:
-two sockets, two GPUs), and is not paced.
+(`costmodel.predict`). Beside each stands the host's pace during its runs (`costmodel.pace`:
+the plain runs nearest in time, against the profile's c_t(1)) and the prediction at that
+pace, so a reader can tell a host that drifted after profiling from a term the model prices
+wrong; the verdict is the profile's own (on a noisy host the pace, read from single runs,
+was no better: bench/results/2026-12-02-epyc-pace.md). Where a condition's prediction misses
+by more than `TOLERANCE`, the miss is put on the term that is off the most: the target's
+passes (Σ verify_ms), proposing (Σ propose_ms: draft passes, lookups, auto's decisions) or
+the loop around them (decode time not in either). Energy is predicted the same way from the
+profile's joules per pass, for the sensors the caller names (the file's chip-energy sensors,
+summed: two sockets, two GPUs), and is not paced.
 """
 
 from __future__ import annotations
@@ -51,10 +53,9 @@ class ConditionPrediction:
     strategy: str
     runs: int
     measured_tokens_per_s: float
-    # At the host's pace where every run has one (`pace`), else from the profile alone.
     predicted_tokens_per_s: float
-    # Mean per run, in seconds: predicted (paced like the above) and measured target passes
-    # and proposing, and the measured decode time outside both (the Python loop).
+    # Mean per run, in seconds: predicted and measured target passes and proposing, and the
+    # measured decode time outside both (the Python loop).
     predicted_target_s: float
     measured_target_s: float
     predicted_propose_s: float
@@ -64,9 +65,9 @@ class ConditionPrediction:
     measured_j_per_token: float | None
     energy_reason: str | None
     # The host's pace over the runs (mean; 1.10: 10% slower than profiled), None where a run
-    # had no plain run to read it from; and the prediction from the profile alone.
+    # had no plain run to read it from; and the prediction at that pace.
     pace: float | None = None
-    unpaced_tokens_per_s: float | None = None
+    paced_tokens_per_s: float | None = None
 
     @property
     def error(self) -> float:
@@ -74,10 +75,11 @@ class ConditionPrediction:
         return self.predicted_tokens_per_s / self.measured_tokens_per_s - 1.0
 
     @property
-    def unpaced_error(self) -> float:
-        """The same from the profile alone, without the host's pace."""
-        unpaced = self.unpaced_tokens_per_s or self.predicted_tokens_per_s
-        return unpaced / self.measured_tokens_per_s - 1.0
+    def paced_error(self) -> float | None:
+        """The same at the host's pace (None: no pace)."""
+        if self.paced_tokens_per_s is None:
+            return None
+        return self.paced_tokens_per_s / self.measured_tokens_per_s - 1.0
 
     @property
     def energy_error(self) -> float | None:
@@ -101,9 +103,11 @@ class ConditionPrediction:
         name, predicted, measured = max(terms, key=lambda t: abs(t[1] - t[2]))
         diff = predicted - measured
         rel = f" ({diff / measured:+.0%})" if measured > 0 else ""
-        paced = "" if self.pace is None else f" at the host's pace (x{self.pace:.2f})"
-        return (f"{name}: predicted {predicted:.2f} s per run{paced}, measured "
-                f"{measured:.2f} s, {diff:+.2f} s{rel}")
+        pace = ("" if self.pace is None or self.paced_error is None else
+                f"; the nearest plain runs ran at x{self.pace:.2f} the profile's pace, and at "
+                f"that pace the prediction is off by {self.paced_error:+.0%}")
+        return (f"{name}: predicted {predicted:.2f} s per run, measured {measured:.2f} s, "
+                f"{diff:+.2f} s{rel}{pace}")
 
 
 def _measured_j_per_token(run: Run, sensor: Sensors) -> float | None:
@@ -158,7 +162,7 @@ def pace_readings(results: ResultsFile) -> PaceReadings:
 
 
 def run_pace(readings: PaceReadings, run: Run) -> float | None:
-    """The pace a run is priced at: its host's plain runs nearest in time, never itself."""
+    """The pace during a run: its host's plain runs nearest in time, never itself."""
     return pace_at(readings.get(run.host, []), _midpoint_s(run), exclude=run.id)
 
 
@@ -190,16 +194,16 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
     readings = pace_readings(results)
     out = []
     for (prompt, strategy), runs in runs_by_condition(results).items():
-        unpaced = [predict_run(results, r, sensor) for r in runs]
+        predicted = [predict_run(results, r, sensor) for r in runs]
         paces = [run_pace(readings, r) for r in runs]
         known = [p for p in paces if p is not None]
         paced = len(known) == len(runs)  # a condition is paced whole or not at all
-        predicted = ([(t * p, q * p, j) for (t, q, j), p in zip(unpaced, known, strict=True)]
-                     if paced else unpaced)
         measured = [measured_terms_ms(r.trace) for r in runs]
         tokens = _mean([float(r.tokens) for r in runs])
         pred_s = _mean([(t + p) / 1e3 for t, p, _ in predicted])
-        unpaced_s = _mean([(t + p) / 1e3 for t, p, _ in unpaced])
+        paced_s = (_mean([(t + p) * q / 1e3 for (t, p, _), q in zip(predicted, known,
+                                                                    strict=True)])
+                   if paced else 0.0)
         joules = [j for _, _, j in predicted if j is not None]
         measured_j = [v for r in runs if (v := _measured_j_per_token(r, sensor)) is not None]
         out.append(ConditionPrediction(
@@ -217,7 +221,7 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
             energy_reason=why_no_energy or (None if measured_j else
                                             "no measured energy for these runs"),
             pace=_mean(known) if paced else None,
-            unpaced_tokens_per_s=tokens / unpaced_s if unpaced_s > 0 else 0.0,
+            paced_tokens_per_s=tokens / paced_s if paced_s > 0 else None,
         ))
     return out
 
@@ -308,17 +312,18 @@ def auto_choices(results: ResultsFile) -> list[AutoShare]:
 def report_lines(results: ResultsFile, sensor: Sensors = None) -> list[str]:
     """The comparison as plain text (for `phase predict`)."""
     lines = [f"{'prompt':<10} {'strategy':<10} {'tok/s':>7} {'predicted':>9} {'error':>7} "
-             f"{'pace':>5} {'profile':>7}  where it misses"]
+             f"{'pace':>5} {'paced':>7}  where it misses"]
     for p in predict_conditions(results, sensor):
         pace = "-" if p.pace is None else f"{p.pace:.2f}"
+        paced = "-" if p.paced_error is None else f"{p.paced_error:+.1%}"
         lines.append(f"{p.prompt[:10]:<10} {p.strategy[:10]:<10} {p.measured_tokens_per_s:>7.1f} "
                      f"{p.predicted_tokens_per_s:>9.1f} {p.error:>+7.1%} {pace:>5} "
-                     f"{p.unpaced_error:>+7.1%}  {p.blame() or f'within {TOLERANCE:.0%}'}")
+                     f"{paced:>7}  {p.blame() or f'within {TOLERANCE:.0%}'}")
         if p.predicted_j_per_token is not None and p.measured_j_per_token is not None:
             lines.append(f"{'':<21} J/token {p.measured_j_per_token:.4f}, predicted "
                          f"{p.predicted_j_per_token:.4f} ({p.energy_error or 0.0:+.1%})")
-    lines.append("pace: the host's speed in the plain runs nearest in time over the profile's "
-                 "(1.10: 10% slower); profile: the error without it")
+    lines.append("pace: the plain runs nearest in time against the profile (1.10: 10% slower); "
+                 "paced: the error at that pace")
     lines.append("")
     lines.append("break-even acceptance (i.i.d.) per k: draft / n-gram")
     for r in break_even_rows(results):

@@ -183,20 +183,23 @@ def _drifting_campaign(slow: float) -> ResultsFile:
     return results_with([plain[0], ngram, plain[1]], profile, ("plain", "ngram"))
 
 
-def test_a_host_that_slowed_after_profiling_is_priced_at_its_pace() -> None:
-    # Every pass took 25% longer than profiled: the profile alone expects every condition
-    # 25% faster; the plain runs read the pace, and each run is priced at its neighbours'.
+def test_a_host_that_slowed_after_profiling_shows_its_pace_beside_the_miss() -> None:
+    # Every pass took 25% longer than profiled: the profile expects every condition 25%
+    # faster, and says so; the plain runs read the pace, and at that pace the miss is gone,
+    # which the blame says (the host drifted; no term is mispriced).
     preds = {p.strategy: p for p in predict_conditions(_drifting_campaign(1.25))}
     for p in preds.values():
         assert p.pace == pytest.approx(1.25)
-        assert p.unpaced_error == pytest.approx(0.25, abs=1e-9)
-        assert p.error == pytest.approx(0.0, abs=1e-9) and p.within
+        assert p.error == pytest.approx(0.25, abs=1e-9) and not p.within
+        assert p.paced_error == pytest.approx(0.0, abs=1e-9)
     blame = preds["ngram"].blame()
-    assert blame is None
+    assert blame is not None and blame.startswith("target passes")
+    assert "nearest plain runs ran at x1.25 the profile's pace" in blame
+    assert "at that pace the prediction is off by +0%" in blame
     # A steady host: pace 1, and the paced prediction is the profile's.
     steady = predict_conditions(_drifting_campaign(1.0))
-    assert all(p.pace == pytest.approx(1.0) and p.error == pytest.approx(p.unpaced_error)
-               for p in steady)
+    assert all(p.pace == pytest.approx(1.0) and p.paced_error == pytest.approx(p.error)
+               and p.within for p in steady)
 
 
 def test_a_plain_run_is_paced_by_its_neighbours_never_by_itself() -> None:
@@ -218,8 +221,7 @@ def test_a_plain_run_is_paced_by_its_neighbours_never_by_itself() -> None:
     # one plain run alone cannot pace itself: its condition keeps the profile's prediction
     alone = results.model_copy(update={"runs": [results.runs[0]]})
     [single] = predict_conditions(alone)
-    assert single.pace is None
-    assert single.error == pytest.approx(single.unpaced_error)
+    assert single.pace is None and single.paced_error is None
 
 
 def test_pace_is_read_per_host() -> None:

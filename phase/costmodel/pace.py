@@ -3,20 +3,21 @@
 A profile prices passes in the minute it was taken. A shared host's speed moves by more than
 that within minutes: on a 2-core cloud VM, a one-token pass cost 47.9 ms in a profile and
 41.7 ms a minute later, and two arms doing identical work differed by 10%
-(bench/results/2026-12-01-epyc-auto.md). A prediction from a single profile then misses every
-condition by the drift, in the same direction, though the curve's shape is right.
+(bench/results/2026-12-01-epyc-auto.md). A prediction from a single profile then misses
+conditions by the drift, though the curve's shape is right.
 
-Plain decoding is a reading of that drift for free: each of its steps is one c_t(1) pass, and
-a campaign interleaves plain runs with the others. A plain run's pace is its median step over
-the profile's c_t(1) at the run's fill (1.15: the host ran 15% slower than when profiled). A
-run is priced at the pace of the plain runs nearest to it in time, one before and one after
-(their mean), never its own: a plain run is paced by its neighbours, so its prediction stays a
-test of something (how steady the host was between them), not a restatement of itself.
+Plain decoding reads that drift for free: each of its steps is one c_t(1) pass, and a
+campaign interleaves plain runs with the others. A plain run's pace is its median step over
+the profile's c_t(1) at the run's fill (1.15: the host ran 15% slower than when profiled).
+The pace during any run is that of the plain runs nearest to it in time, one before and one
+after (their mean), never its own: a plain run is read by its neighbours.
 
-Pace scales every term alike, target and proposing: the host's speed moves both models' passes
-(they share the cores and memory bandwidth). Scaling all costs alike leaves every ratio
-between them as it was, so `auto`'s choices and the break-even acceptances do not depend on
-it; only predicted seconds do. Energy is not paced: a plain run reads time, not joules per pass.
+The pace explains a miss; it does not replace the prediction. Each reading is one run, and
+where the host's speed moves run to run (a 30% spread between repeats of one arm in
+bench/results/2026-12-02-epyc-pace.md) a neighbour's pace carries that noise into the run it
+scales: there, scaling by it left 12 of 27 arms within 10% against the profile's 18. Scaling
+every cost alike leaves their ratios as they were, so `auto`'s choices and the break-even
+acceptances do not depend on it. Energy is not paced: a plain run reads time.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ class CostCalls:
                      _num(p.measured_tokens_per_s), _num(p.predicted_tokens_per_s),
                      _signed(p.error), _num(p.pace, lambda v: DASH if v is None else
                                              f"x{v:.2f}"),
-                     _signed(p.unpaced_error),
+                     _signed(p.paced_error),
                      _num(p.measured_j_per_token, lambda v: fmt(v, 3)),
                      _num(p.predicted_j_per_token, lambda v: fmt(v, 3)),
                      CostCell(p.blame() or f"within {TOLERANCE:.0%}")] for p in preds]
@@ -161,17 +161,18 @@ class CostCalls:
                      f"{TOLERANCE:.0%} of the measured tokens/s."]
             if any(p.pace is not None for p in preds):
                 notes.append(
-                    "Predicted at the host's pace: each run's profiled costs times the pace "
-                    "that the plain runs nearest to it in time read (their median step over "
-                    "the profile's one-token pass; x1.10: the host ran 10% slower than when "
-                    "profiled). A plain run is paced by its neighbours, never by itself. "
-                    "\"Profile alone\" is the error without the pace.")
+                    "Pace: how fast the host ran during a condition's runs against its "
+                    "profile, read by the plain runs nearest to each run in time (their median "
+                    "step over the profile's one-token pass; x1.10: 10% slower than when "
+                    "profiled; a plain run is read by its neighbours, never by itself). "
+                    "\"Error at that pace\" is the prediction scaled by it: where it is small "
+                    "and the error is large, the host drifted after it was profiled.")
             reasons = sorted({p.energy_reason for p in preds if p.energy_reason})
             notes += [f"J/token: {r}" for r in reasons]
             parts.append(self._table(CostTable(
                 "cost_prediction", "Predicted and measured, per condition", d.name,
                 self._page(d), ["prompt", "strategy", "tokens/s", "predicted", "error", "pace",
-                                "profile alone", "J/token", "predicted J/token",
+                                "error at that pace", "J/token", "predicted J/token",
                                 "where it misses"],
                 rows, notes)))
         return self._block(parts)
