@@ -2,8 +2,8 @@
 
 A profile prices passes in the minute it was taken. A shared host's speed moves by more than
 that within minutes: on a 2-core cloud VM, a one-token pass cost 47.9 ms in a profile and
-41.7 ms a minute later, and two arms doing identical work differed by 10%
-(bench/results/2026-12-01-epyc-auto.md). A prediction from a single profile then misses
+41.7 ms in plain decoding a minute later, and in bench/results/2026-12-01-epyc-auto.md two
+arms doing identical work differed by 10%. A prediction from a single profile then misses
 conditions by the drift, though the curve's shape is right.
 
 Plain decoding reads that drift for free: each of its steps is one c_t(1) pass, and a
