@@ -204,7 +204,7 @@ def test_a_host_that_slowed_after_profiling_shows_its_pace_beside_the_miss() -> 
 
 def test_a_plain_run_is_paced_by_its_neighbours_never_by_itself() -> None:
     results = _drifting_campaign(1.0)
-    # The second plain run went 30% slower than the first: each is priced at the other's pace.
+    # The second plain run went 30% slower than the first: each reads the other's pace.
     late = results.runs[2]
     slowed = late.model_copy(update={"trace": trace([(0, 0)] * TOKENS, 15.0 * 1.3),
                                      "decode_s": 0.24 * 1.3,

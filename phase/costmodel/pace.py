@@ -36,7 +36,7 @@ class PaceReading:
 
     at_s: float
     pace: float
-    key: Hashable  # which run was read: a run is never paced by its own reading
+    key: Hashable  # which run was read: a run's pace never comes from its own reading
 
 
 def plain_pace(steps: Sequence[Step], table: CostTable) -> float | None:
