@@ -67,6 +67,9 @@ class Row:
     passed: bool | None = None
     detail: str = ""
     samples: dict[str, list[Any]] = field(default_factory=dict)
+    # Per-repeat figures that explain the row without being repeats of its comparison (a
+    # prediction's terms in ms): kept in the JSON, left out of `noise`.
+    breakdown: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def noise(self) -> float | None:

@@ -14,15 +14,20 @@ auto          On each of the speculative experiment's prompts, chat-formatted as
               its choices. Rows: auto against the best fixed strategy (>= 0.98x) and against
               plain (>= 0.97x) per prompt, on plain's text, and free-running where the two
               arms wrote the same text (otherwise shown, not judged, with where each text
-              leaves plain's); every arm's tokens/s as the cost model predicts it from the
-              profile and the arm's own steps (within 10% of the measured), and in the
-              row's detail, at the host's pace that plain's runs nearest in time read, as a
-              campaign page shows it.
+              leaves plain's); each of these again, "priced": every arm's runs at the
+              profile's costs of its own passes, which the host's speed between runs cannot
+              move (a measured miss beside a priced pass is the machine, a priced miss is
+              auto's choices); every arm's tokens/s as the cost model predicts it from the
+              profile and the arm's own steps (within 10% of the measured), in the row's
+              detail at the host's pace that plain's runs nearest in time read, as a
+              campaign page shows it, and in the JSON row's "breakdown" each term's ms,
+              predicted and measured, and the loop's own ms outside them.
 ngram-native  On the edit prompt (chat-formatted text, sent as is to both sides): phase's
               ngram and auto against llama-speculative-simple --spec-type ngram-simple,
               ngram-map-k, ngram-mod and ngram-cache, the draft model with
               --spec-draft-p-min, and llama-lookup. Targets: phase ngram >= 1.0x the best of
-              llama.cpp's n-gram types; auto above both.
+              llama.cpp's n-gram types; auto above both, measured, and above phase's
+              ngram priced as in the auto section (llama.cpp's passes are not priced).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from bench.decode_bench import _common, _pct, _skip_without_native, _values, pro
 from phase.campaign.profiling import contexts
 from phase.costmodel import CostTable, cost_table
 from phase.costmodel.pace import PaceReading, pace_at, plain_pace
-from phase.costmodel.predict import run_terms
+from phase.costmodel.predict import measured_terms_ms, run_terms
 from phase.decode import DecodeResult, Engine, parse_strategy
 from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.decode.result import compare_to_plain
@@ -115,16 +120,37 @@ def _pace_readings(plain_runs: list[dict[str, Any]], table: CostTable) -> list[P
     return readings
 
 
+def _priced(runs: list[dict[str, Any]], strategy: str, table: CostTable) -> list[float]:
+    """Each run's tokens/s as the profile prices its own steps (phase.costmodel.predict): what
+    its choices are worth, with the host's speed from run to run left out. Greedy repeats take
+    the same steps, so repeats price alike, however much the machine's speed moved."""
+    return [r["tokens"] / (run_terms(r["trace"], strategy, table).total / 1e3) for r in runs]
+
+
+def _terms(runs: list[dict[str, Any]], strategy: str,
+           table: CostTable) -> dict[str, list[float]]:
+    """Per run, the cost model's terms beside the trace's (ms): which term a miss is in. The
+    loop's own time (decode time outside every timed pass and proposal) is the remainder."""
+    out: dict[str, list[float]] = {}
+    for r in runs:
+        predicted = run_terms(r["trace"], strategy, table)
+        measured = measured_terms_ms(r["trace"])
+        decode_ms = 1e3 * r["tokens"] / r["tokens_per_s"]
+        for key, value in (("target ms, predicted", predicted.target),
+                           ("target ms, measured", measured.target),
+                           ("propose ms, predicted", predicted.propose),
+                           ("propose ms, measured", measured.propose),
+                           ("loop ms, measured", decode_ms - measured.total)):
+            out.setdefault(key, []).append(value)
+    return out
+
+
 def _prediction_row(section: Section, prompt_name: str, label: str, runs: list[dict[str, Any]],
-                    profile: CostProfile, prompt_tokens: int, tokens: int,
-                    readings: list[PaceReading]) -> None:
-    """Predicted vs measured tokens/s, as a campaign page predicts them from the profile; the
-    detail adds the prediction at the pace that the plain runs nearest in time read (never
-    the run's own)."""
-    strategy = label.removesuffix(ON_PLAIN)
-    table = cost_table(profile, prompt_tokens + tokens // 2)
-    predicted = [r["tokens"] / (run_terms(r["trace"], strategy, table).total / 1e3)
-                 for r in runs]
+                    predicted: list[float], readings: list[PaceReading],
+                    table: CostTable) -> None:
+    """Predicted (`predicted`: the runs as the profile prices them) vs measured tokens/s, as a
+    campaign page predicts them; the detail adds the prediction at the pace that the plain
+    runs nearest in time read (never the run's own), and the samples each term's ms."""
     paces = [pace_at(readings, r["at_s"], exclude=r["at_s"]) for r in runs]
     paced = [u / q for u, q in zip(predicted, paces, strict=True) if q]
     p, m = median(predicted), median(_values(runs, "tokens_per_s"))
@@ -137,7 +163,8 @@ def _prediction_row(section: Section, prompt_name: str, label: str, runs: list[d
         section.name, f"{prompt_name} {label} predicted", p, m, "measured", "tok/s", r,
         f"within {TOLERANCE:.0%}", None if r is None else abs(r - 1) <= TOLERANCE, detail,
         {"predicted": predicted, "measured": _values(runs, "tokens_per_s"),
-         "at the host's pace": paced, "pace": paces}))
+         "at the host's pace": paced, "pace": paces},
+        _terms(runs, label.removesuffix(ON_PLAIN), table)))
 
 
 def _leaves(runs: list[dict[str, Any]], plain_text: list[int]) -> int | None:
@@ -151,17 +178,28 @@ def _where(leaves: int | None) -> str:
 
 def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
             arm: str, others: list[str], target: float, plain_text: list[int],
-            suffix: str = "") -> None:
-    """Row: `arm` against the fastest of `others` (medians). Free-running arms are judged only
-    where both wrote the same text: batched verification can flip a near-tie that a one-token
-    pass would not, and speeds of two different texts compare the texts' luck (one copies
-    more than the other), not the strategies. The "on plain's text" arms always share a text."""
-    speeds = {a: median(_values(runs[a], "tokens_per_s")) for a in [arm, *others]}
+            suffix: str = "", priced: dict[str, list[float]] | None = None) -> None:
+    """Row: `arm` against the fastest of `others` (medians of measured tokens/s, or with
+    `priced`, of each run as the profile prices its own steps). Free-running arms are judged
+    only where both wrote the same text: batched verification can flip a near-tie that a
+    one-token pass would not, and speeds of two different texts compare the texts' luck (one
+    copies more than the other), not the strategies. The "on plain's text" arms always share
+    a text.
+
+    The priced row is the measured one's twin with the host left out: a measured miss beside
+    a priced pass says the strategy chose well and the machine's speed moved between the two
+    arms' runs (on a shared host, identical runs a minute apart differ by 15-40%); a priced
+    miss says the choices themselves cost speed."""
+    figures = priced or {a: _values(runs[a], "tokens_per_s") for a in [arm, *others]}
+    speeds = {a: median(figures[a]) for a in [arm, *others]}
     known = {a: v for a, v in speeds.items() if a != arm and v is not None}
     best = max(known, key=lambda a: known[a])
     r = ratio(speeds[arm], known[best])
     detail = (f"{arm} kept {median(_values(runs[arm], 'acceptance')) or 0:.0%} of "
               f"{median(_values(runs[arm], 'drafted'))} proposed tokens")
+    if priced is not None:
+        detail = ("priced: each arm's own passes at the profile's costs, the host's speed "
+                  "between runs left out; " + detail)
     passed = check_at_least(r, target)
     if suffix:
         overridden = median(_values(runs[arm], "overridden"))
@@ -173,10 +211,11 @@ def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
         detail += f"; not judged, the texts differ ({', '.join(where)}): see{ON_PLAIN}"
     label = arm.removesuffix(ON_PLAIN)
     vs = "best fixed" if len(others) > 1 else best.removesuffix(ON_PLAIN)
+    how = ", priced" if priced is not None else ""
     section.rows.append(Row(
-        "auto", f"{name} {label} vs {vs}{suffix}", speeds[arm], known[best],
+        "auto", f"{name} {label} vs {vs}{suffix}{how}", speeds[arm], known[best],
         best.removesuffix(ON_PLAIN), "tok/s", r, f">= {target:.2f}x", passed, detail,
-        {arm: _values(runs[arm], "tokens_per_s"), best: _values(runs[best], "tokens_per_s")}))
+        {arm: figures[arm], best: figures[best]}))
 
 
 def run_auto(ctx: Context) -> Section:
@@ -203,18 +242,22 @@ def run_auto(ctx: Context) -> Section:
                      for label in labels if label != "plain"}
             runs = alternate(ctx.repeats, arms, ctx.log)
             runs["plain" + ON_PLAIN] = runs["plain"]  # plain's own text, by definition
+            table = cost_table(profile, len(prompt) + ctx.spec_tokens // 2)
+            priced = {label: _priced(r, label.removesuffix(ON_PLAIN), table)
+                      for label, r in runs.items()}
             fixed = [label for label in labels if label != "auto"]
-            _versus(section, name, runs, "auto", fixed, AUTO_VS_BEST, text)
-            _versus(section, name, runs, "auto" + ON_PLAIN, [f + ON_PLAIN for f in fixed],
-                    AUTO_VS_BEST, text, ON_PLAIN)
-            _versus(section, name, runs, "auto", ["plain"], AUTO_VS_PLAIN, text)
-            _versus(section, name, runs, "auto" + ON_PLAIN, ["plain" + ON_PLAIN],
-                    AUTO_VS_PLAIN, text, ON_PLAIN)
-            readings = _pace_readings(
-                runs["plain"], cost_table(profile, len(prompt) + ctx.spec_tokens // 2))
+            for arm, others, target in (
+                    ("auto", fixed, AUTO_VS_BEST),
+                    ("auto" + ON_PLAIN, [f + ON_PLAIN for f in fixed], AUTO_VS_BEST),
+                    ("auto", ["plain"], AUTO_VS_PLAIN),
+                    ("auto" + ON_PLAIN, ["plain" + ON_PLAIN], AUTO_VS_PLAIN)):
+                suffix = ON_PLAIN if arm.endswith(ON_PLAIN) else ""
+                _versus(section, name, runs, arm, others, target, text, suffix)
+                _versus(section, name, runs, arm, others, target, text, suffix, priced)
+            readings = _pace_readings(runs["plain"], table)
             for label in [*labels, *following]:
-                _prediction_row(section, name, label, runs[label], profile, len(prompt),
-                                ctx.spec_tokens, readings)
+                _prediction_row(section, name, label, runs[label], priced[label], readings,
+                                table)
     return section
 
 
@@ -252,7 +295,7 @@ def run_ngram_native(ctx: Context) -> Section:
         # The chat-formatted prompt as text, so both sides tokenize the same string.
         text = engine.detokenize(engine.format_prompt(prompt_text(EDIT)))
         prompt = engine.format_prompt(text, chat_template=False)
-        _profile(engine, ctx, {EDIT: prompt})
+        profile, _ = _profile(engine, ctx, {EDIT: prompt})
         arms = {"phase ngram": _arm(engine, prompt, "ngram", ctx.spec_tokens),
                 "phase auto": _arm(engine, prompt, "auto", ctx.spec_tokens),
                 **_native_arms(ctx, text)}
@@ -284,6 +327,20 @@ def run_ngram_native(ctx: Context) -> Section:
         speeds["phase ngram"], "phase ngram", "tok/s", r, "> 1.00x",
         None if r is None else r > 1, "",
         {"phase auto": samples["phase auto"], "phase ngram": samples["phase ngram"]}))
+    # The same comparison with the host left out (see _versus): llama.cpp's arms run in
+    # another process, whose passes the profile does not price, so only phase's pair has it.
+    table = cost_table(profile, len(prompt) + ctx.spec_tokens // 2)
+    priced = {arm: _priced(runs[arm], strategy, table)
+              for arm, strategy in (("phase auto", "auto"), ("phase ngram", "ngram"))}
+    r = ratio(median(priced["phase auto"]), median(priced["phase ngram"]))
+    texts_differ = runs["phase auto"][0]["token_ids"] != runs["phase ngram"][0]["token_ids"]
+    section.rows.append(Row(
+        "ngram-native", "phase auto vs phase ngram, priced", median(priced["phase auto"]),
+        median(priced["phase ngram"]), "phase ngram", "tok/s", r, "> 1.00x",
+        None if r is None or texts_differ else r > 1,
+        "priced: each arm's own passes at the profile's costs, the host's speed between runs "
+        "left out" + ("; not judged, the two texts differ" if texts_differ else ""),
+        priced))
     for name in (*native.NGRAM_SPEC_TYPES, "llama-lookup", "draft p-min"):
         section.rows.append(Row(
             "ngram-native", f"phase ngram vs {name}", speeds["phase ngram"], speeds[name], name,
