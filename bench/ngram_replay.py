@@ -12,10 +12,15 @@ for c0 + c1·b, or `ms@b,...` points joined by straight lines (the issue's measu
 the 2-core host: 41 ms for one row, 282 ms for nine; ~950 ms for 49 rows inferred from
 llama.cpp's ngram-simple speed). No wall time is measured, so this runs on a busy machine.
 
+With --profile, the curve is instead the results file's own profile at each prompt's mid-run
+fill (its target passes and its n-gram lookup), the costs the campaign's predictions use.
+
 Replayed: phase's ngram (its adaptive length, and a fixed 4) and auto (with a CPU-like curve,
 no draft), and re-implementations of llama.cpp's ngram-simple (12-token key, up to 48
 tokens), ngram-map-k (the same key, the last accepted count per key) and ngram-mod (24-token
-context chained, 48..64 tokens).
+context chained, 48..64 tokens). Last, a ceiling no proposer reaches: an oracle that sees the
+matcher's continuation and the reference, and proposes at each step exactly the length worth
+most under the curve, knowing how much of it will be kept.
 """
 
 from __future__ import annotations
@@ -24,13 +29,15 @@ import argparse
 import bisect
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
 
-from phase.costmodel import CostTable, Curve  # noqa: E402
+from phase.costmodel import CostTable, Curve, cost_table  # noqa: E402
 from phase.decode.auto import AutoProposer  # noqa: E402
+from phase.decode.ngram import NgramMatcher  # noqa: E402
 from phase.decode.proposers import AdaptiveNgramProposer, NgramProposer  # noqa: E402
 from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN  # noqa: E402
 
@@ -116,6 +123,31 @@ class Mod:
         return out[:limit]
 
 
+class Oracle:
+    """phase's matcher, each proposal cut knowing the outcome: the length with the largest
+    surplus over plain decoding (`auto._best`'s measure) when the first `kept` tokens of the
+    continuation are right. What any n-gram proposer's choices could reach on this text."""
+
+    def __init__(self, reference: Sequence[int], prompt_tokens: int, cost: Cost,
+                 k_max: int = 16) -> None:
+        self.reference, self.prompt_tokens, self.cost = reference, prompt_tokens, cost
+        self.k_max = k_max
+
+    def begin(self, prompt: Sequence[int]) -> None:
+        self.matcher = NgramMatcher()
+        self.matcher.begin(prompt)
+
+    def propose(self, seq: list[int], limit: int) -> list[int]:
+        guess = self.matcher.lookup(seq, min(self.k_max, limit)).continuation
+        done = len(seq) - self.prompt_tokens
+        kept = 0
+        while kept < len(guess) and guess[kept] == self.reference[done + kept]:
+            kept += 1
+        plain = self.cost(1)
+        values = [1 + min(k, kept) - self.cost(k + 1) / plain for k in range(len(guess) + 1)]
+        return guess[:max(range(len(values)), key=values.__getitem__)]
+
+
 def replay(proposer, prompt: list[int], reference: list[int]) -> list[tuple[int, int]]:
     """(proposed, kept) per target pass, as verification against `reference` would judge."""
     proposer.begin(prompt)
@@ -152,9 +184,9 @@ def parse_cost(text: str) -> Cost:
     return cost
 
 
-def proposers(cost: Cost) -> dict[str, Callable[[], object]]:
+def proposers(cost: Cost, lookup_ms: float = 0.05) -> dict[str, Callable[[], object]]:
     table = CostTable("ms", Curve(tuple(range(1, 18)), tuple(cost(b) for b in range(1, 18))),
-                      None, 0.05, 0)
+                      None, lookup_ms, 0)
     return {
         f"phase ngram (adaptive, up to {NGRAM_K})": lambda: AdaptiveNgramProposer(
             NGRAM_N_MIN, NGRAM_N_MAX, NGRAM_K),
@@ -207,10 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/ngram_replay.py", description=__doc__.split("\n\n")[0])
     p.add_argument("results", type=Path)
     p.add_argument("--cost", action="append", help="c0,c1 or ms@b,... (repeatable)")
+    p.add_argument("--profile", action="store_true",
+                   help="price with the results file's own profile (instead of --cost)")
     p.add_argument("--prompts", default=None, help="comma list (default: all)")
     args = p.parse_args(argv)
     results = load_raw(args.results)
-    costs = args.cost or ["11,30", "41@1,282@9,950@49"]
+    if args.profile and results.profile is None:
+        p.error(f"{args.results}: no cost profile (files before schema 4 have none); "
+                "give --cost instead")
+    costs = [] if args.profile else args.cost or ["11,30", "41@1,282@9,950@49"]
     refs = {r.prompt: r.token_ids for r in results.references}
     wanted = args.prompts.split(",") if args.prompts else list(refs)
     target = next(m for m in results.models if m.role == "target")
@@ -218,15 +255,23 @@ def main(argv: list[str] | None = None) -> int:
         prompts = {s.name: engine.format_prompt(s.text, chat_template=results.config.chat_template)
                    for s in results.config.prompts}
     for name in wanted:
-        print(f"== {name}: {len(prompts[name])} prompt tokens, {len(refs[name])} generated")
-        for text in costs:
-            cost = parse_cost(text)
+        prompt, reference = prompts[name], refs[name]
+        print(f"== {name}: {len(prompt)} prompt tokens, {len(reference)} generated")
+        curves: list[tuple[str, Cost, float]] = [(t, parse_cost(t), 0.05) for t in costs]
+        if args.profile:
+            assert results.profile is not None
+            table = cost_table(results.profile, len(prompt) + len(reference) // 2)
+            curves.append((f"the file's profile at fill {len(prompt) + len(reference) // 2}",
+                           table.target, table.lookup))
+        for text, cost, lookup in curves:
             print(f"  cost curve {text} (auto decides with it)")
-            for label, make in proposers(cost).items():
-                steps = replay(make(), prompts[name], refs[name])
+            makers = proposers(cost, lookup) | {
+                "oracle (ceiling)": partial(Oracle, reference, len(prompt), cost)}
+            for label, make in makers.items():
+                steps = replay(make(), prompt, reference)
                 proposed, kept = sum(s for s, _ in steps), sum(k for _, k in steps)
                 rows = sum(s + 1 for s, _ in steps)
-                speed = len(refs[name]) * cost(1) / sum(cost(s + 1) for s, _ in steps)
+                speed = len(reference) * cost(1) / sum(cost(s + 1) + lookup for s, _ in steps)
                 print(f"    {label:32s} passes {len(steps):4d} proposed {proposed:4d} "
                       f"kept {kept:4d} ({kept / max(proposed, 1):.0%}) rows {rows:5d}  "
                       f"{speed:.2f}x plain")
