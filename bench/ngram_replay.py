@@ -18,9 +18,9 @@ fill (its target passes and its n-gram lookup), the costs the campaign's predict
 Replayed: phase's ngram (its adaptive length, and a fixed 4) and auto (with a CPU-like curve,
 no draft), and re-implementations of llama.cpp's ngram-simple (12-token key, up to 48
 tokens), ngram-map-k (the same key, the last accepted count per key) and ngram-mod (24-token
-context chained, 48..64 tokens). Last, a ceiling no proposer reaches: an oracle that sees the
-matcher's continuation and the reference, and proposes at each step exactly the length worth
-most under the curve, knowing how much of it will be kept.
+context chained, 48..64 tokens). Last, a ceiling for choosing lengths over phase's matcher: an
+oracle that sees the matcher's continuation and the reference, and proposes at each step the
+length worth most under the curve, knowing how much of it will be kept (step by step, greedy).
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ class Mod:
 class Oracle:
     """phase's matcher, each proposal cut knowing the outcome: the length with the largest
     surplus over plain decoding (`auto._best`'s measure) when the first `kept` tokens of the
-    continuation are right. What any n-gram proposer's choices could reach on this text."""
+    continuation are right: what choosing a length at each step could reach on this text,
+    with this matcher's guesses."""
 
     def __init__(self, reference: Sequence[int], prompt_tokens: int, cost: Cost,
                  k_max: int = 16) -> None:

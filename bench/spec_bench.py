@@ -150,7 +150,7 @@ def _prediction_row(section: Section, prompt_name: str, label: str, runs: list[d
                     table: CostTable) -> None:
     """Predicted (`predicted`: the runs as the profile prices them) vs measured tokens/s, as a
     campaign page predicts them; the detail adds the prediction at the pace that the plain
-    runs nearest in time read (never the run's own), and the samples each term's ms."""
+    runs nearest in time read (never the run's own), and the row's breakdown each term's ms."""
     paces = [pace_at(readings, r["at_s"], exclude=r["at_s"]) for r in runs]
     paced = [u / q for u, q in zip(predicted, paces, strict=True) if q]
     p, m = median(predicted), median(_values(runs, "tokens_per_s"))
@@ -188,8 +188,8 @@ def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
 
     The priced row is the measured one's twin with the host left out: a measured miss beside
     a priced pass says the strategy chose well and the machine's speed moved between the two
-    arms' runs (on a shared host, identical runs a minute apart differ by 15-40%); a priced
-    miss says the choices themselves cost speed."""
+    arms' runs (on a shared 2-core VM, repeats of one arm spread by 15-37%); a priced miss
+    says the choices themselves cost speed."""
     figures = priced or {a: _values(runs[a], "tokens_per_s") for a in [arm, *others]}
     speeds = {a: median(figures[a]) for a in [arm, *others]}
     known = {a: v for a, v in speeds.items() if a != arm and v is not None}
