@@ -30,9 +30,9 @@ from test_publish_inputs import (
 )
 
 from phase.cli import main
-from phase.publish.anchors import run_anchor
-from phase.publish.notes import NoteError, parse_note
-from phase.publish.site import BlockedError, build_docs
+from phase.publish.markup.anchors import run_anchor
+from phase.publish.notes.source import NoteError, parse_note
+from phase.publish.site.build import BlockedError, build_docs
 from phase.results import SummaryFile, load, load_raw
 from phase.validate import validate_results
 
