@@ -32,6 +32,7 @@ from phase.validate.rules import (
     plausibility,
     schema,
     sensor_lag,
+    shards,
     summary,
     variance,
 )
@@ -44,6 +45,7 @@ RAW_RULES: tuple[RawRule, ...] = (
     schema.check,
     backend.check,
     consistency.check,
+    shards.check,
     completeness.check,
     equivalence.check,
     plausibility.check,
@@ -63,6 +65,7 @@ RULES = (
     "schema",
     "backend",
     "consistency",
+    "shards",
     "completeness",
     "equivalence",
     "plausibility",

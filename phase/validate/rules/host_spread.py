@@ -8,25 +8,45 @@ earlier rules did not reject), else tokens/s. When (max - min) / mean of the per
 exceeds `host_spread_max`, the hosts do not measure alike (a throttled node, a noisy
 neighbour, a different BIOS setting) and the condition's figures mix machines; the finding
 names each host's mean. Shards split by prompts keep every condition on one host, so the rule
-has nothing to compare there.
+has nothing to compare there. Runs are grouped by the machine that ran them: the host, told
+apart by shard where one host name ran several shards (two containers or pods can share a
+name); that the hosts are of one class is rule shards' (blocking).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Callable
 
 from phase.analysis import energy_j_per_token, runs_by_condition, spread
 from phase.results import ResultsFile, Run
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
+from phase.validate.sharding import in_part
 
 
-def _per_host(runs: list[Run]) -> dict[str, list[Run]]:
+def _machines(results: ResultsFile) -> Callable[[Run], str | None]:
+    """Which machine ran a run: its host, told apart by the shard that holds the run where
+    one host name ran several shards (two machines can share a name: containers, pods)."""
+    names = Counter(m.hostname for m in results.merged_from)
+
+    def machine(run: Run) -> str | None:
+        if run.host is None or names[run.host] < 2:
+            return run.host
+        shard = next((m.shard.index for m in results.merged_from
+                      if m.hostname == run.host and in_part(run, m.shard)), None)
+        return run.host if shard is None else f"{run.host} (shard {shard})"
+
+    return machine
+
+
+def _per_host(runs: list[Run], machine: Callable[[Run], str | None]) -> dict[str, list[Run]]:
     grouped: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
-        if run.host is not None:
-            grouped[run.host].append(run)
+        name = machine(run)
+        if name is not None:
+            grouped[name].append(run)
     return grouped
 
 
@@ -47,8 +67,9 @@ def _chip_means(by_host: dict[str, list[Run]], ctx: Context) -> dict[str, float]
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
+    machine = _machines(results)
     for (prompt, strategy), runs in runs_by_condition(results).items():
-        by_host = _per_host(runs)
+        by_host = _per_host(runs, machine)
         if len(by_host) < 2:
             continue
         chip = _chip_means(by_host, ctx)
