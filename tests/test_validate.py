@@ -36,7 +36,9 @@ def rules(report: Report, rule: str) -> list[Finding]:
 
 def one_run_file(*windows, sensors, samples=()) -> ResultsFile:
     """A campaign of exactly one run (config repeats 1) carrying the given windows."""
-    run = make_run(energy=windows, samples=samples)
+    # The run lasts as long as its longest window (rule clocks keeps windows inside runs).
+    decode_s = max((w.end_unix_s - w.start_unix_s for w in windows), default=1.0)
+    run = make_run(energy=windows, samples=samples, decode_s=max(decode_s, 1.0))
     return make_results([run], sensors=sensors, repeats=1)
 
 

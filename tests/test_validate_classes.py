@@ -242,7 +242,13 @@ def test_shuffled_schedules_are_checked_with_the_configured_seed() -> None:
     config = replaced(base.config, shuffle=True, seed=7)
     plan = {(s.repeat, s.prompt, s.strategy): s.order for s in
             schedule(["a", "b"], ["plain", "ngram"], 2, 7, True)}
-    runs = [replaced(r, order=plan[(r.repeat, r.prompt, r.strategy)]) for r in base.runs]
+    # Each run keeps its clock slot by order: the shuffled schedule ran in its new order.
+    slots = sorted((r.started_unix_s, r.ended_unix_s) for r in base.runs)
+    runs = []
+    for r in base.runs:
+        order = plan[(r.repeat, r.prompt, r.strategy)]
+        start, end = slots[order]
+        runs.append(replaced(r, order=order, started_unix_s=start, ended_unix_s=end))
     shuffled = replaced(base, config=config, runs=runs)
     assert check(shuffled).findings == []
     other_seed = replaced(shuffled, config=replaced(config, seed=8))
@@ -259,7 +265,7 @@ PSYS = make_sensor("psys", scope="board", kind="counter")  # same backend: enclo
 def one_run(*windows: tuple[str, float], sensors, window_s: float = 1.0,
             samples=()) -> ResultsFile:
     run = make_run(energy=[make_window(n, energy_j=e, window_s=window_s) for n, e in windows],
-                   samples=samples)
+                   samples=samples, decode_s=window_s)
     return make_results([run], sensors=sensors, repeats=1)
 
 

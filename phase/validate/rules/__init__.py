@@ -20,6 +20,7 @@ from phase.results import ResultsFile, SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.rules import (
     backend,
+    clocks,
     completeness,
     consistency,
     counter_edges,
@@ -52,6 +53,7 @@ RAW_RULES: tuple[RawRule, ...] = (
     shards.check,
     completeness.check,
     equivalence.check,
+    clocks.check,
     plausibility.check,
     impossible.check,
     frozen.check,
@@ -74,6 +76,7 @@ RULES = (
     "shards",
     "completeness",
     "equivalence",
+    "clocks",
     "plausibility",
     "impossible",
     "frozen",
