@@ -132,7 +132,9 @@ def test_an_intended_twenty_tau_window_on_real_unix_timestamps_passes() -> None:
 
 def test_a_counter_with_no_smoothing_never_trips() -> None:
     results = make_results(sensors=[make_sensor("rapl")], decode_s=0.01)
-    assert validate_results(results, "r.json").findings == []
+    # (Its 1 ms updates leave a 10 ms window uncertain at the edges: rule counter-edges.)
+    assert [f for f in validate_results(results, "r.json").findings
+            if f.rule == "sensor-lag"] == []
 
 
 # --- lag confound ---------------------------------------------------------------------------
