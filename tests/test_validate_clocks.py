@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from factories import make_results, make_sensor, make_trace, replaced
+from shard_files import write_shards
 
+from phase.campaign.merge import merge_files
 from phase.results import ResultsFile, Run, load_raw
 from phase.validate import Finding, validate_results
 
@@ -108,3 +110,28 @@ def test_a_trace_on_another_clock_is_rejected(t_s: list[float], words: str) -> N
     [finding] = clocks(altered)
     assert (finding.run_id, finding.sensor, finding.severity) == (run.id, "pkg", "rejected")
     assert words in finding.message and finding.json_path.startswith("$.runs[0].samples[0].t_s")
+
+
+@pytest.mark.parametrize("same_name", [False, True])
+def test_shards_running_at_once_on_two_machines_do_not_overlap(tmp_path: Path,
+                                                               same_name: bool) -> None:
+    # Two machines ran their shards at the same time; two containers may share a name.
+    paths = write_shards(tmp_path, prompts=("p1",), repeats=4)
+    first = load_raw(paths[0])
+    for path in paths:
+        results = load_raw(path)
+        shift = first.runs[0].started_unix_s - min(r.started_unix_s for r in results.runs)
+        hosts = [replaced(h, hostname="localhost") for h in results.hosts] if same_name \
+            else results.hosts
+        runs = [replaced(shifted(r, shift), host=hosts[0].hostname) for r in results.runs]
+        path.write_text(replaced(results, runs=runs, hosts=hosts).model_dump_json(),
+                        encoding="utf-8")
+    out = tmp_path / "merged.json"
+    merge_files(out, paths)
+    merged = load_raw(out)
+    assert len({r.host for r in merged.runs}) == (1 if same_name else 2)
+    assert clocks(merged) == []
+    # On one machine, the same runs would overlap.
+    one = replaced(merged, merged_from=[], hosts=merged.hosts[:1],
+                   runs=[replaced(r, host=merged.hosts[0].hostname) for r in merged.runs])
+    assert clocks(one)

@@ -8,11 +8,12 @@ here reads or writes a file.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from phase.errors import UsageProblem
-from phase.results import CampaignConfig, HostIdentity, Run, ShardInfo
+from phase.results import CampaignConfig, HostIdentity, ResultsFile, Run, ShardInfo
 from phase.results.schedule import split
 
 
@@ -93,3 +94,18 @@ def planned_part(config: CampaignConfig, shard: ShardInfo) -> list[tuple[str, st
             out.append((field, f"shard {i} of {shard.count} records {field} {recorded!r}, but "
                                f"the plan's split gives it {planned!r}"))
     return out
+
+
+def machine_of(results: ResultsFile) -> Callable[[Run], str | None]:
+    """Which machine ran a run: its host, told apart by the shard that holds the run where
+    one host name ran several shards (two machines can share a name: containers, pods)."""
+    names = Counter(m.hostname for m in results.merged_from)
+
+    def machine(run: Run) -> str | None:
+        if run.host is None or names[run.host] < 2:
+            return run.host
+        shard = next((m.shard.index for m in results.merged_from
+                      if m.hostname == run.host and in_part(run, m.shard)), None)
+        return run.host if shard is None else f"{run.host} (shard {shard})"
+
+    return machine

@@ -30,6 +30,7 @@ from math import inf
 from phase.results import ResultsFile, Run, SensorInfo
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
+from phase.validate.sharding import machine_of
 
 # Reads of a coarse counter may go on after a window ends until its next update (the sampler
 # waits up to 2.5 update periods plus 50 ms; a self-stamped meter 5 smoothing times plus 1 s).
@@ -92,8 +93,9 @@ def _order(results: ResultsFile, settings: RuleSettings, ctx: Context,
            index: dict[int, int]) -> list[Finding]:
     """On each host, runs in their recorded order, none starting before the previous ended."""
     by_host: dict[str | None, list[Run]] = defaultdict(list)
+    machine = machine_of(results)  # two machines sharing a host name are told apart by shard
     for run in results.runs:
-        by_host[run.host].append(run)
+        by_host[machine(run)].append(run)
     out: list[Finding] = []
     for runs in by_host.values():
         runs = sorted(runs, key=lambda r: r.order)
@@ -118,7 +120,7 @@ def _order(results: ResultsFile, settings: RuleSettings, ctx: Context,
             out.append(ctx.finding(
                 "clocks", "blocking",
                 f"order {odd.order}: overlaps run {other.id!r} (order {other.order}) on "
-                f"{'host ' + str(odd.host) if odd.host else 'this host'}: it {side} "
+                f"{'host ' + str(machine(odd)) if odd.host else 'this host'}: it {side} "
                 f"{'the next run started' if odd is before else 'the previous run ended'} "
                 f"({-gap:.6g} s); one host runs one run at a time, in order",
                 run=odd, numbers={"overlap_s": -gap, "usual_gap_s": usual},

@@ -16,29 +16,14 @@ name); that the hosts are of one class is rule shards' (blocking).
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 
 from phase.analysis import energy_j_per_token, runs_by_condition, spread
 from phase.results import ResultsFile, Run
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
-from phase.validate.sharding import in_part
-
-
-def _machines(results: ResultsFile) -> Callable[[Run], str | None]:
-    """Which machine ran a run: its host, told apart by the shard that holds the run where
-    one host name ran several shards (two machines can share a name: containers, pods)."""
-    names = Counter(m.hostname for m in results.merged_from)
-
-    def machine(run: Run) -> str | None:
-        if run.host is None or names[run.host] < 2:
-            return run.host
-        shard = next((m.shard.index for m in results.merged_from
-                      if m.hostname == run.host and in_part(run, m.shard)), None)
-        return run.host if shard is None else f"{run.host} (shard {shard})"
-
-    return machine
+from phase.validate.sharding import machine_of
 
 
 def _per_host(runs: list[Run], machine: Callable[[Run], str | None]) -> dict[str, list[Run]]:
@@ -67,7 +52,7 @@ def _chip_means(by_host: dict[str, list[Run]], ctx: Context) -> dict[str, float]
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    machine = _machines(results)
+    machine = machine_of(results)
     for (prompt, strategy), runs in runs_by_condition(results).items():
         by_host = _per_host(runs, machine)
         if len(by_host) < 2:

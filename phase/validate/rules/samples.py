@@ -11,9 +11,9 @@ the way the sampler computed it (phase.sensors.energy), never trusted:
   update period and the window's own and idle power. The recorded energy must equal it
   within both edge errors (recorded and recomputed) and one step of the counter's
   resolution.
-- A trace without reads at the window's edges (a meter on its own clock) bounds the energy
-  only: a power reading's mean power within its samples' range (10% either side), a
-  counter's energy no more than the counter advanced over the whole trace.
+- A trace without reads at the window's edges (a meter on its own clock), spanning at least
+  the window, bounds the energy only: a power reading's mean power within its samples' range
+  (10% either side), a counter's energy no more than it advanced over the whole trace.
 - A counter that goes down between two samples inside the window wrapped (the sampler never
   stores a reset as energy). A results file does not record the counter's wrap range (RAPL's
   `max_energy_range_uj`), so the recorded energy implies it: energy = the reads' raw
@@ -130,6 +130,8 @@ def _bounded(w: SensorWindow, info: SensorInfo, t: Sequence[float],
     """No reads at the window's edges: what any window inside the trace can hold."""
     assert w.energy_j is not None
     window = w.end_unix_s - w.start_unix_s
+    if t[-1] - t[0] < window:
+        return None  # a trace shorter than the window holds no bound on it (rule clocks')
     if info.kind == "power":
         if window <= 0:
             return None
