@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from phase.analysis import primary_sensors
+from phase.analysis.formatting import DASH, fmt, pct
 from phase.prediction import (
     TOLERANCE,
     auto_choices,
@@ -35,7 +36,6 @@ from phase.publish.charts.energy import Chart, html_safe_json, render_png
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import raw_page
 from phase.publish.numbers.downloads import cells_frame
-from phase.publish.numbers.tables import DASH, fmt, pct
 from phase.results import ResultsFile
 
 if TYPE_CHECKING:  # the page's calls object; imported for its type only (no cycle at runtime)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phase.analysis.formatting import DASH, fmt, pct
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page, run_anchor
 from phase.publish.numbers.downloads import (
@@ -20,7 +21,7 @@ from phase.publish.numbers.downloads import (
 )
 from phase.publish.numbers.findings import FindingRow, finding_rows
 from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
-from phase.publish.numbers.tables import DASH, Cell, Table, build_table, fmt, pct
+from phase.publish.numbers.tables import Cell, Table, build_table
 from phase.results import ResultsFile, Run
 
 ROOT = "../"  # data pages live in raw/
