@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phase.analysis import (
+    FIGURES,
     PLAIN,
     RunView,
     energy_mj_per_token,
@@ -85,8 +86,9 @@ def unstable_baselines(ds: Dataset) -> dict[str, str]:
         if f.rule != "variance" or f.strategy != PLAIN or f.prompt is None:
             continue
         metric = "chip energy per token" if f.sensor is not None else "tokens/s"
+        figure = FIGURES["chip_energy_spread" if f.sensor is not None else "tokens_per_s_spread"]
         spread, runs = f.numbers.get("spread"), f.numbers.get("runs")
-        out[f.prompt] = (f"{metric} spread {spread:.1%} across {runs:.0f} runs"
+        out[f.prompt] = (f"{metric} spread {figure.show(spread)} across {runs:.0f} runs"
                          if spread is not None and runs is not None else f.message)
     return out
 
