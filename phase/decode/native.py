@@ -206,7 +206,6 @@ class NativeModel:
         self._views: dict[int, np.ndarray] = {}
         self._get_logits_ith = llama_cpp.llama_get_logits_ith
         self._decode = llama_cpp.llama_decode
-        self._addr = ctypes.addressof
 
     # -- lifetime -------------------------------------------------------------------------
 

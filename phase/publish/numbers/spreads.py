@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from phase.analysis import PLAIN, cpu_ms_per_token, energy_mj_per_token, runs_by_condition
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.steps import Spread, spread_of
-from phase.results import Run, SummaryRow
+from phase.results import Run
 
 # Figures a condition has per run. "speed_vs_plain" and "cpu_vs_plain" divide each run's
 # figure by the plain mean for the same prompt.
@@ -102,7 +102,3 @@ def baseline_caveat(prompt: str, how: str) -> str:
     """The sentence a "vs plain" figure on an unstable-baseline prompt carries."""
     return (f"plain decoding on {prompt} was itself unstable ({how}): this ratio is uncertain "
             "by at least as much")
-
-
-def row_n(row: SummaryRow) -> str:
-    return "n not given" if row.n is None else f"n = {row.n}"
