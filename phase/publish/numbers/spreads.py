@@ -27,7 +27,7 @@ from phase.analysis import (
 from phase.analysis.figures import per_run_names
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.steps import Spread, spread_of
-from phase.results import Run, SummaryRow
+from phase.results import Run
 
 # Figures a condition has per run (the registry's per_run ones). A "vs plain" one divides each
 # run's figure by the plain mean for the same prompt.
@@ -97,7 +97,3 @@ def baseline_caveat(prompt: str, how: str) -> str:
     """The sentence a "vs plain" figure on an unstable-baseline prompt carries."""
     return (f"plain decoding on {prompt} was itself unstable ({how}): this ratio is uncertain "
             "by at least as much")
-
-
-def row_n(row: SummaryRow) -> str:
-    return "n not given" if row.n is None else f"n = {row.n}"
