@@ -24,10 +24,11 @@ importing only those listed below it, and no module importing itself back throug
     charts/     energy (summary rows -> energy charts, PNG fallbacks, the Vega JS), strategy
                 (cost per token, speed vs acceptance, time per token, per-step cost),
                 cost_model (pass cost, predicted vs measured)
-    numbers/    tables (results-table rows), findings (rejected values struck through), spreads
-                (per-run ranges), steps (per-step cost from traces), headline, provenance,
-                changes (between versions), downloads (every table as CSV and JSON), bench
-                (bench/results/ loaded, and the figures notes cite from it)
+    numbers/    tables (results-table rows; each column a figure of phase.analysis.figures,
+                which defines and formats every figure), findings (rejected values struck
+                through), spreads (per-run ranges), steps (per-step cost from traces),
+                headline, provenance, changes (between versions), downloads (every table as
+                CSV and JSON), bench (bench/results/ loaded, and the figures notes cite from it)
     data/       datasets (a results file loaded once: bytes, sha256, model, findings, summary,
                 derived in memory by phase.analysis, never written to results/), cache (what
                 was derived from each unchanged file, under ~/.cache/phase/build-cache)

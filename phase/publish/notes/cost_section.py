@@ -23,6 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 from phase.analysis import primary_sensors
+from phase.analysis.formatting import DASH, fmt, pct
 from phase.prediction import (
     TOLERANCE,
     auto_choices,
@@ -37,7 +38,6 @@ from phase.publish.markup.anchors import raw_page
 from phase.publish.markup.islands import island
 from phase.publish.notes.page import PageAssets
 from phase.publish.numbers.downloads import cells_frame
-from phase.publish.numbers.tables import DASH, fmt, pct
 from phase.results import ResultsFile
 
 # Picks a version's results files by name (None: all of them), as every call of the page does.

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from phase.analysis import BENCH_SPREAD, FIGURES, spread
 from phase.errors import PhaseError
 from phase.publish.markup.anchors import _safe
 
@@ -139,11 +139,11 @@ def figure(results: BenchResults, item: str, side: str, vs: str | None, href: st
         raise PhaseError(f"{results.name}: row {item!r} has no {side} figure")
     samples = (row.samples or {}).get("phase" if side == "phase" else row.reference_name, [])
     text = show(value, row.unit).removesuffix(f" {row.unit}")
+    relative = spread(samples, BENCH_SPREAD)
     title = (f"{'phase' if side == 'phase' else row.reference_name}, {row.item}: median of "
              f"{len(samples) or 'n/a'} alternating repeats"
              + (f" (lowest {min(samples):.1f}, highest {max(samples):.1f}, spread "
-                f"{(max(samples) - min(samples)) / statistics.median(samples):.0%})"
-                if len(samples) > 1 else "")
+                f"{FIGURES['bench_spread'].show(relative)})" if relative is not None else "")
              + f"; {results.name}")
     return Markup(f'<a class="phase-figure phase-bench-figure" href="{escape(href)}#'
                   f'{row_anchor(row)}" title="{escape(title)}">{escape(text)}</a>')

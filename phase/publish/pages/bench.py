@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from phase.analysis import FIGURES
 from phase.publish.notes.page import Page
 from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.bench import BenchResults, BenchRow, row_anchor, show
@@ -47,7 +48,7 @@ def table_rows(results: BenchResults) -> list[dict[str, Any]]:
             "anchor": row_anchor(r),
             "cells": [r.item, show(r.phase, r.unit), show(r.reference, r.unit), r.reference_name,
                       _ratio(r), r.target or "", _verdict(r),
-                      "" if r.noise is None else f"{100 * r.noise:.0f}%",
+                      "" if r.noise is None else FIGURES["bench_spread"].show(r.noise),
                       "" if r.n is None else str(r.n), r.detail],
         })
     return out

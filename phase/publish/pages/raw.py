@@ -16,6 +16,7 @@ from pathlib import Path
 
 from jinja2 import Environment
 
+from phase.analysis.formatting import DASH, fmt, pct
 from phase.errors import PhaseError
 from phase.publish.data.cache import DatasetCache, tree_fingerprint
 from phase.publish.data.datasets import Dataset
@@ -31,7 +32,7 @@ from phase.publish.numbers.downloads import (
 )
 from phase.publish.numbers.findings import FindingRow, finding_rows
 from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
-from phase.publish.numbers.tables import DASH, Cell, Table, build_table, fmt, pct
+from phase.publish.numbers.tables import Cell, Table, build_table
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import ResultsFile, Run, SummaryFile, dump_json
 
