@@ -104,6 +104,14 @@ EMBEDDED: dict[str, EmbeddedModel] = {
     )
 }
 
+TEST_ROLES = ("tests", "tests (alt)")
+
+
+def is_test_model(sha256: str) -> bool:
+    """Whether the file with this sha256 is one of phase's embedded test models."""
+    return any(m.sha256 == sha256 and m.role in TEST_ROLES for m in EMBEDDED.values())
+
+
 DEFAULT_TARGET = "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"
 TEST_MODEL = "smollm2-135m"

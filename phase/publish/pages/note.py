@@ -6,7 +6,8 @@ otherwise, and new versions frozen into the archive (by the caller, once the bui
                   a draft), then the versions list and every erratum (note_tail)
 
 A version is published (frozen) when it is built for the first time and is freezable: not a
-draft, not an incomplete campaign, not a quick preview, its results named explicitly (no glob)
+draft, not an incomplete campaign, not a quick preview, not a smoke test (a quick campaign or
+one on phase's test model, wherever its file lies), its results named explicitly (no glob)
 and present. An archived version is checked before it is served: the results it was published
 with must be the ones the note lists for it, byte for byte (sha256).
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import jinja2
 
+from phase.analysis.purpose import smoke_reason
 from phase.publish.archive.store import (
     Archive,
     ArchivedResults,
@@ -89,9 +91,15 @@ def _served(frozen: FrozenVersion, slug: str, number: int) -> dict[str, bytes]:
     return {f"notes/{slug}/v{number}/{name}": data for name, data in frozen.assets.items()}
 
 
+def smoke_tests(datasets: list[Dataset]) -> list[str]:
+    """`file: why` for each of `datasets` that is a smoke test, never published."""
+    return [f"{d.name}: {why}" for d in datasets if (why := smoke_reason(d.header))]
+
+
 def freezable(note: NoteSource, number: int, datasets: list[Dataset]) -> bool:
     version = note.meta.versions[number - 1]
-    return note.freezable(number) and not version.globs and bool(datasets)
+    return (note.freezable(number) and not version.globs and bool(datasets)
+            and not smoke_tests(datasets))
 
 
 def note_pages(
@@ -144,6 +152,8 @@ def note_pages(
                 out.states.append(f"v{number} new")
             else:
                 out.states.append(f"v{number} " + ("preview" if note.preview else "draft"))
+                out.notices += [f"note {note.slug}: v{number} is not published: {smoke}"
+                                for smoke in smoke_tests(datasets)]
         base = f"notes/{note.slug}"
         out.pages.append(Page(f"{base}/v{number}/index.md",
                               page_text + note_tail(env, note, number), assets))

@@ -72,6 +72,13 @@ def _render(paths: SitePaths, settings: RuleSettings | None, include_quick: bool
 
 
 def _freeze(paths: SitePaths, result: BuildResult, only: str | None = None) -> None:
+    if result.to_freeze and paths.foreign_into_project_archive:
+        names = ", ".join(f"{f.manifest.note} v{f.manifest.version}" for f in result.to_freeze)
+        result.lines.append(
+            f"not frozen: {names}: the results dir {paths.results_dir} is not this project's "
+            f"results/, and {paths.published_dir} is the project's archive; give "
+            "--published-dir DIR, or --into-project-archive to publish them there")
+        return
     archive = Archive(paths.published_dir)
     for frozen in result.to_freeze:
         if only is None or frozen.manifest.note == only:

@@ -48,6 +48,9 @@ class SitePaths:
     bench_dir: Path  # benchmark results (`make bench`), published as the Benchmarks page
     # What the build owns under a hand-written docs dir: the dirs of the page kinds it renders.
     generated: tuple[str, ...] = GENERATED
+    # Whether versions built from a results dir other than the project's own may be frozen
+    # into the project's own archive (`--into-project-archive`): never by default.
+    archive_foreign: bool = False
 
     @classmethod
     def default(cls, root: Path = REPO_ROOT, **overrides: Path | str | None) -> SitePaths:
@@ -77,6 +80,14 @@ class SitePaths:
     @property
     def quick_dir(self) -> Path:
         return self.results_dir / QUICK_SUBDIR
+
+    @property
+    def foreign_into_project_archive(self) -> bool:
+        """Whether freezing would put versions built from some other results dir into the
+        project's own published/, which only the project's results/ feeds unless told."""
+        return (self.published_dir.resolve() == (self.root / "published").resolve()
+                and self.results_dir.resolve() != (self.root / "results").resolve()
+                and not self.archive_foreign)
 
     def docs_targets(self) -> list[Path]:
         """The directories a build replaces under (or as) the docs dir."""
