@@ -28,7 +28,7 @@ from bench.common import (
     ratio,
 )
 from phase.campaign import load_prompt
-from phase.decode import Engine, parse_strategy
+from phase.decode import Engine, cpu_buffers, parse_strategy
 
 PROMPTS = REPO / "experiments" / "prompts"
 PLAIN_PROMPT = "code"  # plain and draft-k: the code-writing prompt
@@ -83,10 +83,7 @@ def _same_prefix(a: str | None, b: str | None) -> str:
 
 def _extra_buffers(ctx: Context) -> bool:
     """phase's extra-CPU-buffer decision for the target, which the native tools must share."""
-    from phase.decode.cpu_buffers import resolve
-    from phase.decode.native import system_info
-
-    return resolve("auto", ctx.target_path, system_info()).enabled
+    return cpu_buffers.for_this_build(ctx.target_path).enabled
 
 
 def _common(ctx: Context) -> native.Common:

@@ -32,8 +32,9 @@ from typing import NamedTuple
 
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
 from phase.decode.auto import AutoProposer, Decision
+from phase.decode.backend import system_info
 from phase.decode.loops import Divergence, RawStep, plain_loop, speculate_loop
-from phase.decode.native import ContextOptions, NativeModel, system_info
+from phase.decode.native import ContextOptions, NativeModel
 from phase.decode.placement import ModelPlacement
 from phase.decode.profiler import BlockMeter, ProfileContext, ProfileSettings, profile_models
 from phase.decode.proposers import (
