@@ -7,7 +7,7 @@ auto          On each of the speculative experiment's prompts, chat-formatted as
               (target + draft loaded once), after the engine's cost profile was measured at
               the prompt's mid-run fill, as a campaign measures it (afresh per prompt: a
               shared machine's speed can shift within the section's hour). Each speculative
-              strategy also runs "on plain's text" (Engine.run's follow_reference): the same
+              strategy also runs "on plain's text" (Engine.run_on_reference): the same
               passes and proposals, every position taking plain's token. Batched
               verification flips an occasional near-tie, and a flipped text may offer more or
               less to copy; a strategy's free-running speed then measures its text as much as
@@ -65,7 +65,7 @@ AUTO_VS_PLAIN = 0.97
 NGRAM_VS_NATIVE = 1.0
 P_MIN = 0.75  # --spec-draft-p-min for the draft model: llama.cpp's server default
 P_MIN_K = 16
-ON_PLAIN = " on plain's text"  # arms that follow plain's output (Engine follow_reference)
+ON_PLAIN = " on plain's text"  # arms that follow plain's output (Engine.run_on_reference)
 
 
 def _record(r: DecodeResult) -> dict[str, Any]:
@@ -97,13 +97,17 @@ def _profile(engine: Engine, ctx: Context,
 def _arm(engine: Engine, prompt: list[int], label: str, tokens: int,
          follow: list[int] | None = None) -> Callable[[], dict[str, Any]]:
     strategy = parse_strategy(label)
-    options: dict[str, Any] = ({} if follow is None else
-                               {"reference": follow, "follow_reference": True})
-    engine.run(prompt, strategy, min(tokens, 16), **options)  # warm-up
+
+    def run(n: int) -> DecodeResult:
+        if follow is None:
+            return engine.run(prompt, strategy, n)
+        return engine.run_on_reference(prompt, strategy, n, follow)
+
+    run(min(tokens, 16))  # warm-up
 
     def arm() -> dict[str, Any]:
         started = time.time()
-        record = _record(engine.run(prompt, strategy, tokens, **options))
+        record = _record(run(tokens))
         # The run's midpoint: the host's pace then is read from plain's runs around it.
         return record | {"at_s": (started + time.time()) / 2}
 

@@ -364,17 +364,20 @@ def test_a_run_can_follow_a_reference_text_but_never_becomes_a_results_run(
     engine: Engine, story: list[int], plain_story: DecodeResult, label: str
 ) -> None:
     strategy = parse_strategy(label)
-    same = engine.run(story, strategy, N, reference=plain_story.token_ids,
-                      follow_reference=True)
+    same = engine.run_on_reference(story, strategy, N, plain_story.token_ids)
     assert same.token_ids == plain_story.token_ids
     assert same.overridden == 0  # the target's own argmax agreed at every position
     assert_accounting(same, N, strategy.max_proposal)
+    # Where the target agrees with the text, following it makes the free run's very steps.
+    free = engine.run(story, strategy, N)
+    assert [(s.proposed, s.accepted) for s in same.trace] == \
+        [(s.proposed, s.accepted) for s in free.trace]
 
     # A text the target would not write: token 11 altered. The run writes it exactly, its
     # verification still judges proposals (against the text), and it counts the override.
     altered = list(plain_story.token_ids)
     altered[11] = (altered[11] + 1) % 49152
-    r = engine.run(story, strategy, N, reference=altered, follow_reference=True)
+    r = engine.run_on_reference(story, strategy, N, altered)
     assert r.token_ids == altered
     assert r.overridden is not None and r.overridden >= 1
     assert r.divergence_index is None
@@ -386,4 +389,4 @@ def test_a_run_can_follow_a_reference_text_but_never_becomes_a_results_run(
                  reference=altered, energy=[], samples=[], temperatures_c={})
     assert engine.run(story, strategy, N).overridden is None
     with pytest.raises(UsageProblem, match="reference of at least"):
-        engine.run(story, strategy, N, reference=altered[:N - 1], follow_reference=True)
+        engine.run_on_reference(story, strategy, N, altered[:N - 1])
