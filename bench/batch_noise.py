@@ -30,15 +30,14 @@ def _rows(engine: Engine, prompt: list[int], n: int) -> tuple[list[np.ndarray], 
     target = engine.target
     target.clear()
     target.decode(prompt, 0, 1)
-    # Copies: the views point into llama.cpp's logits buffer, which the next pass reuses.
-    single = [np.array(target._row(target._first_out))]
+    single = [target.logits(0)]
     tokens = [int(single[0].argmax())]
     for i in range(n - 1):
         tokens.append(target.decode_one(tokens[-1], len(prompt) + i))
-        single.append(np.array(target._row(0)))
+        single.append(target.logits(0))
     target.clear()
     target.decode(prompt + tokens[:-1], 0, n)
-    batched = [np.array(target._row(target._first_out + i)) for i in range(n)]
+    batched = [target.logits(i) for i in range(n)]
     target.clear()
     return single, batched
 

@@ -97,6 +97,22 @@ def test_model_info_and_system_info(engine: Engine) -> None:
         engine.model_info("oracle")
 
 
+def test_logits_rows_are_copies_that_outlive_the_next_pass(engine: Engine,
+                                                           story: list[int]) -> None:
+    target = engine.target
+    target.clear()
+    target.decode(story, 0, 2)
+    rows = [target.logits(0), target.logits(1)]
+    assert [int(r.argmax()) for r in rows] == [target.argmax(0), target.argmax(1)]
+    assert rows[1].shape == (target.n_vocab,)
+    before = rows[0].tolist()
+    after_next = target.decode_one(int(rows[1].argmax()), len(story))
+    now = target.logits(0)  # the one-token pass wrote its row where row 0 was
+    assert now.tolist() != before and int(now.argmax()) == after_next
+    assert rows[0].tolist() == before  # the copy kept the row the buffer no longer holds
+    target.clear()
+
+
 def test_format_prompt_applies_the_chat_template(engine: Engine, story: list[int]) -> None:
     raw = engine.format_prompt(STORY, chat_template=False)
     shown = engine.detokenize(story)

@@ -8,7 +8,8 @@ three reasons that matter to measurement:
 - the context is created with llama.cpp's own defaults for flash attention ("auto"), as
   `llama-bench` does; `Llama` can only force it on or off;
 - `Llama` keeps an n_batch × n_vocab float32 `scores` array (≈300 MB for a 152k vocabulary)
-  and copies every logits row into it; we never copy logits at all;
+  and copies every logits row into it; decoding here never copies logits (`logits` copies a
+  row for a benchmark that compares batch shapes);
 - greedy sampling is an argmax over a zero-copy numpy view of exactly the rows we need.
 """
 
@@ -304,6 +305,11 @@ class NativeModel:
     def top2_gap(self, i: int) -> float:
         """Best minus second-best logit of row i of the last decode (or decode_one)."""
         return top2_gap(self._row(self._first_out + i))
+
+    def logits(self, i: int) -> np.ndarray:
+        """A copy of the i-th logits row of the last decode (or decode_one): the row itself
+        is a view into llama.cpp's buffer, which the next pass overwrites."""
+        return self._row(self._first_out + i).copy()
 
     def _row(self, row: int) -> np.ndarray:
         ptr = self._get_logits_ith(self._ctx, row)
