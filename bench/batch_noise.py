@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.common import Context, Row, Section
+from bench.common import Context, Section
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.decode import Engine
+from phase.results.bench_rows import BenchRow
 from phase.validate.settings import RuleSettings
 
 
@@ -64,7 +65,7 @@ def run(ctx: Context) -> Section:
     section.info = {"model": ctx.target_name, "threads": ctx.threads, "tokens": ctx.tokens,
                     "prompt_tokens": len(prompt), "near_tie_gap": threshold, "flips": flips,
                     "moves": moves}
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "batch-noise", "largest move of the top-2 margin, one-token vs batched pass", largest,
         threshold, "near_tie_gap", "logit", None, f"< {threshold:g}",
         largest < threshold,

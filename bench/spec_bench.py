@@ -40,7 +40,6 @@ from typing import Any
 from bench import native
 from bench.common import (
     Context,
-    Row,
     Section,
     alternate,
     check_at_least,
@@ -57,6 +56,7 @@ from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.decode.result import compare_to_plain
 from phase.prediction import TOLERANCE
 from phase.results import CostProfile
+from phase.results.bench_rows import BenchRow
 
 PROMPTS = ("code", "prose", "edit")
 EDIT = "edit"
@@ -163,7 +163,7 @@ def _prediction_row(section: Section, prompt_name: str, label: str, runs: list[d
     if len(paced) == len(runs):
         detail += (f"; at the host's pace (x{median([q for q in paces if q]) or 0:.2f}): "
                    f"{ratio(median(paced), m) or 0:.3f}")
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         section.name, f"{prompt_name} {label} predicted", p, m, "measured", "tok/s", r,
         f"within {TOLERANCE:.0%}", None if r is None else abs(r - 1) <= TOLERANCE, detail,
         {"predicted": predicted, "measured": _values(runs, "tokens_per_s"),
@@ -183,7 +183,7 @@ def _where(leaves: int | None) -> str:
 def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
             arm: str, others: list[str], target: float, plain_text: list[int],
             suffix: str = "", priced: dict[str, list[float]] | None = None) -> None:
-    """Row: `arm` against the fastest of `others` (medians of measured tokens/s, or with
+    """A row: `arm` against the fastest of `others` (medians of measured tokens/s, or with
     `priced`, of each run as the profile prices its own steps). Free-running arms are judged
     only where both wrote the same text: batched verification can flip a near-tie that a
     one-token pass would not, and speeds of two different texts compare the texts' luck (one
@@ -216,7 +216,7 @@ def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
     label = arm.removesuffix(ON_PLAIN)
     vs = "best fixed" if len(others) > 1 else best.removesuffix(ON_PLAIN)
     how = ", priced" if priced is not None else ""
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "auto", f"{name} {label} vs {vs}{suffix}{how}", speeds[arm], known[best],
         best.removesuffix(ON_PLAIN), "tok/s", r, f">= {target:.2f}x", passed, detail,
         {arm: figures[arm], best: figures[best]}))
@@ -317,7 +317,7 @@ def run_ngram_native(ctx: Context) -> Section:
     for phase_arm, target in (("phase ngram", NGRAM_VS_NATIVE), ("phase auto", None)):
         r = ratio(speeds[phase_arm], speeds[best])
         limit = target if target is not None else 1.0
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "ngram-native", f"{phase_arm} vs best llama.cpp n-gram", speeds[phase_arm],
             speeds[best], best, "tok/s", r,
             f">= {limit:.2f}x" if target is not None else "> 1.00x",
@@ -326,7 +326,7 @@ def run_ngram_native(ctx: Context) -> Section:
             f"{_pct(section.info['acceptance'][best])}",
             {phase_arm: samples[phase_arm], best: samples[best]}))
     r = ratio(speeds["phase auto"], speeds["phase ngram"])
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "ngram-native", "phase auto vs phase ngram", speeds["phase auto"],
         speeds["phase ngram"], "phase ngram", "tok/s", r, "> 1.00x",
         None if r is None else r > 1, "",
@@ -338,7 +338,7 @@ def run_ngram_native(ctx: Context) -> Section:
               for arm, strategy in (("phase auto", "auto"), ("phase ngram", "ngram"))}
     r = ratio(median(priced["phase auto"]), median(priced["phase ngram"]))
     texts_differ = runs["phase auto"][0]["token_ids"] != runs["phase ngram"][0]["token_ids"]
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "ngram-native", "phase auto vs phase ngram, priced", median(priced["phase auto"]),
         median(priced["phase ngram"]), "phase ngram", "tok/s", r, "> 1.00x",
         None if r is None or texts_differ else r > 1,
@@ -346,7 +346,7 @@ def run_ngram_native(ctx: Context) -> Section:
         "left out" + ("; not judged, the two texts differ" if texts_differ else ""),
         priced))
     for name in (*native.NGRAM_SPEC_TYPES, "llama-lookup", "draft p-min"):
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "ngram-native", f"phase ngram vs {name}", speeds["phase ngram"], speeds[name], name,
             "tok/s", ratio(speeds["phase ngram"], speeds[name]), None, None,
             f"drafted {section.info['drafted'][name]}, kept "

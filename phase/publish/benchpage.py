@@ -21,37 +21,13 @@ from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phase.errors import PhaseError
+from phase.results.bench_rows import NOISY, BenchRow
 
 from .anchors import _safe
 from .downloads import TableDownloads, cells_frame, frame_files
 
 PAGE_DIR = "bench"
 BENCH_GLOBAL = "phase_bench"  # the loaded results, set on the Jinja environment by the build
-NOISY = 0.10  # bench/report.py's threshold: a spread above it means rerun on a quiet machine
-
-
-class BenchRow(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    section: str
-    item: str
-    phase: float | None
-    reference: float | None
-    reference_name: str
-    unit: str
-    ratio: float | None = None
-    target: str | None = None
-    passed: bool | None = None
-    detail: str = ""
-    samples: dict[str, list[float]] | None = None
-    noise: float | None = None
-
-    @property
-    def n(self) -> int | None:
-        """Repeats behind phase's figure (the longest sample list where names differ)."""
-        if not self.samples:
-            return None
-        return max(len(v) for v in self.samples.values())
 
 
 class BenchSection(BaseModel):
