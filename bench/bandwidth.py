@@ -18,8 +18,8 @@ import numpy as np
 
 from bench.common import Context, Section, median
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine, parse_strategy
-from phase.results.bench_rows import BenchRow
 
 MIB = 1 << 20
 

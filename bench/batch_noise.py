@@ -21,8 +21,8 @@ import numpy as np
 
 from bench.common import Context, Section
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine
-from phase.results.bench_rows import BenchRow
 from phase.validate.settings import RuleSettings
 
 

@@ -3,7 +3,7 @@
 A section is a function `run(ctx) -> Section`. It measures, then describes what it found as
 rows: one row per comparison, with phase's figure, the reference figure (native llama.cpp,
 a hardware limit, a budget), their ratio and, where the project sets one, a target that the
-row passes or fails (phase.results.bench_rows.BenchRow, which the Benchmarks page reads back).
+row passes or fails (phase.analysis.bench_rows.BenchRow, which the Benchmarks page reads back).
 Raw samples travel with each row so the JSON file holds every repeat.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from phase.results.bench_rows import BenchRow
+from phase.analysis.bench_rows import BenchRow
 
 REPO = Path(__file__).resolve().parent.parent
 

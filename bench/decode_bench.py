@@ -26,9 +26,9 @@ from bench.common import (
     median,
     ratio,
 )
+from phase.analysis.bench_rows import BenchRow
 from phase.campaign import load_prompt
 from phase.decode import Engine, cpu_buffers, parse_strategy
-from phase.results.bench_rows import BenchRow
 
 PROMPTS = REPO / "experiments" / "prompts"
 PLAIN_PROMPT = "code"  # plain and draft-k: the code-writing prompt

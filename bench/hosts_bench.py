@@ -30,11 +30,11 @@ from typing import Any
 
 from bench.common import REPO, Context, Section, check_at_most, median
 from bench.site_bench import _cited_by_name, _factories, _paths, build_once, campaign
-from phase.publish.crosshost import render_pages
-from phase.publish.render import environment
-from phase.publish.site import SitePaths, build_docs, build_site
+from phase.analysis.bench_rows import BenchRow
+from phase.publish.notes.render import environment
+from phase.publish.pages.crosshost import render_pages
+from phase.publish.site.build import SitePaths, build_docs, build_site
 from phase.results import HostIdentity, HostInfo
-from phase.results.bench_rows import BenchRow
 
 HOST_CLASSES = 10
 MAX_SECONDS_200 = 20.0

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Section
+from phase.analysis.bench_rows import NOISY, BenchRow
 from phase.campaign import machine
-from phase.results.bench_rows import NOISY, BenchRow
 
 
 def machine_info(threads: int, native_build: str | None) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from types import ModuleType
 from typing import Any
 
 from bench.common import REPO, Context, Section, check_at_most, median
-from phase.publish.mkdocs_run import mkdocs_build
-from phase.publish.notes import GLOB_CHARS, discover_notes
-from phase.publish.site import SitePaths, build_docs
-from phase.results.bench_rows import BenchRow
+from phase.analysis.bench_rows import BenchRow
+from phase.publish.notes.source import GLOB_CHARS, discover_notes
+from phase.publish.site.build import SitePaths, build_docs
+from phase.publish.site.mkdocs_run import mkdocs_build
 
 PROMPTS = ("code", "edit", "prose")
 STRATEGIES = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram-8")

@@ -47,6 +47,7 @@ from bench.common import (
     ratio,
 )
 from bench.decode_bench import _common, _pct, _skip_without_native, _values, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.campaign.profiling import contexts
 from phase.costmodel import CostTable, cost_table
 from phase.costmodel.pace import PaceReading, pace_at, plain_pace
@@ -56,7 +57,6 @@ from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.decode.result import compare_to_plain
 from phase.prediction import TOLERANCE
 from phase.results import CostProfile
-from phase.results.bench_rows import BenchRow
 
 PROMPTS = ("code", "prose", "edit")
 EDIT = "edit"

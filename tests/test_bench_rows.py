@@ -1,4 +1,4 @@
-"""One bench row model (phase.results.bench_rows): bench writes rows with it, the Benchmarks
+"""One bench row model (phase.analysis.bench_rows): bench writes rows with it, the Benchmarks
 page reads them back with it, and both judge "noisy" by the same spread and threshold."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from bench.common import Section
 from bench.report import terminal_table, write
-from phase.publish.benchpage import load_bench, table_rows
-from phase.results.bench_rows import NOISY, BenchRow
+from phase.analysis.bench_rows import NOISY, BenchRow
+from phase.publish.numbers.bench import load_bench, table_rows
 
 REPO = Path(__file__).resolve().parent.parent
 # The keys of a row in a bench results file, in the order bench has always written them.

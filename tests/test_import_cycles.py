@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import grimp
 
-# Being restructured on its own branch (phase/publish moves into subpackages): allowed until
-# then, and only exactly this set, so a new cycle there still fails.
-KNOWN = {frozenset({"phase.publish.costs", "phase.publish.render"})}
+# The note's cost section and the note renderer (a type-checking import one way, a
+# function-level one the other), left to whoever restructures phase/publish: allowed as exactly
+# this pair, so any other cycle, there too, still fails.
+KNOWN = {frozenset({"phase.publish.notes.cost_section", "phase.publish.notes.render"})}
 
 
 def cycles(graph: grimp.ImportGraph, modules: set[str]) -> list[set[str]]:

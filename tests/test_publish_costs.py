@@ -9,7 +9,7 @@ from cost_factories import make_profile
 from factories import make_results, make_run, write_results
 from test_publish_inputs import XSS_PROMPT, site_paths
 
-from phase.publish.site import build_docs
+from phase.publish.site.build import build_docs
 from phase.results import ResultsFile, Run, Step
 
 TOKENS = 16

@@ -7,7 +7,7 @@ import functools
 import click
 
 from phase.cli.site import BLOCKED, _paths, _publish, _with_dirs
-from phase.publish.site import publish
+from phase.publish.site.build import publish
 
 
 @click.command("publish", epilog=BLOCKED + " 2 also: no such note.")

@@ -10,7 +10,7 @@ import click
 
 from phase.cli.common import say
 from phase.errors import PhaseError
-from phase.publish.site import (
+from phase.publish.site.build import (
     BlockedError,
     BuildResult,
     SitePaths,

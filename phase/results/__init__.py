@@ -11,7 +11,6 @@
     claim       one writer per file: the lock a campaign holds, default names chosen atomically
     writing     exclusive creation, atomic replacement, the run-by-run CampaignWriter
     llama_build what llama.cpp's system-info string says: the build's accelerator, features
-    bench_rows  a row of a benchmark results file (bench/results/), written and read alike
 """
 
 from phase.results.claim import (

@@ -1,0 +1,220 @@
+"""One data page per results file: every run (anchored by run id), the JSON download, sha256.
+
+Table rows in notes link here, so a reader can go from any number to the runs behind it.
+Summary-only files get the same page with their rows (anchored by prompt and strategy) and a
+plain statement that the raw runs are not in this repository.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from phase.analysis.formatting import DASH, fmt, pct
+from phase.publish.data.datasets import Dataset
+from phase.publish.markup.anchors import note_page, run_anchor
+from phase.publish.numbers.downloads import (
+    TableDownloads,
+    TableFile,
+    data_table,
+    findings_frame,
+    frame_files,
+)
+from phase.publish.numbers.findings import FindingRow, finding_rows
+from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
+from phase.publish.numbers.tables import Cell, Table, build_table
+from phase.results import ResultsFile, Run
+
+ROOT = "../"  # data pages live in raw/
+# Longer texts (model outputs, prompts) are cut on the page, with a pointer to the raw file:
+# one page must stay readable however much a run generated.
+SHOWN_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A text as the page shows it: its first SHOWN_CHARS characters and how many were left
+    out (the whole text is in the downloadable results file)."""
+
+    text: str
+    omitted_chars: int = 0
+
+
+def shown(text: str) -> Shown:
+    if len(text) <= SHOWN_CHARS:
+        return Shown(text)
+    return Shown(text[:SHOWN_CHARS], len(text) - SHOWN_CHARS)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    anchor: str
+    id: str
+    cells: list[Cell]
+    energy: list[Cell]
+    output_sha256: str
+    output_text: Shown
+
+
+@dataclass(frozen=True)
+class UsedBy:
+    title: str
+    version: int
+    href: str
+
+
+@dataclass(frozen=True)
+class Download:
+    name: str
+    href: str
+    sha256: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class RawPage:
+    title: str
+    dataset: str
+    kind: str
+    download: Download
+    summary_download: Download | None
+    identity: list[tuple[str, str]]
+    provenance: ProvenanceBox
+    findings: list[FindingRow]
+    settings: dict[str, object]
+    prompts: list[tuple[str, Shown]]
+    run_columns: list[str]
+    sensors: list[str]
+    runs: list[RunRow]
+    summary_table: Table | None
+    used_by: list[UsedBy] = field(default_factory=list)
+    # CSV and JSON of each table on the page: "runs" or "rows", and "findings".
+    downloads: dict[str, TableDownloads] = field(default_factory=dict)
+
+    @property
+    def table_files(self) -> list[TableFile]:
+        return [f for d in self.downloads.values() for f in d.files]
+
+
+# Fewer, combined columns, so that the table fits a 1280 px window with every figure in view.
+RUN_COLUMNS = [
+    "repeat · order", "prompt × strategy", "tokens", "tokens/s", "prefill / decode s", "steps",
+    "accepted / drafted", "accepted", "CPU s", "matches plain",
+]
+
+
+def _run_cells(run: Run) -> list[Cell]:
+    if run.matches_plain is None:
+        match = Cell(DASH, None, run.matches_plain_reason)
+    elif run.matches_plain:
+        match = Cell("yes")
+    else:
+        match = Cell(f"no, from token {run.first_divergence}", run.first_divergence)
+    return [
+        Cell(f"{run.repeat} · {run.order}", None, f"repeat {run.repeat}, run {run.order} in "
+             "the order the campaign ran"),
+        Cell(f"{run.prompt} × {run.strategy}", None,
+             None if run.k is None else f"k = {run.k} (tokens proposed per step at most)"),
+        Cell(str(run.tokens), run.tokens),
+        Cell(fmt(run.tokens_per_s, 2), run.tokens_per_s),
+        Cell(f"{fmt(run.prefill_s, 3)} / {fmt(run.decode_s, 3)}", run.decode_s),
+        Cell(str(run.steps), run.steps),
+        Cell(f"{run.accepted} / {run.drafted}", run.accepted),
+        Cell(pct(run.acceptance, 1), run.acceptance, run.acceptance_reason),
+        Cell(fmt(run.cpu_s, 3), run.cpu_s),
+        match,
+    ]
+
+
+def _energy_cells(ds: Dataset, run: Run, sensors: list[str]) -> list[Cell]:
+    out = []
+    for name in sensors:
+        window = next((w for w in run.energy if w.sensor == name), None)
+        if window is None:
+            out.append(Cell(DASH, None, "no window for this sensor"))
+        elif window.energy_j is None:
+            out.append(Cell(DASH, None, window.energy_reason))
+        else:
+            finding = ds.report.rejection_of(run.id, name)
+            text = f"{window.energy_j:.4g}"
+            if finding is not None:
+                out.append(Cell(text, window.energy_j, f"rejected ({finding.rule}): "
+                                f"{finding.message}", struck=True))
+            else:
+                out.append(Cell(text, window.energy_j))
+    return out
+
+
+def _run_rows(ds: Dataset, raw: ResultsFile, sensors: list[str]) -> list[RunRow]:
+    """Every run in the order it ran, anchored by run id."""
+    return [
+        RunRow(
+            anchor=run_anchor(run.id),
+            id=run.id,
+            cells=_run_cells(run),
+            energy=_energy_cells(ds, run, sensors),
+            output_sha256=run.output_sha256,
+            output_text=shown(run.output_text),
+        )
+        for run in sorted(raw.runs, key=lambda r: r.order)
+    ]
+
+
+def build_raw_page(
+    ds: Dataset,
+    extra_provenance: dict[str, str],
+    used_by: list[tuple[str, str, int]],
+    summary_download: Download | None = None,
+) -> RawPage:
+    """`used_by` holds (title, slug, version) of every note version that cites this file."""
+    results = ds.results
+    download = Download(ds.name, ds.name, ds.sha256, ds.size_bytes)
+    users = [UsedBy(title, v, note_page(slug, ROOT, v)) for title, slug, v in used_by]
+    identity = [("id", results.id), ("experiment", results.experiment),
+                ("note", results.note or DASH), ("schema version", str(ds.schema_version))]
+    findings = finding_rows(ds, ROOT)
+    # CSV and JSON of each table: the findings, and the runs (raw) or rows (summary).
+    downloads = {"findings": frame_files(findings_frame(findings), f"{ds.stem}-findings", "",
+                                         f"the findings ({ds.name})"),
+                 "runs" if ds.raw is not None else "rows": data_table(ds)}
+    common = {
+        "dataset": ds.name,
+        "download": download,
+        "summary_download": summary_download,
+        "provenance": provenance_box(ds, ROOT, extra_provenance),
+        "findings": findings,
+        "downloads": downloads,
+        "settings": ds.report.settings.as_dict(),
+        "used_by": users,
+    }
+    raw = ds.raw
+    if raw is None:
+        summary = ds.summary
+        identity += [("kind", "summary only" if summary.summary_only else "derived summary"),
+                     ("source", summary.source)]
+        return RawPage(
+            title=f"Data: {ds.stem}",
+            kind="summary",
+            identity=identity,
+            prompts=[],
+            run_columns=[],
+            sensors=[],
+            runs=[],
+            summary_table=build_table(ds, ROOT),
+            **common,
+        )
+    identity += [("created", raw.created.isoformat()), ("status", raw.status),
+                 ("runs", str(len(raw.runs))), ("tokens per run", str(raw.config.tokens)),
+                 ("repeats", str(raw.config.repeats)), ("seed", str(raw.config.seed)),
+                 ("shuffled", "yes" if raw.config.shuffle else "no")]
+    sensors = [s.name for s in raw.sensors]
+    return RawPage(
+        title=f"Raw data: {ds.stem}",
+        kind="raw",
+        identity=identity,
+        prompts=[(p.name, shown(p.text)) for p in raw.config.prompts],
+        run_columns=RUN_COLUMNS,
+        sensors=sensors,
+        runs=_run_rows(ds, raw, sensors),
+        summary_table=None,
+        **common,
+    )
