@@ -9,7 +9,8 @@ from pathlib import Path
 from bench.common import Section
 from bench.report import terminal_table, write
 from phase.analysis.bench_rows import NOISY, BenchRow
-from phase.publish.numbers.bench import load_bench, table_rows
+from phase.publish.numbers.bench import load_bench
+from phase.publish.pages.bench import table_rows
 
 REPO = Path(__file__).resolve().parent.parent
 # The keys of a row in a bench results file, in the order bench has always written them.

@@ -23,8 +23,11 @@ from phase.analysis import FIGURES, PLAIN, row_value
 from phase.hosts import host_class_of, host_identity_of
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import raw_page, run_anchor
+from phase.publish.notes.page import Page
+from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.downloads import cells_frame, frame_files
 from phase.publish.numbers.tables import Cell, Link
+from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import HostIdentity, ResultsFile, SummaryRow
 
 ROOT = "../"
@@ -230,3 +233,22 @@ def render_pages(env: jinja2.Environment, datasets: list[Dataset]) -> dict[str, 
                                                                  downloads=downloads)
     out[INDEX] = env.get_template("crosshost_index.md.j2").render(pages=pages)
     return out
+
+
+class CrossHostKind(PageKind):
+    """The page kind: every experiment's cross-host page and their index (hosts/)."""
+
+    name = "hosts"
+    dirs = ("hosts",)
+
+    def render(self, build: BuildInputs) -> Rendered:
+        out = Rendered()
+        for rel, data in render_pages(build.env, build.published).items():
+            if isinstance(data, str) and rel.endswith(".md"):
+                out.pages.append(Page(rel, data))
+            else:
+                out.files[rel] = data
+        return out
+
+    def nav(self, notes: list[NoteSource]) -> list[NavItem]:
+        return [{"Across hosts": INDEX}]
