@@ -14,7 +14,6 @@ import pytest
 from factories import make_results, write_results
 from rich.console import Console
 
-from bench import common as bench_common
 from phase.analysis import (
     BENCH_SPREAD,
     FIGURES,
@@ -26,6 +25,7 @@ from phase.analysis import (
     spread,
     vs_plain,
 )
+from phase.analysis.bench_rows import samples_spread
 from phase.analysis.formatting import DASH, count, fmt, pct, pct1, ratio, times
 from phase.campaign import ui
 from phase.publish.charts.energy import build_chart
@@ -216,7 +216,7 @@ def test_run_spread_is_about_the_mean_and_bench_spread_about_the_median() -> Non
     skewed = [1.0, 2.0, 6.0]  # mean 3, median 2
     assert spread(skewed) == spread(skewed, RUN_SPREAD) == pytest.approx(5 / 3)
     assert spread(skewed, BENCH_SPREAD) == pytest.approx(2.5)
-    assert bench_common.spread([*skewed, True, "x"]) == pytest.approx(2.5)
+    assert samples_spread([*skewed, True, "x"]) == pytest.approx(2.5)  # bench's rows
     assert spread_of(skewed) is not None and spread_of(skewed).relative == spread(skewed)
     for centre in (RUN_SPREAD, BENCH_SPREAD):
         assert spread([4.0], centre) is None

@@ -19,34 +19,11 @@ from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phase.analysis import BENCH_SPREAD, FIGURES, spread
+from phase.analysis.bench_rows import BenchRow
 from phase.errors import PhaseError
 from phase.publish.markup.anchors import _safe
 
 BENCH_GLOBAL = "phase_bench"  # the loaded results, set on the Jinja environment by the build
-
-
-class BenchRow(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    section: str
-    item: str
-    phase: float | None
-    reference: float | None
-    reference_name: str
-    unit: str
-    ratio: float | None = None
-    target: str | None = None
-    passed: bool | None = None
-    detail: str = ""
-    samples: dict[str, list[float]] | None = None
-    noise: float | None = None
-
-    @property
-    def n(self) -> int | None:
-        """Repeats behind phase's figure (the longest sample list where names differ)."""
-        if not self.samples:
-            return None
-        return max(len(v) for v in self.samples.values())
 
 
 class BenchSection(BaseModel):

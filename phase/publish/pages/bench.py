@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from phase.analysis import FIGURES
+from phase.analysis.bench_rows import NOISY, BenchRow
 from phase.publish.notes.page import Page
 from phase.publish.notes.source import NoteSource
-from phase.publish.numbers.bench import BenchResults, BenchRow, row_anchor, show
+from phase.publish.numbers.bench import BenchResults, row_anchor, show
 from phase.publish.numbers.downloads import TableDownloads, cells_frame, frame_files
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 
 PAGE_DIR = "bench"
-NOISY = 0.10  # bench/report.py's threshold: a spread above it means rerun on a quiet machine
 HEADER = ["item", "phase", "reference", "vs", "ratio", "target", "result", "spread", "n",
           "detail"]
 
