@@ -10,6 +10,7 @@
     io          load / parse (strict) / dump, the JSON Schema
     claim       one writer per file: the lock a campaign holds, default names chosen atomically
     writing     exclusive creation, atomic replacement, the run-by-run CampaignWriter
+    llama_build what llama.cpp's system-info string says: the build's accelerator, features
 """
 
 from phase.results.claim import (
