@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from phase.analysis.relative import BENCH_SPREAD
+from phase.analysis.relative import spread as relative_spread
+
 REPO = Path(__file__).resolve().parent.parent
 
 T = TypeVar("T")
@@ -101,8 +104,7 @@ def median(values: Sequence[float]) -> float | None:
 
 def spread(values: Sequence[Any]) -> float | None:
     nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-    mid = median(nums)
-    return (max(nums) - min(nums)) / mid if len(nums) >= 2 and mid else None
+    return relative_spread(nums, BENCH_SPREAD)
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

@@ -3,7 +3,8 @@
 The site is built twice from the same inputs (the committed results, bench results, note
 sources and archive of ``REFERENCE``): once by phase's code as it was at ``REFERENCE``, once by
 the code in this checkout. Every generated page, download, chart and archived version must be
-byte for byte the same, and so must the results schema.
+byte for byte the same, and the results schema may only have grown (optional fields added
+by a new schema version), never changed what it defined.
 
 ``REFERENCE`` is the last commit before the structure refactor of publish/, decode/ and the
 figure registry. A change that alters pages on purpose (a new column, intervals) moves it to
@@ -93,6 +94,19 @@ def _schema(root: Path, cache: Path) -> str:
                           check=True, capture_output=True, text=True).stdout
 
 
+def _assert_schema_extends(before: dict, after: dict) -> None:
+    """The results contract may grow (a new schema version adds optional fields, so every
+    older file still reads) but never change what it already defined."""
+    for name, model in before["$defs"].items():
+        now = after["$defs"].get(name)
+        assert now is not None, f"results schema: {name} is gone"
+        for field, definition in model.get("properties", {}).items():
+            if field != "schema_version":
+                assert now["properties"].get(field) == definition, f"{name}.{field} changed"
+        added = set(now.get("required", [])) - set(model.get("required", []))
+        assert not added, f"{name}: new required fields {sorted(added)}"
+
+
 def test_pages_and_schema_unchanged_since_reference(tmp_path: Path) -> None:
     inputs = tmp_path / "inputs"
     _git_tree(REFERENCE, inputs)
@@ -104,7 +118,8 @@ def test_pages_and_schema_unchanged_since_reference(tmp_path: Path) -> None:
     _build(reference, inputs, cache / "reference")
     _build(current, inputs, cache / "current")
 
-    assert _schema(current, cache) == _schema(reference, cache)
+    _assert_schema_extends(json.loads(_schema(reference, cache)),
+                           json.loads(_schema(current, cache)))
     for version in ("v1", "v2"):
         assert (current / "published" / "speculative-decoding-cpu" / version).is_dir()
     for part in ("docs", "site", "published"):

@@ -24,6 +24,7 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
+from phase import gguf
 from phase.decode import cpu_buffers, placement
 from phase.decode.cores import physical_cores
 from phase.decode.logits import top2_gap
@@ -41,6 +42,16 @@ _FTYPE_NAMES: dict[int, str] = {
     if name.startswith("LLAMA_FTYPE_") and isinstance(value, int) and name != "LLAMA_FTYPE_GUESSED"
 }
 _FTYPE_GUESSED = getattr(llama_cpp, "LLAMA_FTYPE_GUESSED", 1024)
+_GGML_TYPE_NAMES: dict[int, str] = {
+    value: name.removeprefix("GGML_TYPE_") for name, value in vars(llama_cpp).items()
+    if name.startswith("GGML_TYPE_") and isinstance(value, int) and name != "GGML_TYPE_COUNT"
+}
+
+
+def ftype_name(ftype: int) -> str:
+    guessed = bool(ftype & _FTYPE_GUESSED)
+    name = _FTYPE_NAMES.get(ftype & ~_FTYPE_GUESSED, f"ftype {ftype & ~_FTYPE_GUESSED}")
+    return f"{name} (guessed)" if guessed else name
 
 _FLASH_ATTN = {
     "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
@@ -195,7 +206,6 @@ class NativeModel:
         self._views: dict[int, np.ndarray] = {}
         self._get_logits_ith = llama_cpp.llama_get_logits_ith
         self._decode = llama_cpp.llama_decode
-        self._addr = ctypes.addressof
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -236,10 +246,17 @@ class NativeModel:
         return raw.decode("utf-8", errors="replace") if raw else None
 
     def quant(self) -> str:
-        ftype = int(llama_cpp.llama_model_ftype(self._model))
-        guessed = bool(ftype & _FTYPE_GUESSED)
-        name = _FTYPE_NAMES.get(ftype & ~_FTYPE_GUESSED, f"ftype {ftype & ~_FTYPE_GUESSED}")
-        return f"{name} (guessed)" if guessed else name
+        """The file's storage format as its GGUF header records it (`general.file_type`),
+        else the tensor type that stores most of its weights. `llama_model_ftype` is the last
+        resort only: in the pinned binding it answers 0 ("all F32") for Q4_K_M files."""
+        recorded = self.meta("general.file_type")
+        if recorded is not None and recorded.strip().isdigit():
+            return ftype_name(int(recorded))
+        dominant = gguf.read_header(self.path).dominant_tensor_type()
+        if dominant is not None:
+            name = _GGML_TYPE_NAMES.get(dominant, f"ggml type {dominant}")
+            return f"mostly {name} (no file type in the header)"
+        return ftype_name(int(llama_cpp.llama_model_ftype(self._model)))
 
     def info(self) -> dict[str, object]:
         buf = ctypes.create_string_buffer(256)

@@ -21,8 +21,6 @@ from phase.prediction import AutoShare, BreakEven, ConditionPrediction
 from phase.publish.charts.energy import Chart
 from phase.results import CostProfile, SummaryRow
 
-COST_KINDS = ("cost_curve", "prediction", "break_even", "auto_choices")
-
 
 def _missing(kind: str, title: str, why: str) -> Chart:
     return Chart(kind, title, None, f"Not drawn: {why}.", "")

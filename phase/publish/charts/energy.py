@@ -23,7 +23,7 @@ from typing import Any
 import altair as alt
 import vl_convert as vlc
 
-from phase.analysis import PLAIN
+from phase.analysis import FIGURES, PLAIN
 from phase.results import SummaryFile, SummaryRow
 
 KINDS = ("energy_vs_speed", "ratio_vs_acceptance", "per_k")
@@ -101,17 +101,24 @@ def _energy_reason(rows: list[SummaryRow]) -> str:
     return "; ".join(reasons) or "no chip energy in this results file"
 
 
+def _tip(field: str, name: str) -> alt.Tooltip:
+    """A tooltip line of one registry figure: its label, written as its formatter writes it."""
+    fig = FIGURES[name]
+    return alt.Tooltip(f"{field}:Q", title=fig.label, format=fig.vega_format)
+
+
 def _tooltip() -> list[alt.Tooltip]:
+    n = FIGURES["n"]
     return [
         alt.Tooltip("prompt:N"),
         alt.Tooltip("strategy:N"),
-        alt.Tooltip("tokens_per_s:Q", title="tokens/s", format=".1f"),
-        alt.Tooltip("chip_mj_per_token:Q", title="chip mJ/token", format=".1f"),
-        alt.Tooltip("acceptance:Q", title="accepted", format=".0%"),
-        alt.Tooltip("ratio_vs_plain:Q", title="energy vs plain", format=".2f"),
-        alt.Tooltip("n:Q", title="n (runs)"),
-        alt.Tooltip("tokens_per_s_spread:Q", title="tokens/s spread", format=".1%"),
-        alt.Tooltip("chip_energy_spread:Q", title="chip energy spread", format=".1%"),
+        _tip("tokens_per_s", "tokens_per_s"),
+        _tip("chip_mj_per_token", "chip_mj_per_token"),
+        _tip("acceptance", "acceptance"),
+        _tip("ratio_vs_plain", "energy_ratio_vs_plain"),
+        alt.Tooltip("n:Q", title=f"{n.label} ({n.unit})"),
+        _tip("tokens_per_s_spread", "tokens_per_s_spread"),
+        _tip("chip_energy_spread", "chip_energy_spread"),
     ]
 
 
@@ -128,8 +135,10 @@ def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
         alt.Chart(alt.Data(values=_records(kept)))
         .mark_point(filled=True, size=70)
         .encode(
-            x=alt.X("tokens_per_s:Q", title="tokens/s", scale=alt.Scale(zero=False)),
-            y=alt.Y("chip_mj_per_token:Q", title="chip mJ per token", scale=alt.Scale(zero=False)),
+            x=alt.X("tokens_per_s:Q", title=FIGURES["tokens_per_s"].axis,
+                    scale=alt.Scale(zero=False)),
+            y=alt.Y("chip_mj_per_token:Q", title=FIGURES["chip_mj_per_token"].axis,
+                    scale=alt.Scale(zero=False)),
             color=alt.Color("strategy:N", sort=strategies, title="strategy"),
             tooltip=_tooltip(),
         )
@@ -159,9 +168,9 @@ def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
         alt.Chart(alt.Data(values=_records(kept)))
         .mark_point(filled=True, size=70)
         .encode(
-            x=alt.X("acceptance:Q", title="accepted", axis=alt.Axis(format="%"),
+            x=alt.X("acceptance:Q", title=FIGURES["acceptance"].axis, axis=alt.Axis(format="%"),
                     scale=alt.Scale(domain=[0, 1])),
-            y=alt.Y("ratio_vs_plain:Q", title="chip energy vs plain"),
+            y=alt.Y("ratio_vs_plain:Q", title=FIGURES["energy_ratio_vs_plain"].axis),
             color=alt.Color("prompt:N", sort=prompts, title="prompt"),
             shape=alt.Shape("strategy:N", title="strategy"),
             tooltip=_tooltip(),
@@ -210,11 +219,11 @@ def per_k(rows: list[SummaryRow]) -> Chart:
         return alt.layer(*layers).properties(width=260, height=220)
 
     with_energy = [r for r in drafts if r.chip_mj_per_token is not None]
-    panels = [panel("tokens_per_s", "tokens/s", drafts, plain)]
+    panels = [panel("tokens_per_s", FIGURES["tokens_per_s"].axis, drafts, plain)]
     caption = "Dashed lines: plain decoding for the same prompt." + _uncertainty(drafts)
     if with_energy:
         panels.append(
-            panel("chip_mj_per_token", "chip mJ per token", with_energy,
+            panel("chip_mj_per_token", FIGURES["chip_mj_per_token"].axis, with_energy,
                   [r for r in plain if r.chip_mj_per_token is not None])
         )
         caption += _left_out(drafts, with_energy, "no chip energy")

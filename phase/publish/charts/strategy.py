@@ -19,7 +19,7 @@ from typing import Any
 
 import altair as alt
 
-from phase.analysis import PLAIN
+from phase.analysis import FIGURES, PLAIN, Figure, row_value
 from phase.publish.charts.energy import Chart
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.spreads import ConditionSpread, condition_spreads, unstable_baselines
@@ -51,21 +51,22 @@ def _n_text(spreads: dict[tuple[str, str], ConditionSpread]) -> str:
     return f"n = {ns[0]} runs each" if len(ns) == 1 else f"n = {ns[0]} to {ns[-1]} runs"
 
 
-def _bars(records: list[dict[str, Any]], field: str, label: str, prompts: list[str],
+def _bars(records: list[dict[str, Any]], field: str, fig: Figure, prompts: list[str],
           strategies: list[str], with_range: bool) -> alt.LayerChart:
     base = alt.Chart(alt.Data(values=records)).encode(
         x=alt.X("strategy:N", sort=strategies, title="strategy"),
         xOffset=alt.XOffset("prompt:N", sort=prompts),
         color=alt.Color("prompt:N", sort=prompts, title="prompt"),
     )
+    spread, n = FIGURES["spread"], FIGURES["n"]
     tooltip = [alt.Tooltip("prompt:N"), alt.Tooltip("strategy:N"),
-               alt.Tooltip(f"{field}:Q", title=f"{label} (mean)", format=".1f"),
-               alt.Tooltip(f"{field}_low:Q", title="lowest run", format=".1f"),
-               alt.Tooltip(f"{field}_high:Q", title="highest run", format=".1f"),
-               alt.Tooltip(f"{field}_spread:Q", title="spread", format=".1%"),
-               alt.Tooltip("n:Q", title="n")]
+               alt.Tooltip(f"{field}:Q", title=f"{fig.axis} (mean)", format=fig.vega_format),
+               alt.Tooltip(f"{field}_low:Q", title="lowest run", format=fig.vega_format),
+               alt.Tooltip(f"{field}_high:Q", title="highest run", format=fig.vega_format),
+               alt.Tooltip(f"{field}_spread:Q", title=spread.label, format=spread.vega_format),
+               alt.Tooltip("n:Q", title=n.label)]
     layers: list[alt.Chart] = [
-        base.mark_bar().encode(y=alt.Y(f"{field}:Q", title=label), tooltip=tooltip)]
+        base.mark_bar().encode(y=alt.Y(f"{field}:Q", title=fig.axis), tooltip=tooltip)]
     if with_range:
         layers.append(base.mark_rule(color="black").encode(
             y=f"{field}_low:Q", y2=f"{field}_high:Q", tooltip=tooltip))
@@ -90,11 +91,12 @@ def cost_per_token(ds: Dataset) -> Chart:
     cpu = [r for r in records if r["cpu"] is not None]
     chip = [r for r in records if r["chip"] is not None]
     if cpu:
-        panels.append(_bars(cpu, "cpu", "CPU ms per token", prompts, strategies, raw))
+        panels.append(_bars(cpu, "cpu", FIGURES["cpu_ms_per_token"], prompts, strategies, raw))
     else:
         missing.append("CPU time is not in this file")
     if chip:
-        panels.append(_bars(chip, "chip", "chip mJ per token", prompts, strategies, raw))
+        panels.append(_bars(chip, "chip", FIGURES["chip_mj_per_token"], prompts, strategies,
+                            raw))
     else:
         reasons = sorted({r.chip_mj_per_token_reason for r in ds.summary.rows
                           if r.chip_mj_per_token_reason})
@@ -114,38 +116,40 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
     spreads = condition_spreads(ds)
     prompts, strategies = _order(ds)
     unstable = unstable_baselines(ds)
-    plain = {r.prompt: r.tokens_per_s for r in ds.summary.rows if r.strategy == PLAIN}
+    rows = ds.summary.rows
     records = []
-    for row in ds.summary.rows:
-        base = plain.get(row.prompt)
-        if row.strategy == PLAIN or row.acceptance is None or not base or not row.tokens_per_s:
+    for row in rows:
+        speed = row_value("speed_vs_plain", rows, row)
+        # Not a point: plain itself, no acceptance, or no speed to set against plain's (0 too).
+        if row.strategy == PLAIN or row.acceptance is None or not speed:
             continue
         c = spreads[(row.prompt, row.strategy)]
         records.append({
             "prompt": row.prompt, "strategy": row.strategy, "n": row.n,
             "acceptance": row.acceptance,
-            **_spread_fields("speed", c.figures.get("speed_vs_plain"), row.tokens_per_s / base),
+            **_spread_fields("speed", c.figures.get("speed_vs_plain"), speed),
             "baseline": "unstable" if row.prompt in unstable else "stable",
         })
     if not records:
         return Chart("speed_vs_acceptance", title, None,
                      "Not drawn: no speculative condition has both an acceptance figure and a "
                      "plain baseline to compare its speed with.", "")
+    accepted, vs = FIGURES["acceptance"], FIGURES["speed_vs_plain"]
     tooltip = [alt.Tooltip("prompt:N"), alt.Tooltip("strategy:N"),
-               alt.Tooltip("acceptance:Q", title="accepted", format=".0%"),
-               alt.Tooltip("speed:Q", title="speed vs plain (mean)", format=".2f"),
-               alt.Tooltip("speed_low:Q", title="lowest run", format=".2f"),
-               alt.Tooltip("speed_high:Q", title="highest run", format=".2f"),
-               alt.Tooltip("n:Q", title="n"),
+               alt.Tooltip("acceptance:Q", title=accepted.label, format=accepted.vega_format),
+               alt.Tooltip("speed:Q", title=f"{vs.label} (mean)", format=vs.vega_format),
+               alt.Tooltip("speed_low:Q", title="lowest run", format=vs.vega_format),
+               alt.Tooltip("speed_high:Q", title="highest run", format=vs.vega_format),
+               alt.Tooltip("n:Q", title=FIGURES["n"].label),
                alt.Tooltip("baseline:N", title="plain baseline")]
     base = alt.Chart(alt.Data(values=records)).encode(
-        x=alt.X("acceptance:Q", title="accepted", axis=alt.Axis(format="%"),
+        x=alt.X("acceptance:Q", title=accepted.axis, axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("prompt:N", sort=prompts, title="prompt"),
         tooltip=tooltip,
     )
     points = base.mark_point(filled=True, size=70).encode(
-        y=alt.Y("speed:Q", title="tokens/s vs plain"),
+        y=alt.Y("speed:Q", title=vs.axis),
         shape=alt.Shape("strategy:N", sort=strategies, title="strategy"))
     layers: list[alt.Chart] = [points]
     if ds.raw is not None:
@@ -225,16 +229,17 @@ def step_cost(ds: Dataset) -> Chart:
         return Chart("step_cost", title, None, "Not drawn: it needs plain runs and runs that "
                      "drafted tokens, and this file lacks one of them.", "")
     color = alt.Color("prompt:N", sort=prompts, title="prompt")
+    drafted = FIGURES["propose_ms_per_drafted"]
     unit = [{"prompt": c.prompt, "strategy": c.strategy, "ms": c.propose_ms_per_drafted,
              "steps": c.n_steps, "n": c.n_runs} for c in drafts]
     left = alt.layer(
         alt.Chart(alt.Data(values=unit)).mark_point(filled=True, size=70).encode(
             x=alt.X("strategy:N", sort=[s for s in strategies if s != PLAIN], title="strategy"),
             xOffset=alt.XOffset("prompt:N", sort=prompts),
-            y=alt.Y("ms:Q", title="ms per drafted token (median step)"),
+            y=alt.Y("ms:Q", title=f"{drafted.label} (median step)"),
             color=color,
             tooltip=[alt.Tooltip("prompt:N"), alt.Tooltip("strategy:N"),
-                     alt.Tooltip("ms:Q", title="ms per drafted token", format=".1f"),
+                     alt.Tooltip("ms:Q", title=drafted.label, format=drafted.vega_format),
                      alt.Tooltip("steps:Q", title="steps"), alt.Tooltip("n:Q", title="runs")]),
         alt.Chart(alt.Data(values=[{"ms": plain_ms}])).mark_rule(
             strokeDash=[4, 4], color="gray").encode(y="ms:Q"),

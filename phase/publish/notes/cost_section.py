@@ -17,11 +17,13 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import jinja2
 from markupsafe import Markup
 
 from phase.analysis import primary_sensors
+from phase.analysis.formatting import DASH, fmt, pct
 from phase.prediction import (
     TOLERANCE,
     auto_choices,
@@ -31,15 +33,15 @@ from phase.prediction import (
     profile_share,
 )
 from phase.publish.charts import cost_model as cost_charts
-from phase.publish.charts.energy import Chart, html_safe_json, render_png
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import raw_page
+from phase.publish.markup.islands import island
+from phase.publish.notes.page import PageAssets
 from phase.publish.numbers.downloads import cells_frame
-from phase.publish.numbers.tables import DASH, fmt, pct
 from phase.results import ResultsFile
 
-if TYPE_CHECKING:  # the page's calls object; imported for its type only (no cycle at runtime)
-    from phase.publish.notes.render import _Calls
+# Picks a version's results files by name (None: all of them), as every call of the page does.
+Pick = Callable[[str | None], list[Dataset]]
 
 
 @dataclass(frozen=True)
@@ -76,25 +78,18 @@ def _alpha(value: float | None) -> CostCell:
 
 
 class CostCalls:
-    """The cost-model calls of one page; charts go through the page's assets like the rest."""
+    """The cost-model calls of one page; charts and downloads go through the page's assets,
+    which the page's other calls share (chart ids and file names stay unique on the page)."""
 
-    def __init__(self, calls: _Calls) -> None:
-        self.calls = calls
+    def __init__(self, env: jinja2.Environment, assets: PageAssets, pick: Pick,
+                 root: str) -> None:
+        self.env = env
+        self.assets = assets
+        self.pick = pick
+        self.root = root
 
     def _raw(self, file: str | None) -> list[tuple[Dataset, ResultsFile]]:
-        return [(d, d.raw) for d in self.calls._pick(file) if d.raw is not None]
-
-    def _draw(self, chart: Chart, dataset: str) -> str:
-        c = self.calls
-        png = None
-        if chart.spec is not None:
-            name = f"{chart.kind}-{chart.key}.png"
-            c.assets[f"{c.asset_dir}/{name}"] = render_png(chart.spec)
-            png = f"{c.asset_href}{name}"
-        c.chart_count += 1
-        return c.env.get_template("chart.html.j2").render(
-            chart=chart, dataset=dataset, element_id=f"chart-{c.chart_count}-{chart.kind}",
-            png=png, spec=Markup(html_safe_json(chart.spec)) if chart.spec is not None else None)
+        return [(d, d.raw) for d in self.pick(file) if d.raw is not None]
 
     def _table(self, table: CostTable) -> str:
         """The table, with its exact values as CSV and JSON next to it (like every table)."""
@@ -102,22 +97,20 @@ class CostCalls:
                                               for c in row] for row in table.rows])
         tag = hashlib.sha256(table.title.encode()).hexdigest()[:8]
         stem = f"{page_stem(Path(table.dataset).stem)}-{table.kind}-{tag}"
-        downloads = self.calls._downloads(frame, stem, f"this table ({table.dataset})")
-        return self.calls.env.get_template("cost_table.html.j2").render(table=table,
-                                                                        downloads=downloads)
+        downloads = self.assets.downloads(frame, stem, f"this table ({table.dataset})")
+        return self.env.get_template("cost_table.html.j2").render(table=table,
+                                                                  downloads=downloads)
 
     def _page(self, d: Dataset) -> str:
-        return raw_page(d.stem, self.calls.root)
+        return raw_page(d.stem, self.root)
 
     def _block(self, parts: list[str]) -> Markup:
-        from phase.publish.notes.render import block
-
-        return block("\n".join(parts))
+        return island("\n".join(parts))
 
     def cost_curve(self, file: str | None = None) -> Markup:
         parts = []
         for d, raw in self._raw(file):
-            parts.append(self._draw(cost_charts.cost_curve(raw.profile), d.name))
+            parts.append(self.assets.chart(cost_charts.cost_curve(raw.profile), d.name))
             if raw.profile is None:
                 continue
             for point in raw.profile.points:
@@ -144,7 +137,7 @@ class CostCalls:
         parts = []
         for d, raw in self._raw(file):
             preds = predict_conditions(raw, primary_sensors(raw, d.report.chip_sensor))
-            parts.append(self._draw(cost_charts.prediction(preds), d.name))
+            parts.append(self.assets.chart(cost_charts.prediction(preds), d.name))
             if not preds:
                 continue
             rows = [[CostCell(p.prompt), CostCell(p.strategy),
@@ -180,8 +173,8 @@ class CostCalls:
         parts = []
         for d, raw in self._raw(file):
             rows = break_even_rows(raw)
-            parts.append(self._draw(cost_charts.break_even(rows, list(d.summary.rows)),
-                                    d.name))
+            chart = cost_charts.break_even(rows, list(d.summary.rows))
+            parts.append(self.assets.chart(chart, d.name))
             if not rows:
                 continue
             parts.append(self._table(CostTable(
@@ -207,7 +200,7 @@ class CostCalls:
         parts = []
         for d, raw in self._raw(file):
             shares = auto_choices(raw)
-            parts.append(self._draw(cost_charts.auto_choices(shares), d.name))
+            parts.append(self.assets.chart(cost_charts.auto_choices(shares), d.name))
             if not shares:
                 continue
             parts.append(self._table(CostTable(
@@ -219,8 +212,9 @@ class CostCalls:
         return self._block(parts)
 
 
-def cost_calls(calls: _Calls) -> dict[str, Any]:
+def cost_calls(env: jinja2.Environment, assets: PageAssets, pick: Pick,
+               root: str) -> dict[str, Any]:
     """The cost-model functions a note body can call, bound to one page."""
-    c = CostCalls(calls)
+    c = CostCalls(env, assets, pick, root)
     return {"cost_curve": c.cost_curve, "cost_prediction": c.cost_prediction,
             "break_even": c.break_even, "auto_choices": c.auto_choices}

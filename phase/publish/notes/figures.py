@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup, escape
 
-from phase.analysis import PLAIN
+from phase.analysis import FIGURES, PLAIN, Figure, row_value
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.source import NoteError
 from phase.publish.numbers.bench import BenchResults
@@ -35,37 +35,15 @@ from phase.publish.numbers.spreads import (
     unstable_baselines,
 )
 from phase.publish.numbers.steps import pooled_median
-from phase.publish.numbers.tables import fmt, pct, ratio
 from phase.results import SummaryRow
 
 CAVEAT_ID = "unstable-baselines"
 WHERE = re.compile(r"(?P<metric>[a-z_]+)\s*(?P<op>[<>])\s*(?P<bound>-?[0-9.]+)")
 MARK = "†"
-RATIOS = ("speed_vs_plain", "cpu_vs_plain", "energy_ratio_vs_plain")
-
-
-def _vs_plain(rows: list[SummaryRow], row: SummaryRow, name: str) -> float | None:
-    plain = next((r for r in rows if r.prompt == row.prompt and r.strategy == PLAIN), None)
-    mine, base = getattr(row, name), getattr(plain, name) if plain else None
-    return mine / base if mine is not None and base else None
-
-
-# metric -> (how a row gives it, how it is shown, the per-run figure behind its range)
-Getter = Callable[[list[SummaryRow], SummaryRow], float | None]
-METRICS: dict[str, tuple[Getter, Callable[[float | None], str], str | None]] = {
-    "tokens_per_s": (lambda rows, r: r.tokens_per_s, fmt, "tokens_per_s"),
-    "speed_vs_plain": (lambda rows, r: _vs_plain(rows, r, "tokens_per_s"), ratio,
-                       "speed_vs_plain"),
-    "acceptance": (lambda rows, r: r.acceptance, pct, "acceptance"),
-    "chip_mj_per_token": (lambda rows, r: r.chip_mj_per_token, fmt, "chip_mj_per_token"),
-    "energy_ratio_vs_plain": (lambda rows, r: r.energy_ratio_vs_plain, ratio, None),
-    "board_mj_per_token": (lambda rows, r: r.board_mj_per_token, fmt, None),
-    "cpu_ms_per_token": (lambda rows, r: r.cpu_ms_per_token, fmt, "cpu_ms_per_token"),
-    "cpu_vs_plain": (lambda rows, r: _vs_plain(rows, r, "cpu_ms_per_token"), ratio,
-                     "cpu_vs_plain"),
-    "tokens_per_s_spread": (lambda rows, r: r.tokens_per_s_spread, lambda v: pct(v, 1), None),
-    "chip_energy_spread": (lambda rows, r: r.chip_energy_spread, lambda v: pct(v, 1), None),
-}
+# The figures value() and value_range() cite (and a where= filter compares), by registry name.
+METRICS = ("tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
+           "energy_ratio_vs_plain", "board_mj_per_token", "cpu_ms_per_token", "cpu_vs_plain",
+           "tokens_per_s_spread", "chip_energy_spread")
 
 
 @dataclass(frozen=True)
@@ -101,32 +79,32 @@ class Figures:
             raise NoteError(f"{self.where}: no results file {file} in this version")
         return picked
 
-    def _metric(self, metric: str) -> tuple[Getter, Callable[[float | None], str], str | None]:
-        try:
-            return METRICS[metric]
-        except KeyError:
+    def _metric(self, metric: str) -> Figure:
+        if metric not in METRICS:
             raise NoteError(f"{self.where}: unknown metric {metric!r}; known: "
-                            f"{', '.join(METRICS)}") from None
+                            f"{', '.join(METRICS)}")
+        return FIGURES[metric]
 
     def _spread(self, ds: Dataset, row: SummaryRow) -> ConditionSpread:
         if ds.name not in self._spreads:
             self._spreads[ds.name] = condition_spreads(ds)
         return self._spreads[ds.name][(row.prompt, row.strategy)]
 
-    def _title(self, ds: Dataset, row: SummaryRow, metric: str, per_run: str | None) -> str:
+    def _title(self, ds: Dataset, row: SummaryRow, fig: Figure) -> str:
+        """What a figure is: the mean of how many runs, their range and spread."""
         where = f"{row.prompt} × {row.strategy}, {ds.name}"
-        spread = self._spread(ds, row).figures.get(per_run) if per_run else None
-        show = self._metric(metric)[1]
+        spread = self._spread(ds, row).figures.get(fig.name) if fig.per_run else None
         if spread is None:
             n = "n not given" if row.n is None else f"n = {row.n}"
             extra = "; per-run spread not published" if ds.raw is None else ""
-            return f"{metric} of {where}: mean of runs ({n}){extra}"
+            return f"{fig.name} of {where}: mean of runs ({n}){extra}"
         rel = spread.relative
-        return (f"{metric} of {where}: mean of {spread.n} runs, lowest {show(spread.low)}, "
-                f"highest {show(spread.high)}" + (f", spread {rel:.1%}" if rel is not None else ""))
+        return (f"{fig.name} of {where}: mean of {spread.n} runs, lowest {fig.show(spread.low)}, "
+                f"highest {fig.show(spread.high)}"
+                + (f", spread {FIGURES['spread'].show(rel)}" if rel is not None else ""))
 
     def _mark(self, ds: Dataset, prompt: str, metric: str) -> Markup:
-        if metric not in RATIOS:
+        if FIGURES[metric].ratio_of is None:  # only a ratio to plain inherits its doubt
             return Markup("")
         message = unstable_baselines(ds).get(prompt)
         if message is None:
@@ -147,15 +125,15 @@ class Figures:
         return self._span("—", "no results file yet: this figure is computed once there is one")
 
     def value(self, prompt: str, strategy: str, metric: str, file: str | None = None) -> Markup:
-        getter, show, per_run = self._metric(metric)
+        fig = self._metric(metric)
         if (dash := self._none_yet()) is not None:
             return dash
         for ds in self._pick(file):
             rows = ds.summary.rows
             for row in rows:
                 if row.prompt == prompt and row.strategy == strategy:
-                    return self._span(show(getter(rows, row)),
-                                      self._title(ds, row, metric, per_run),
+                    return self._span(fig.show(row_value(fig.name, rows, row)),
+                                      self._title(ds, row, fig),
                                       self._mark(ds, prompt, metric))
         raise NoteError(f"{self.where}: value(): no row {prompt} × {strategy}")
 
@@ -167,12 +145,12 @@ class Figures:
         if match is None:
             raise NoteError(f"{self.where}: where={where!r}: write it as 'metric < number' or "
                             "'metric > number'")
-        getter = self._metric(match["metric"])[0]
+        name = self._metric(match["metric"]).name
         bound = float(match["bound"])
         below = match["op"] == "<"
 
         def keep(rows: list[SummaryRow], row: SummaryRow) -> bool:
-            v = getter(rows, row)
+            v = row_value(name, rows, row)
             return v is not None and (v < bound if below else v > bound)
         return keep
 
@@ -181,7 +159,7 @@ class Figures:
                     where: str | None = None) -> Range:
         """Lowest and highest over the chosen conditions (default: every speculative one),
         optionally only those where another figure is below or above a bound."""
-        getter, show, per_run = self._metric(metric)
+        fig = self._metric(metric)
         keep = self._where(where)
         if (dash := self._none_yet()) is not None:
             return Range(dash, dash)
@@ -192,7 +170,7 @@ class Figures:
                 chosen = (row.strategy in strategies if strategies is not None
                           else row.strategy != PLAIN)
                 if chosen and (prompts is None or row.prompt in prompts) and keep(rows, row):
-                    v = getter(rows, row)
+                    v = row_value(fig.name, rows, row)
                     if v is not None:
                         found.append((v, ds, row))
         if not found:
@@ -202,8 +180,8 @@ class Figures:
         for v, ds, row in (found[0], found[-1]):
             title = (f"{'lowest' if (v, ds, row) == found[0] else 'highest'} of {len(found)} "
                      f"conditions{f' where {where}' if where else ''}; "
-                     + self._title(ds, row, metric, per_run))
-            ends.append(self._span(show(v), title, self._mark(ds, row.prompt, metric)))
+                     + self._title(ds, row, fig))
+            ends.append(self._span(fig.show(v), title, self._mark(ds, row.prompt, metric)))
         return Range(ends[0], ends[1])
 
     def step(self, figure: str, strategies: list[str] | None = None,
@@ -225,7 +203,7 @@ class Figures:
         title = (f"{figure}: median over {count} steps"
                  + (f" of {', '.join(strategies)}" if strategies else "")
                  + (f" on {prompt}" if prompt else "") + f", {ds.name}")
-        return self._span(fmt(median), title)
+        return self._span(FIGURES[figure].show(median), title)
 
     def bench_value(self, file: str, item: str, side: str = "phase",
                     vs: str | None = None) -> Markup:

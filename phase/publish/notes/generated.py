@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from phase.analysis.formatting import fmt, pct, ratio
 from phase.hosts import host_class_of, machine_label
 from phase.publish.archive.store import Archive, ArchiveError
 from phase.publish.data.datasets import Dataset
@@ -36,7 +37,6 @@ from phase.publish.notes.source import (
     split_front_matter,
 )
 from phase.publish.numbers.headline import bests, headline
-from phase.publish.numbers.tables import fmt, pct, ratio
 from phase.results import ResultsFile
 
 TEMPLATES_SUBDIR = "experiments"

@@ -31,16 +31,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
-import pandas as pd
 from markupsafe import Markup, escape
 
 from phase.publish.charts.energy import KINDS as ENERGY_KINDS
-from phase.publish.charts.energy import Chart, build_chart, html_safe_json, render_png
+from phase.publish.charts.energy import Chart, build_chart
 from phase.publish.charts.strategy import KINDS as STRATEGY_KINDS
 from phase.publish.charts.strategy import build_strategy_chart
 from phase.publish.data.datasets import Dataset, page_stem
@@ -48,15 +46,11 @@ from phase.publish.markup.islands import island
 from phase.publish.notes.cost_section import cost_calls
 from phase.publish.notes.figures import CAVEAT_ID, Figures
 from phase.publish.notes.linked import ROOT_GLOBAL, SOURCES_DIR, source_file
+from phase.publish.notes.page import Page, PageAssets
 from phase.publish.notes.source import NoteError, NoteSource, VersionMeta
 from phase.publish.numbers.bench import BENCH_GLOBAL
 from phase.publish.numbers.changes import compare
-from phase.publish.numbers.downloads import (
-    TableDownloads,
-    findings_frame,
-    frame_files,
-    results_frame,
-)
+from phase.publish.numbers.downloads import findings_frame, results_frame
 from phase.publish.numbers.findings import finding_rows
 from phase.publish.numbers.provenance import provenance_box
 from phase.publish.numbers.tables import build_table
@@ -103,16 +97,6 @@ def block(html: str) -> Markup:
     return island(html)
 
 
-@dataclass
-class Page:
-    """One rendered page plus the files it refers to (chart PNGs, table downloads), by path
-    under docs_dir."""
-
-    path: str
-    text: str
-    assets: dict[str, bytes] = field(default_factory=dict)
-
-
 KINDS = STRATEGY_KINDS + ENERGY_KINDS  # what charts() draws, questions first
 
 # A dataset's chart is drawn once per build, though two pages show it (a version's frozen page
@@ -153,14 +137,12 @@ class _Calls:
         self.version = version
         self.datasets = datasets
         self.root = root
-        self.asset_dir = asset_dir  # where PNGs and downloads are written, under docs_dir
-        self.asset_href = asset_href  # how this page refers to that directory
-        self.assets: dict[str, bytes] = {}
+        self.assets = PageAssets(env, asset_dir, asset_href)
         self.called: set[str] = set()
-        self.chart_count = 0
         self.figures = Figures(str(note.path), datasets, env.globals.get(BENCH_GLOBAL, []), root)
 
-    def _pick(self, file: str | None) -> list[Dataset]:
+    def pick(self, file: str | None) -> list[Dataset]:
+        """This version's results files, or the one named `file` (a note error if absent)."""
         if file is None:
             return self.datasets
         picked = [d for d in self.datasets if d.name == file]
@@ -173,17 +155,12 @@ class _Calls:
     def _render(self, template: str, **ctx: Any) -> Markup:
         return block(self.env.get_template(template).render(**ctx))
 
-    def _downloads(self, frame: pd.DataFrame, stem: str, label: str) -> TableDownloads:
-        files = frame_files(frame, stem, self.asset_href, label)
-        for f in files.files:
-            self.assets[f"{self.asset_dir}/{f.name}"] = f.data
-        return files
-
     def results_table(self, file: str | None = None) -> Markup:
         self.called.add("results_table")
-        tables = [build_table(d, self.root) for d in self._pick(file)]
-        downloads = {t.dataset: self._downloads(results_frame(t), f"{page_stem(t.dataset)}-results",
-                                                f"this table ({t.dataset})")
+        tables = [build_table(d, self.root) for d in self.pick(file)]
+        downloads = {t.dataset: self.assets.downloads(results_frame(t),
+                                                      f"{page_stem(t.dataset)}-results",
+                                                      f"this table ({t.dataset})")
                      for t in tables}
         return self._render("results_table.html.j2", tables=tables, anchored=False,
                             downloads=downloads)
@@ -192,34 +169,17 @@ class _Calls:
         self.called.add("charts")
         if kind not in KINDS:
             raise NoteError(f"{self.note.path}: unknown chart {kind!r}; known: {', '.join(KINDS)}")
-        parts = []
-        for d in self._pick(file):
-            c = _chart_of(d, kind)
-            png = None
-            if c.spec is not None:
-                name = f"{c.kind}-{c.key}.png"
-                self.assets[f"{self.asset_dir}/{name}"] = render_png(c.spec)
-                png = f"{self.asset_href}{name}"
-            self.chart_count += 1
-            parts.append(
-                self.env.get_template("chart.html.j2").render(
-                    chart=c,
-                    dataset=d.name,
-                    element_id=f"chart-{self.chart_count}-{c.kind}",
-                    png=png,
-                    spec=Markup(html_safe_json(c.spec)) if c.spec is not None else None,
-                )
-            )
-        return block("\n".join(parts))
+        return block("\n".join(self.assets.chart(_chart_of(d, kind), d.name)
+                               for d in self.pick(file)))
 
     def charts(self, file: str | None = None) -> Markup:
         return Markup("").join(self.chart(kind, file) for kind in KINDS)
 
     def findings(self, file: str | None = None) -> Markup:
         self.called.add("findings")
-        groups = [(d, finding_rows(d, self.root)) for d in self._pick(file)]
-        downloads = {d.name: self._downloads(findings_frame(rows), f"{d.stem}-findings",
-                                             f"the findings ({d.name})")
+        groups = [(d, finding_rows(d, self.root)) for d in self.pick(file)]
+        downloads = {d.name: self.assets.downloads(findings_frame(rows), f"{d.stem}-findings",
+                                                   f"the findings ({d.name})")
                      for d, rows in groups}
         return self._render("findings.html.j2", groups=groups, downloads=downloads)
 
@@ -227,7 +187,7 @@ class _Calls:
         self.called.add("provenance")
         boxes = [
             provenance_box(d, self.root, self.note.meta.source_provenance)
-            for d in self._pick(file)
+            for d in self.pick(file)
         ]
         return self._render("provenance.html.j2", boxes=boxes)
 
@@ -237,7 +197,7 @@ class _Calls:
         return self._render("reproduce.html.j2", command=self.note.meta.reproduce, boxes=boxes)
 
     def rows(self, file: str | None = None) -> list[SummaryRow]:
-        return [r for d in self._pick(file) for r in d.summary.rows]
+        return [r for d in self.pick(file) for r in d.summary.rows]
 
     def note_url(self, slug: str) -> str:
         """A Markdown link target for another note's latest page (mkdocs checks it exists)."""
@@ -251,13 +211,12 @@ class _Calls:
         """A link target for a repository file (e.g. a prompt's input), published next to this
         version's page so that a frozen page keeps the file it linked to."""
         name, data = source_file(self.env.globals.get(ROOT_GLOBAL), path, str(self.note.path))
-        self.assets[f"{self.asset_dir}/{SOURCES_DIR}/{name}"] = data
-        return f"{self.asset_href}{SOURCES_DIR}/{name}"
+        return self.assets.add(f"{SOURCES_DIR}/{name}", data)
 
     def source_link(self, path: str) -> Markup:
         """The file as a download link named by its repository path, with its sha256."""
         href = self.file_url(path)
-        data = self.assets[f"{self.asset_dir}/{SOURCES_DIR}/{Path(path).name}"]
+        data = self.assets.read(f"{SOURCES_DIR}/{Path(path).name}")
         return Markup(f'<a class="phase-source-link" href="{escape(href)}" download>'
                       f"<code>{escape(path)}</code></a> (sha256 <code>"
                       f"{hashlib.sha256(data).hexdigest()}</code>)")
@@ -284,7 +243,7 @@ class _Calls:
             "source_link": self.source_link,
             "has_results": bool(self.datasets),
             "version": self.version.version,
-            **cost_calls(self),
+            **cost_calls(self.env, self.assets, self.pick, self.root),
         }
 
     def missing_sections(self) -> Markup:
@@ -366,7 +325,7 @@ def render_version(
         latest_href="../index.html",
     )
     path = f"notes/{note.slug}/index.md" if latest_page else f"{asset_dir}/index.md"
-    return Page(path, text, calls.assets)
+    return Page(path, text, calls.assets.files)
 
 
 def note_tail(env: jinja2.Environment, note: NoteSource, number: int | None) -> str:

@@ -1,18 +1,16 @@
-"""Benchmark results (`bench/results/*.json`, written by `make bench`) published as a site page,
-and the figures notes cite from them (`bench(...)` in a note body).
+"""Benchmark results (`bench/results/*.json`, written by `make bench`), loaded once per build,
+and the figures notes cite from them (`bench(...)` in a note body). The Benchmarks page that
+shows them is a page kind (phase.publish.pages.bench).
 
 A benchmark file is read leniently (its shape belongs to bench/, which may add fields), but
 what the page and the notes use is checked: a file that lacks it is bad input naming the file
-and the field. Each file gets a table (every row: phase's figure, the reference, ratio, target,
-result, spread over repeats, n), its JSON as a download and the table as CSV and JSON, all
-with sha256.
+and the field.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,13 +18,11 @@ from typing import Any
 from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from phase.analysis import BENCH_SPREAD, FIGURES, spread
 from phase.errors import PhaseError
 from phase.publish.markup.anchors import _safe
-from phase.publish.numbers.downloads import TableDownloads, cells_frame, frame_files
 
-PAGE_DIR = "bench"
 BENCH_GLOBAL = "phase_bench"  # the loaded results, set on the Jinja environment by the build
-NOISY = 0.10  # bench/report.py's threshold: a spread above it means rerun on a quiet machine
 
 
 class BenchRow(BaseModel):
@@ -132,58 +128,6 @@ def show(value: float | None, unit: str) -> str:
     return f"{text} {unit}"
 
 
-def _verdict(row: BenchRow) -> str:
-    if row.target is None:
-        return "info"
-    if row.passed is None:
-        return "n/a"
-    word = "pass" if row.passed else "FAIL"
-    return f"{word} (noisy)" if row.noise is not None and row.noise > NOISY else word
-
-
-def _ratio(row: BenchRow) -> str:
-    if row.ratio is None:
-        return "—"
-    if row.unit == "fraction":
-        return f"{100 * row.ratio:+.1f} pts"
-    return f"{row.ratio:.3f}×"
-
-
-HEADER = ["item", "phase", "reference", "vs", "ratio", "target", "result", "spread", "n",
-          "detail"]
-
-
-def table_rows(results: BenchResults) -> list[dict[str, Any]]:
-    """Rows for the page: shown text plus an anchor each."""
-    out = []
-    for r in results.rows:
-        out.append({
-            "anchor": row_anchor(r),
-            "cells": [r.item, show(r.phase, r.unit), show(r.reference, r.unit), r.reference_name,
-                      _ratio(r), r.target or "", _verdict(r),
-                      "" if r.noise is None else f"{100 * r.noise:.0f}%",
-                      "" if r.n is None else str(r.n), r.detail],
-        })
-    return out
-
-
-def table_downloads(results: BenchResults) -> TableDownloads:
-    records = [[r.section, r.item, r.phase, r.reference, r.reference_name, r.unit, r.ratio,
-                r.target, r.passed, r.noise, r.n, r.detail] for r in results.rows]
-    frame = cells_frame(["section", "item", "phase", "reference", "vs", "unit", "ratio",
-                         "target", "passed", "spread", "n", "detail"], records)
-    return frame_files(frame, f"{results.stem}-table", "", f"table of {results.name}")
-
-
-def machine_line(results: BenchResults) -> str:
-    m = results.data.machine
-    parts = [str(m.get("cpu_model") or "unknown CPU"),
-             f"{m.get('physical_cores', '?')} cores", f"{m.get('threads_used', '?')} threads used"]
-    if m.get("native_build"):
-        parts.append(f"native llama.cpp {m['native_build']}")
-    return ", ".join(parts)
-
-
 def figure(results: BenchResults, item: str, side: str, vs: str | None, href: str) -> Markup:
     """One benchmark figure for a note, linked to its row on the benchmarks page; the title
     says it is a median of n alternating repeats and gives the spread."""
@@ -195,34 +139,11 @@ def figure(results: BenchResults, item: str, side: str, vs: str | None, href: st
         raise PhaseError(f"{results.name}: row {item!r} has no {side} figure")
     samples = (row.samples or {}).get("phase" if side == "phase" else row.reference_name, [])
     text = show(value, row.unit).removesuffix(f" {row.unit}")
+    relative = spread(samples, BENCH_SPREAD)
     title = (f"{'phase' if side == 'phase' else row.reference_name}, {row.item}: median of "
              f"{len(samples) or 'n/a'} alternating repeats"
              + (f" (lowest {min(samples):.1f}, highest {max(samples):.1f}, spread "
-                f"{(max(samples) - min(samples)) / statistics.median(samples):.0%})"
-                if len(samples) > 1 else "")
+                f"{FIGURES['bench_spread'].show(relative)})" if relative is not None else "")
              + f"; {results.name}")
     return Markup(f'<a class="phase-figure phase-bench-figure" href="{escape(href)}#'
                   f'{row_anchor(row)}" title="{escape(title)}">{escape(text)}</a>')
-
-
-def write_bench_page(docs_dir: Path, env: Any) -> str:
-    """Write the benchmarks page and its downloads under docs_dir/bench; returns the page's
-    path relative to docs_dir. The results come from the environment (BENCH_GLOBAL)."""
-    out: dict[str, str | bytes] = {}
-    files = []
-    for r in env.globals.get(BENCH_GLOBAL, []):
-        downloads = table_downloads(r)
-        for f in downloads.files:
-            out[f"{PAGE_DIR}/{f.name}"] = f.data
-        out[f"{PAGE_DIR}/{r.name}"] = r.path.read_bytes()
-        files.append({"results": r, "machine": machine_line(r), "rows": table_rows(r),
-                      "header": HEADER, "downloads": downloads})
-    out[f"{PAGE_DIR}/index.md"] = env.get_template("bench_page.md.j2").render(files=files)
-    for rel, data in out.items():
-        target = docs_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, bytes):
-            target.write_bytes(data)
-        else:
-            target.write_text(data, encoding="utf-8")
-    return f"{PAGE_DIR}/index.md"

@@ -6,12 +6,11 @@ the same experiment on the same machine (a re-run), so their figures are compare
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from phase.analysis import PLAIN
+from phase.analysis import FIGURES, row_value
+from phase.analysis.formatting import DASH
 from phase.publish.data.datasets import Dataset
-from phase.publish.numbers.tables import DASH, fmt, pct, ratio
 from phase.results import SummaryRow
 
 
@@ -24,30 +23,16 @@ class Change:
     change: str
 
 
-# Every figure a note's results table reports (and its prose can cite), in table order.
-METRICS: list[tuple[str, str, Callable[[float | None], str]]] = [
-    ("tokens_per_s", "tokens/s", fmt),
-    ("speed_vs_plain", "speed vs plain", ratio),
-    ("acceptance", "accepted", pct),
-    ("chip_mj_per_token", "chip mJ/token", fmt),
-    ("energy_ratio_vs_plain", "energy vs plain", ratio),
-    ("board_mj_per_token", "board mJ/token", fmt),
-    ("cpu_ms_per_token", "CPU ms/token", fmt),
-    ("cpu_vs_plain", "CPU vs plain", ratio),
-    ("tokens_per_s_spread", "tokens/s spread", lambda v: pct(v, 1)),
-    ("chip_energy_spread", "chip energy spread", lambda v: pct(v, 1)),
-    ("n", "n", lambda v: DASH if v is None else f"{v:.0f}"),
-]
+# Every figure a note's results table reports (and its prose can cite), in table order; each
+# is labelled and written as the registry says.
+METRICS = ("tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
+           "energy_ratio_vs_plain", "board_mj_per_token", "cpu_ms_per_token", "cpu_vs_plain",
+           "tokens_per_s_spread", "chip_energy_spread", "n")
 
 
 def _figure(rows: list[SummaryRow], row: SummaryRow, name: str) -> float | None:
     """A row's figure; the "vs plain" ratios divide by plain decoding's row for the prompt."""
-    if name in ("speed_vs_plain", "cpu_vs_plain"):
-        base_name = "tokens_per_s" if name == "speed_vs_plain" else "cpu_ms_per_token"
-        plain = next((r for r in rows if r.prompt == row.prompt and r.strategy == PLAIN), None)
-        mine, base = getattr(row, base_name), getattr(plain, base_name) if plain else None
-        return mine / base if mine is not None and base else None
-    value = getattr(row, name)
+    value = row_value(name, rows, row)
     return None if value is None else float(value)
 
 
@@ -69,10 +54,11 @@ def _compare_rows(label: str, old: list[SummaryRow], new: list[SummaryRow]) -> l
         if before is None:
             out.append(Change(item, "condition", DASH, "added", "added"))
             continue
-        for name, metric, show in METRICS:
+        for name in METRICS:
             a, b = _figure(old, before, name), _figure(new, row, name)
+            show = FIGURES[name].show
             if show(a) != show(b):
-                out.append(Change(item, metric, show(a), show(b), _rel(a, b)))
+                out.append(Change(item, FIGURES[name].label, show(a), show(b), _rel(a, b)))
     for key in old_by:
         if key not in new_by:
             out.append(Change(f"{label}: {key[0]} × {key[1]}", "condition", "present",

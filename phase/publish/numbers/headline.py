@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phase.analysis import PLAIN
+from phase.analysis import PLAIN, vs_plain
+from phase.analysis.formatting import times
 from phase.publish.data.datasets import Dataset
 from phase.results import SummaryRow
 
@@ -28,7 +29,9 @@ class Best:
 
     @property
     def speed_ratio(self) -> float:
-        return self.tokens_per_s / self.plain_tokens_per_s
+        ratio = vs_plain(self.tokens_per_s, self.plain_tokens_per_s)
+        assert ratio is not None  # best_by_prompt keeps only prompts with a plain speed
+        return ratio
 
     @property
     def beats_plain(self) -> bool:
@@ -68,12 +71,12 @@ def headline(datasets: list[Dataset]) -> str | None:
     top = max(found, key=lambda b: b.speed_ratio)
     where = f"{top.strategy} on {top.prompt}"
     if top.beats_plain:
-        text = f"fastest: {where} at {top.speed_ratio:.2f}× plain decoding's speed"
+        text = f"fastest: {where} at {times(top.speed_ratio)} plain decoding's speed"
     else:
         text = (f"nothing beat plain decoding; the closest, {where}, ran at "
-                f"{top.speed_ratio:.2f}× its speed")
+                f"{times(top.speed_ratio)} its speed")
     if top.energy_ratio is not None:
-        text += f" and {top.energy_ratio:.2f}× its chip energy per token"
+        text += f" and {times(top.energy_ratio)} its chip energy per token"
     else:
         text += "; energy not measured"
     return text[0].upper() + text[1:]

@@ -15,15 +15,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phase.analysis import PLAIN, cpu_ms_per_token, energy_mj_per_token, runs_by_condition
+from phase.analysis import (
+    FIGURES,
+    PLAIN,
+    RunView,
+    energy_mj_per_token,
+    plain_row,
+    run_value,
+    runs_by_condition,
+)
+from phase.analysis.figures import per_run_names
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.steps import Spread, spread_of
-from phase.results import Run, SummaryRow
+from phase.results import Run
 
-# Figures a condition has per run. "speed_vs_plain" and "cpu_vs_plain" divide each run's
-# figure by the plain mean for the same prompt.
-PER_RUN = ("tokens_per_s", "cpu_ms_per_token", "chip_mj_per_token", "acceptance",
-           "speed_vs_plain", "cpu_vs_plain")
+# Figures a condition has per run (the registry's per_run ones). A "vs plain" one divides each
+# run's figure by the plain mean for the same prompt.
+PER_RUN = per_run_names()
 
 
 @dataclass(frozen=True)
@@ -41,22 +49,15 @@ def _chip(ds: Dataset, run: Run) -> float | None:
     return energy_mj_per_token(run, sensor)
 
 
-def _per_run(ds: Dataset, runs: list[Run], plain: dict[str, float]) -> dict[str, list[float]]:
+def _per_run(ds: Dataset, runs: list[Run]) -> dict[str, list[float]]:
     values: dict[str, list[float]] = {name: [] for name in PER_RUN}
     for run in runs:
-        values["tokens_per_s"].append(run.tokens_per_s)
-        values["cpu_ms_per_token"].append(cpu_ms_per_token(run))
-        chip = _chip(ds, run)
-        if chip is not None:
-            values["chip_mj_per_token"].append(chip)
-        if run.acceptance is not None:
-            values["acceptance"].append(run.acceptance)
-        base_speed = plain.get(f"{run.prompt}/tokens_per_s")
-        if base_speed:
-            values["speed_vs_plain"].append(run.tokens_per_s / base_speed)
-        base_cpu = plain.get(f"{run.prompt}/cpu_ms_per_token")
-        if base_cpu:
-            values["cpu_vs_plain"].append(cpu_ms_per_token(run) / base_cpu)
+        view = RunView(run, _chip(ds, run))
+        plain = plain_row(ds.summary.rows, run.prompt)
+        for name in PER_RUN:
+            value = run_value(name, view, plain)
+            if value is not None:
+                values[name].append(value)
     return values
 
 
@@ -67,18 +68,11 @@ def condition_spreads(ds: Dataset) -> dict[tuple[str, str], ConditionSpread]:
     if raw is None:
         return {(r.prompt, r.strategy): ConditionSpread(r.prompt, r.strategy, r.n, {})
                 for r in rows}
-    plain: dict[str, float] = {}
-    for r in rows:
-        if r.strategy == PLAIN:
-            if r.tokens_per_s:
-                plain[f"{r.prompt}/tokens_per_s"] = r.tokens_per_s
-            if r.cpu_ms_per_token:
-                plain[f"{r.prompt}/cpu_ms_per_token"] = r.cpu_ms_per_token
     grouped = runs_by_condition(raw)
     out = {}
     for r in rows:
         runs = grouped.get((r.prompt, r.strategy), [])
-        figures = {name: s for name, values in _per_run(ds, runs, plain).items()
+        figures = {name: s for name, values in _per_run(ds, runs).items()
                    if (s := spread_of(values)) is not None}
         out[(r.prompt, r.strategy)] = ConditionSpread(r.prompt, r.strategy, len(runs), figures)
     return out
@@ -92,8 +86,9 @@ def unstable_baselines(ds: Dataset) -> dict[str, str]:
         if f.rule != "variance" or f.strategy != PLAIN or f.prompt is None:
             continue
         metric = "chip energy per token" if f.sensor is not None else "tokens/s"
+        figure = FIGURES["chip_energy_spread" if f.sensor is not None else "tokens_per_s_spread"]
         spread, runs = f.numbers.get("spread"), f.numbers.get("runs")
-        out[f.prompt] = (f"{metric} spread {spread:.1%} across {runs:.0f} runs"
+        out[f.prompt] = (f"{metric} spread {figure.show(spread)} across {runs:.0f} runs"
                          if spread is not None and runs is not None else f.message)
     return out
 
@@ -102,7 +97,3 @@ def baseline_caveat(prompt: str, how: str) -> str:
     """The sentence a "vs plain" figure on an unstable-baseline prompt carries."""
     return (f"plain decoding on {prompt} was itself unstable ({how}): this ratio is uncertain "
             "by at least as much")
-
-
-def row_n(row: SummaryRow) -> str:
-    return "n not given" if row.n is None else f"n = {row.n}"

@@ -22,9 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.analysis import PLAIN, runs_by_condition
+from phase.analysis.relative import spread_of_range
 from phase.publish.data.datasets import Dataset
 from phase.results import ResultsFile, Run
 
+# The figures pooled_median gives (a note's step() calls), by their registry names.
+STEP_FIGURES = ("propose_ms_per_drafted", "plain_ms_per_token")
 NO_TRACE = "the raw runs of this file are not in this repository, so there is no per-step trace"
 
 
@@ -39,7 +42,8 @@ class Spread:
 
     @property
     def relative(self) -> float | None:
-        return (self.high - self.low) / self.mean if self.mean > 0 and self.n > 1 else None
+        """The run spread (phase.analysis.relative, about the mean)."""
+        return spread_of_range(self.low, self.high, self.mean, self.n)
 
 
 def spread_of(values: Sequence[float]) -> Spread | None:
@@ -129,6 +133,5 @@ def pooled_median(raw: ResultsFile, figure: str, strategies: Sequence[str] | Non
     elif figure == "plain_ms_per_token":
         values = [s.verify_ms for r in runs for s in r.trace if s.proposed == 0]
     else:
-        raise ValueError(f"unknown step figure {figure!r}; known: propose_ms_per_drafted, "
-                         "plain_ms_per_token")
+        raise ValueError(f"unknown step figure {figure!r}; known: {', '.join(STEP_FIGURES)}")
     return _median(values), len(values)

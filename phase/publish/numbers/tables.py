@@ -1,7 +1,9 @@
 """Summary rows + findings -> the rows of a note's results table (formatted, linked, marked).
 
-Numbers are formatted here once, so the page, the tests and the changes table agree on what a
-reader sees; each cell also keeps its exact value (rendered as `data-value`).
+Each column is a figure of the registry (phase.analysis.figures): its heading, hover title,
+value and formatter come from there, so the page, its downloads, the changes table and a
+note's figure calls agree on what a reader sees; each cell also keeps its exact value
+(rendered as `data-value`).
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from phase.analysis import PLAIN, energy_mj_per_token, runs_by_condition
+from phase.analysis import FIGURES, PLAIN, energy_mj_per_token, row_value, runs_by_condition
+from phase.analysis.figures import ratio_keys
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page, row_anchor, run_anchor
 from phase.publish.numbers.spreads import baseline_caveat, unstable_baselines
 from phase.results import ResultsFile, SummaryRow
 
-DASH = "—"
-RATIO_KEYS = ("speed_vs_plain", "ratio", "cpu_vs_plain")  # the "vs plain" columns
+RATIO_KEYS = ratio_keys()  # the "vs plain" columns
 
 
 @dataclass(frozen=True)
@@ -62,18 +64,6 @@ class Table:
     notes: list[str] = field(default_factory=list)  # one line each, under the table
 
 
-def fmt(value: float | None, digits: int = 1) -> str:
-    return DASH if value is None else f"{value:.{digits}f}"
-
-
-def pct(value: float | None, digits: int = 0) -> str:
-    return DASH if value is None else f"{value * 100:.{digits}f}%"
-
-
-def ratio(value: float | None) -> str:
-    return DASH if value is None else f"{value:.2f}"
-
-
 def _cell(value: float | None, show: Callable[[float | None], str], reason: str | None) -> Cell:
     return Cell(show(value), value, reason if value is None else None)
 
@@ -91,10 +81,10 @@ def _measured(ds: Dataset, row: SummaryRow, sensor: str | None) -> list[tuple[st
     return out
 
 
-def _energy_cell(
-    ds: Dataset, row: SummaryRow, sensor: str | None, value: float | None, reason: str | None
-) -> Cell:
+def _energy_cell(ds: Dataset, row: SummaryRow, sensor: str | None, name: str,
+                 reason: str | None) -> Cell:
     """Mean of standing values; a fully rejected condition shows its mean struck through."""
+    value, show = row_value(name, ds.summary.rows, row), FIGURES[name].show
     measured = _measured(ds, row, sensor)
     rejected = [
         (run_id, v) for run_id, v in measured
@@ -102,85 +92,65 @@ def _energy_cell(
     ]
     if value is None and rejected:
         mean = statistics.fmean(v for _, v in rejected)
-        return Cell(fmt(mean), mean, reason, struck=True)
+        return Cell(show(mean), mean, reason, struck=True)
     if value is not None and rejected:
         return Cell(
-            fmt(value) + "*",
+            show(value) + "*",
             value,
             f"mean of {len(measured) - len(rejected)} of {len(measured)} readings; "
             f"{len(rejected)} rejected by validation (see findings)",
         )
-    return _cell(value, fmt, reason)
+    return _cell(value, show, reason)
 
 
-COLUMNS = {
-    "tokens_per_s": Column("tokens_per_s", "tokens/s", "generated tokens per second of decode, "
-                           "mean of repeats"),
-    "speed_vs_plain": Column("speed_vs_plain", "speed vs plain", "tokens/s divided by plain "
-                             "decoding's for the same prompt"),
-    "acceptance": Column("acceptance", "accepted", "accepted / drafted tokens, mean of repeats"),
-    "chip": Column("chip", "chip mJ/token", "chip energy per generated token, mean of repeats "
-                   "(rejected readings left out)"),
-    "ratio": Column("ratio", "energy vs plain", "chip mJ/token divided by plain decoding's for "
-                    "the same prompt"),
-    "board": Column("board", "board mJ/token", "enclosing (board) sensor energy per token, only "
-                    "readings that passed validation"),
-    "cpu": Column("cpu", "CPU ms/token", "process CPU time per generated token, mean of repeats"),
-    "cpu_vs_plain": Column("cpu_vs_plain", "CPU vs plain", "CPU ms/token divided by plain "
-                           "decoding's for the same prompt"),
-    "spread": Column("spread", "spread", "(max − min) / mean across repeats: of chip energy per "
-                     "token where measured, else of tokens/s"),
-    "n": Column("n", "n", "runs behind the row"),
-}
+# The results table's figures in column order (a column shows only where its file has it).
+TABLE_FIGURES = ("tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
+                 "energy_ratio_vs_plain", "board_mj_per_token", "cpu_ms_per_token",
+                 "cpu_vs_plain", "spread", "n")
+COLUMNS = {FIGURES[name].key: Column(FIGURES[name].key, FIGURES[name].label,
+                                     FIGURES[name].description) for name in TABLE_FIGURES}
 
 
-def _cells(
-    ds: Dataset, row: SummaryRow, plain_speed: dict[str, float | None]
-) -> dict[str, Cell]:
-    """Every column's cell for one summary row (build_table keeps the columns it shows)."""
+def _cells(ds: Dataset, row: SummaryRow) -> dict[str, Cell]:
+    """Every column's cell for one summary row, by column key (build_table keeps the columns
+    it shows)."""
     summary = ds.summary
-    base = plain_speed.get(row.prompt)
-    speedup = row.tokens_per_s / base if base and row.tokens_per_s is not None else None
-    plain_cpu = plain_speed.get(f"{row.prompt}/cpu")
-    cpu_ratio = (row.cpu_ms_per_token / plain_cpu
-                 if plain_cpu and row.cpu_ms_per_token is not None else None)
+    rows = summary.rows
+
+    def cell(name: str, reason: str | None) -> Cell:
+        return _cell(row_value(name, rows, row), FIGURES[name].show, reason)
+
     energy_spread = row.chip_energy_spread
-    return {
-        "tokens_per_s": _cell(row.tokens_per_s, fmt, "not in the source"),
-        "speed_vs_plain": _cell(speedup, ratio, "no plain row for this prompt"),
-        "acceptance": _cell(
-            row.acceptance,
-            pct,
+    cells = {
+        "tokens_per_s": cell("tokens_per_s", "not in the source"),
+        "speed_vs_plain": cell("speed_vs_plain", "no plain row for this prompt"),
+        "acceptance": cell(
+            "acceptance",
             row.acceptance_reason
             or ("plain decoding drafts nothing" if row.strategy == PLAIN else None),
         ),
-        "chip": _energy_cell(
-            ds, row, summary.chip_sensor, row.chip_mj_per_token, row.chip_mj_per_token_reason
-        ),
-        "ratio": _cell(row.energy_ratio_vs_plain, ratio,
-                       "needs chip energy for this row and plain"),
-        "board": _energy_cell(
-            ds, row, summary.board_sensor, row.board_mj_per_token,
-            row.board_mj_per_token_reason,
-        ),
-        "cpu": _cell(row.cpu_ms_per_token, fmt, "not recorded"),
-        "cpu_vs_plain": _cell(cpu_ratio, ratio, "needs CPU time for this row and plain"),
+        "chip_mj_per_token": _energy_cell(ds, row, summary.chip_sensor, "chip_mj_per_token",
+                                          row.chip_mj_per_token_reason),
+        "energy_ratio_vs_plain": cell("energy_ratio_vs_plain",
+                                      "needs chip energy for this row and plain"),
+        "board_mj_per_token": _energy_cell(ds, row, summary.board_sensor, "board_mj_per_token",
+                                           row.board_mj_per_token_reason),
+        "cpu_ms_per_token": cell("cpu_ms_per_token", "not recorded"),
+        "cpu_vs_plain": cell("cpu_vs_plain", "needs CPU time for this row and plain"),
         "spread": (
-            Cell(pct(energy_spread, 1), energy_spread, "of chip energy per token")
+            Cell(FIGURES["spread"].show(energy_spread), energy_spread, "of chip energy per token")
             if energy_spread is not None
-            else _cell(row.tokens_per_s_spread, lambda v: pct(v, 1),
-                       "not published" if ds.summary_only else "fewer than two runs")
+            else cell("spread", "not published" if ds.summary_only else "fewer than two runs")
         ),
-        "n": Cell(DASH if row.n is None else str(row.n), row.n),
+        "n": Cell(FIGURES["n"].show(row.n), row.n),
     }
+    return {FIGURES[name].key: c for name, c in cells.items()}
 
 
 def build_table(ds: Dataset, root: str) -> Table:
     """The results table of one dataset, for a page whose way back to the site root is `root`."""
     rows = ds.summary.rows
     page = raw_page(ds.stem, root)
-    plain_speed = {r.prompt: r.tokens_per_s for r in rows if r.strategy == PLAIN}
-    plain_speed |= {f"{r.prompt}/cpu": r.cpu_ms_per_token for r in rows if r.strategy == PLAIN}
     baselines = unstable_baselines(ds)
     unstable = {
         (f.prompt, f.strategy): f.message for f in ds.report.findings if f.rule == "variance"
@@ -189,13 +159,12 @@ def build_table(ds: Dataset, root: str) -> Table:
         r.board_mj_per_token is not None or r.board_mj_per_token_reason for r in rows
     )
     show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
-    keys = ["tokens_per_s", "speed_vs_plain", "acceptance", "chip", "ratio"]
-    keys += ["board"] if show_board else []
-    keys += ["cpu", "cpu_vs_plain"] if show_cpu else []
-    keys += ["spread", "n"]
+    shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
+             "cpu_vs_plain": show_cpu}
+    keys = [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
     out_rows = []
     for row in rows:
-        cells = _cells(ds, row, plain_speed)
+        cells = _cells(ds, row)
         if row.prompt in baselines and row.strategy != PLAIN:
             caveat = baseline_caveat(row.prompt, baselines[row.prompt])
             cells = {k: replace(c, caveat=caveat) if k in RATIO_KEYS and c.value is not None

@@ -19,12 +19,15 @@ from dataclasses import dataclass, field
 import jinja2
 import pandas as pd
 
-from phase.analysis import PLAIN
+from phase.analysis import FIGURES, PLAIN, row_value
 from phase.hosts import host_class_of, host_identity_of
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import raw_page, run_anchor
+from phase.publish.notes.page import Page
+from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.downloads import cells_frame, frame_files
-from phase.publish.numbers.tables import Cell, Link, fmt, pct, ratio
+from phase.publish.numbers.tables import Cell, Link
+from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import HostIdentity, ResultsFile, SummaryRow
 
 ROOT = "../"
@@ -70,13 +73,11 @@ class CrossHostPage:
     campaigns: int
 
 
-COLUMNS = (
-    ("tokens_per_s", "tokens/s", "generated tokens per second of decode, mean of repeats"),
-    ("speed_vs_plain", "speed vs plain", "tokens/s over plain decoding's, same prompt and host"),
-    ("chip", "chip mJ/token", "chip energy per generated token, mean of the standing readings"),
-    ("ratio", "energy vs plain", "chip mJ/token over plain decoding's, same prompt and host"),
-    ("acceptance", "accepted", "accepted / drafted tokens, mean of repeats"),
-)
+# The registry's figures each prompt's table shows, as (key, label, hover title): a ratio to
+# plain here is to plain decoding on the same host, which the titles say.
+SHOWN = ("tokens_per_s", "speed_vs_plain", "chip_mj_per_token", "energy_ratio_vs_plain",
+         "acceptance")
+COLUMNS = tuple((FIGURES[n].key, FIGURES[n].label, FIGURES[n].host_title) for n in SHOWN)
 
 
 def _key(raw: ResultsFile) -> str:
@@ -119,23 +120,21 @@ def _host_class(key: str, label: str, chosen: Dataset, others: list[Dataset]) ->
     )
 
 
-def _cells(row: SummaryRow, plain_speed: float | None) -> dict[str, Cell]:
-    speed = row.tokens_per_s
-    vs_plain = speed / plain_speed if speed is not None and plain_speed else None
+def _cells(rows: list[SummaryRow], row: SummaryRow) -> dict[str, Cell]:
+    """A row's cells by column key; `rows` are its host's (plain's row among them)."""
     no_accept = row.acceptance_reason or ("plain decoding drafts nothing"
                                           if row.strategy == PLAIN else None)
-    return {
-        "tokens_per_s": Cell(fmt(speed), speed),
-        "speed_vs_plain": Cell(ratio(vs_plain), vs_plain,
-                               None if vs_plain is not None else "no plain row on this host"),
-        "chip": Cell(fmt(row.chip_mj_per_token), row.chip_mj_per_token,
-                     row.chip_mj_per_token_reason),
-        "ratio": Cell(ratio(row.energy_ratio_vs_plain), row.energy_ratio_vs_plain,
-                      None if row.energy_ratio_vs_plain is not None
-                      else "needs chip energy for this row and plain"),
-        "acceptance": Cell(pct(row.acceptance), row.acceptance,
-                           None if row.acceptance is not None else no_accept),
-    }
+    # Why a figure is missing (None: the cell has no title), for when it is.
+    missing = {"tokens_per_s": None, "speed_vs_plain": "no plain row on this host",
+               "chip_mj_per_token": row.chip_mj_per_token_reason,
+               "energy_ratio_vs_plain": "needs chip energy for this row and plain",
+               "acceptance": no_accept}
+    cells = {}
+    for name in SHOWN:
+        value = row_value(name, rows, row)
+        title = missing[name] if value is None or name == "chip_mj_per_token" else None
+        cells[FIGURES[name].key] = Cell(FIGURES[name].show(value), value, title)
+    return cells
 
 
 def _links(ds: Dataset, row: SummaryRow) -> list[Link]:
@@ -152,9 +151,11 @@ def _tables(hosts: list[tuple[HostClass, Dataset]]) -> list[PromptTable]:
     prompts: list[str] = []
     strategies: list[str] = []
     by_host: dict[str, dict[tuple[str, str], SummaryRow]] = {}
+    host_rows: dict[str, list[SummaryRow]] = {}  # one condition each: plain's row is unique
     for host, ds in hosts:
         rows = {(r.prompt, r.strategy): r for r in ds.summary.rows}
         by_host[host.key] = rows
+        host_rows[host.key] = list(rows.values())
         for prompt, strategy in rows:
             prompts += [prompt] if prompt not in prompts else []
             strategies += [strategy] if strategy not in strategies else []
@@ -166,9 +167,8 @@ def _tables(hosts: list[tuple[HostClass, Dataset]]) -> list[PromptTable]:
                 row = by_host[host.key].get((prompt, strategy))
                 if row is None:
                     continue
-                plain = by_host[host.key].get((prompt, PLAIN))
                 out.append(CrossRow(strategy, host,
-                                    _cells(row, plain.tokens_per_s if plain else None),
+                                    _cells(host_rows[host.key], row),
                                     _links(ds, row)))
         tables.append(PromptTable(prompt, out))
     return tables
@@ -233,3 +233,22 @@ def render_pages(env: jinja2.Environment, datasets: list[Dataset]) -> dict[str, 
                                                                  downloads=downloads)
     out[INDEX] = env.get_template("crosshost_index.md.j2").render(pages=pages)
     return out
+
+
+class CrossHostKind(PageKind):
+    """The page kind: every experiment's cross-host page and their index (hosts/)."""
+
+    name = "hosts"
+    dirs = ("hosts",)
+
+    def render(self, build: BuildInputs) -> Rendered:
+        out = Rendered()
+        for rel, data in render_pages(build.env, build.published).items():
+            if isinstance(data, str) and rel.endswith(".md"):
+                out.pages.append(Page(rel, data))
+            else:
+                out.files[rel] = data
+        return out
+
+    def nav(self, notes: list[NoteSource]) -> list[NavItem]:
+        return [{"Across hosts": INDEX}]

@@ -1,5 +1,9 @@
 """The home page's list of notes: every note, authored and generated, newest first, with its
-host class, date and a headline computed from its newest complete version's data."""
+host class, date and a headline computed from its newest complete version's data.
+
+`HomeKind` is the page kind: the list is a snippet (notes/_list.md) that the hand-written
+home page (docs/index.md) includes; it is not a page itself (mkdocs.yml excludes it).
+"""
 
 from __future__ import annotations
 
@@ -11,10 +15,13 @@ from markupsafe import Markup
 from phase.hosts import host_class_of
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page
+from phase.publish.notes.render import block, render_finding
 from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.headline import headline
+from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 
 DASH = "—"
+HOME_SNIPPET = "notes/_list.md"
 
 
 @dataclass(frozen=True)
@@ -95,3 +102,22 @@ def home_entries(notes: list[tuple[NoteSource, list[list[Dataset]]]], root: str,
     rendered = findings or {}
     entries = [note_entry(n, by_version, root, rendered.get(n.slug)) for n, by_version in notes]
     return sorted(entries, key=lambda e: (e.date, e.first_date, e.slug), reverse=True)
+
+
+class HomeKind(PageKind):
+    """The notes list on the home page, and the home page first in the navigation."""
+
+    name = "home"
+    dirs = ("notes",)
+
+    def render(self, build: BuildInputs) -> Rendered:
+        notes = list(zip(build.notes, build.versions, strict=True))
+        findings = {n.slug: str(render_finding(build.env, n, by_version[-1], "",
+                                               note_page(n.slug, "")))
+                    for n, by_version in notes if n.kind == "authored" and by_version}
+        entries = home_entries(notes, "", findings)
+        home = block(build.env.get_template("home_list.html.j2").render(entries=entries))
+        return Rendered(files={HOME_SNIPPET: str(home).strip() + "\n"})
+
+    def nav(self, notes: list[NoteSource]) -> list[NavItem]:
+        return [{"Home": "index.md"}]

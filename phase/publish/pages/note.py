@@ -6,18 +6,23 @@ otherwise, and new versions frozen into the archive (by the caller, once the bui
                   a draft), then the versions list and every erratum (note_tail)
 
 A version is published (frozen) when it is built for the first time and is freezable: not a
-draft, not an incomplete campaign, not a quick preview, its results named explicitly (no glob)
+draft, not an incomplete campaign, not a quick preview, not a smoke test (a quick campaign or
+one on phase's test model, wherever its file lies), its results named explicitly (no glob)
 and present. An archived version is checked before it is served: the results it was published
 with must be the ones the note lists for it, byte for byte (sha256).
+
+`NoteKind` is the page kind: every note's pages, and the notes in the navigation.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
 
+from phase.analysis.purpose import smoke_reason
 from phase.publish.archive.store import (
     Archive,
     ArchivedResults,
@@ -28,8 +33,10 @@ from phase.publish.archive.store import (
     sha256_bytes,
 )
 from phase.publish.data.datasets import Dataset
-from phase.publish.notes.render import Page, note_tail, render_version
+from phase.publish.notes.page import Page
+from phase.publish.notes.render import note_tail, render_version
 from phase.publish.notes.source import NoteSource
+from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.validate import RuleSettings
 
 
@@ -84,9 +91,15 @@ def _served(frozen: FrozenVersion, slug: str, number: int) -> dict[str, bytes]:
     return {f"notes/{slug}/v{number}/{name}": data for name, data in frozen.assets.items()}
 
 
+def smoke_tests(datasets: list[Dataset]) -> list[str]:
+    """`file: why` for each of `datasets` that is a smoke test, never published."""
+    return [f"{d.name}: {why}" for d in datasets if (why := smoke_reason(d.header))]
+
+
 def freezable(note: NoteSource, number: int, datasets: list[Dataset]) -> bool:
     version = note.meta.versions[number - 1]
-    return note.freezable(number) and not version.globs and bool(datasets)
+    return (note.freezable(number) and not version.globs and bool(datasets)
+            and not smoke_tests(datasets))
 
 
 def note_pages(
@@ -139,9 +152,39 @@ def note_pages(
                 out.states.append(f"v{number} new")
             else:
                 out.states.append(f"v{number} " + ("preview" if note.preview else "draft"))
+                out.notices += [f"note {note.slug}: v{number} is not published: {smoke}"
+                                for smoke in smoke_tests(datasets)]
         base = f"notes/{note.slug}"
         out.pages.append(Page(f"{base}/v{number}/index.md",
                               page_text + note_tail(env, note, number), assets))
         if latest:
             out.pages.append(Page(f"{base}/index.md", latest_text + note_tail(env, note, None)))
     return out
+
+
+class NoteKind(PageKind):
+    """Every note's pages (authored and generated), under notes/<slug>/."""
+
+    name = "notes"
+    dirs = ("notes",)
+
+    def render(self, build: BuildInputs) -> Rendered:
+        out = Rendered()
+        for note, by_version in zip(build.notes, build.versions, strict=True):
+            built = note_pages(build.env, note, by_version, build.archive,
+                               templates_dir=build.templates_dir, settings=build.settings,
+                               freeze=build.freeze)
+            out.pages += built.pages
+            out.to_freeze += built.to_freeze
+            out.states[note.slug] = built.states
+            out.lines += built.notices
+        return out
+
+    def nav(self, notes: list[NoteSource]) -> list[NavItem]:
+        if not notes:
+            return []
+        # Newest first, as on the home page: by the latest version's date. Titles are escaped
+        # here because mkdocs' theme templates do not escape nav titles.
+        ordered = sorted(notes, key=lambda n: (n.latest.date, n.meta.date, n.slug), reverse=True)
+        return [{"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
+                           for n in ordered]}]

@@ -3,14 +3,26 @@
 Table rows in notes link here, so a reader can go from any number to the runs behind it.
 Summary-only files get the same page with their rows (anchored by prompt and strategy) and a
 plain statement that the raw runs are not in this repository.
+
+`RawKind` is the page kind: a data page per published results file (with the file, its derived
+summary and every table as downloads), then the data index.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from jinja2 import Environment
+
+from phase.analysis.formatting import DASH, fmt, pct
+from phase.errors import PhaseError
+from phase.publish.data.cache import DatasetCache, tree_fingerprint
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page, run_anchor
+from phase.publish.notes.page import Page
+from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.downloads import (
     TableDownloads,
     TableFile,
@@ -20,8 +32,9 @@ from phase.publish.numbers.downloads import (
 )
 from phase.publish.numbers.findings import FindingRow, finding_rows
 from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
-from phase.publish.numbers.tables import DASH, Cell, Table, build_table, fmt, pct
-from phase.results import ResultsFile, Run
+from phase.publish.numbers.tables import Cell, Table, build_table
+from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
+from phase.results import ResultsFile, Run, SummaryFile, dump_json
 
 ROOT = "../"  # data pages live in raw/
 # Longer texts (model outputs, prompts) are cut on the page, with a pointer to the raw file:
@@ -217,3 +230,80 @@ def build_raw_page(
         summary_table=None,
         **common,
     )
+
+
+@dataclass(frozen=True)
+class RawPageMemo:
+    """Data pages from the build cache: a page is a function of its file (sha256, path,
+    settings), the notes citing it, the provenance those add, and the templates."""
+
+    cache: DatasetCache
+    templates: str  # tree_fingerprint of the templates directory
+
+    def page(self, env: Environment, ds: Dataset, extra: dict[str, str],
+             used: list[tuple[str, str, int]], summary: Download | None
+             ) -> tuple[str, list[tuple[str, bytes]]]:
+        def make() -> tuple[str, list[tuple[str, bytes]]]:
+            page = build_raw_page(ds, extra, used, summary)
+            text = env.get_template("raw_page.md.j2").render(page=page, page_dataset=ds)
+            return text, [(d.name, d.data) for d in page.table_files]
+
+        key = [ds.sha256, str(ds.path), ds.report.settings.as_dict(), extra, used, summary,
+               self.templates]
+        return self.cache.memo("raw-page", key, make)
+
+
+class RawKind(PageKind):
+    """One data page per published results file, then the data index (raw/)."""
+
+    name = "raw"
+    dirs = ("raw",)
+
+    def render(self, build: BuildInputs) -> Rendered:
+        published = build.published
+        _check_names(published)
+        memo = RawPageMemo(build.cache, tree_fingerprint(build.templates_dir))
+        pages = []
+        for ds in published:
+            assets: dict[str, bytes] = {}
+            summary = _summary_download(ds, assets)
+            text, table_files = memo.page(build.env, ds, _extra_provenance(ds, build.cited_by),
+                                          build.used_by.get(ds.path, []), summary)
+            assets[f"raw/{ds.name}"] = ds.path.read_bytes()
+            assets.update({f"raw/{name}": data for name, data in table_files})
+            pages.append(Page(f"raw/{ds.stem}.md", text, assets))
+        index = build.env.get_template("raw_index.md.j2").render(datasets=published)
+        return Rendered([*pages, Page("raw/index.md", index)])
+
+    def nav(self, notes: list[NoteSource]) -> list[NavItem]:
+        return [{"Data": "raw/index.md"}]
+
+
+def _summary_download(ds: Dataset, assets: dict[str, bytes]) -> Download | None:
+    """A raw file's derived summary, offered as a download next to it (put into `assets`
+    from memory: the results directory is input only)."""
+    if not ds.is_raw:
+        return None
+    name = f"summary-{ds.path.stem}.json"
+    data = dump_json(ds.summary).encode()
+    assets[f"raw/{name}"] = data
+    return Download(name, name, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def _check_names(datasets: list[Dataset]) -> None:
+    seen: dict[str, Dataset] = {}
+    for ds in datasets:
+        for key in (ds.stem, ds.name):
+            other = seen.get(key)
+            if other is not None and other is not ds:
+                raise PhaseError(f"{ds.path} and {other.path} would share the data page {key}; "
+                                 "rename one")
+            seen[key] = ds
+
+
+def _extra_provenance(ds: Dataset, cited_by: dict[Path, list[NoteSource]]) -> dict[str, str]:
+    """A transcribed file's provenance comes from the first note that cites it."""
+    if not isinstance(ds.header, SummaryFile):
+        return {}
+    notes = cited_by.get(ds.path, [])
+    return notes[0].meta.source_provenance if notes else {}

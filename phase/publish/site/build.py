@@ -1,6 +1,6 @@
 """Orchestration: check the output directories, render into staging, build, publish, swap.
 
-    build_docs(paths)     render every page (docsbuild) into a staging docs dir, then swap the
+    build_docs(paths)     render every page kind (docs) into a staging docs dir, then swap the
                           generated parts of docs/ (or the whole --docs-dir) in; freezes nothing
     build_site(paths)     the same, plus `mkdocs build --strict` into a staging site dir; once
                           that succeeded, new note versions are frozen into published/ and
@@ -12,17 +12,22 @@
 Before anything is written every output directory is checked (phase/publish/site/outdirs.py): phase
 replaces only what it made. A failed build (blocking finding, template error, mkdocs error)
 leaves docs/, site/ and published/ as they were. Every directory is configurable through
-SitePaths, so tests build into temporary directories.
+SitePaths, so tests build into temporary directories. The page kinds rendered are
+phase.publish.pages.PAGE_KINDS unless `kinds` names others (a test's own kind, for one).
 """
 
 from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from phase.publish.archive.store import Archive, ArchiveError
 from phase.publish.notes.source import NoteError
+from phase.publish.pages import PAGE_KINDS
+from phase.publish.pages.base import PageKind
 from phase.publish.site.docs import (
     BlockedError,
     BuildResult,
@@ -32,15 +37,16 @@ from phase.publish.site.docs import (
 )
 from phase.publish.site.mkdocs_run import mkdocs_build as _mkdocs
 from phase.publish.site.outdirs import staging
-from phase.publish.site.paths import SitePaths
+from phase.publish.site.paths import SitePaths, generated_dirs
 from phase.publish.site.serving import serve, serving
 from phase.validate import Report, RuleSettings, format_finding
 
 
 def _render(paths: SitePaths, settings: RuleSettings | None, include_quick: bool, *,
-            site: bool) -> BuildResult:
+            site: bool, kinds: Sequence[PageKind]) -> BuildResult:
     """Check the outputs, render (and build) into staging, freeze, swap in (see module doc)."""
     settings = settings or RuleSettings()
+    paths = replace(paths, generated=generated_dirs(kinds))
     paths.check_outputs(site=site)
     with staging() as stage:
         if paths.docs_is_source:
@@ -50,10 +56,10 @@ def _render(paths: SitePaths, settings: RuleSettings | None, include_quick: bool
             docs = stage.scratch(paths.docs_dir)
         else:
             parts, docs = {}, stage.stage(paths.docs_dir)
-        copy_hand_written(paths.docs_src, docs)
-        result = render_docs(paths, docs, settings, include_quick, freeze=site)
+        copy_hand_written(paths.docs_src, docs, paths.generated)
+        result = render_docs(paths, docs, settings, include_quick, freeze=site, kinds=kinds)
         if site:
-            _mkdocs(paths.mkdocs_yml, docs, stage.stage(paths.site_dir), result.notes)
+            _mkdocs(paths.mkdocs_yml, docs, stage.stage(paths.site_dir), result.notes, kinds)
         for target, staged in parts.items():
             built = docs / target.relative_to(paths.docs_dir)
             if built.is_dir():
@@ -66,6 +72,13 @@ def _render(paths: SitePaths, settings: RuleSettings | None, include_quick: bool
 
 
 def _freeze(paths: SitePaths, result: BuildResult, only: str | None = None) -> None:
+    if result.to_freeze and paths.foreign_into_project_archive:
+        names = ", ".join(f"{f.manifest.note} v{f.manifest.version}" for f in result.to_freeze)
+        result.lines.append(
+            f"not frozen: {names}: the results dir {paths.results_dir} is not this project's "
+            f"results/, and {paths.published_dir} is the project's archive; give "
+            "--published-dir DIR, or --into-project-archive to publish them there")
+        return
     archive = Archive(paths.published_dir)
     for frozen in result.to_freeze:
         if only is None or frozen.manifest.note == only:
@@ -73,15 +86,17 @@ def _freeze(paths: SitePaths, result: BuildResult, only: str | None = None) -> N
 
 
 def build_docs(paths: SitePaths, settings: RuleSettings | None = None, *,
-               include_quick: bool = False) -> BuildResult:
+               include_quick: bool = False,
+               kinds: Sequence[PageKind] = PAGE_KINDS) -> BuildResult:
     """Render the docs (no mkdocs, no freezing): new versions render as they would be frozen."""
-    return _render(paths, settings, include_quick, site=False)
+    return _render(paths, settings, include_quick, site=False, kinds=kinds)
 
 
 def build_site(paths: SitePaths, settings: RuleSettings | None = None, *,
-               include_quick: bool = False) -> BuildResult:
+               include_quick: bool = False,
+               kinds: Sequence[PageKind] = PAGE_KINDS) -> BuildResult:
     """Render, `mkdocs build --strict`, freeze new versions, swap docs/ and site/ in."""
-    return _render(paths, settings, include_quick, site=True)
+    return _render(paths, settings, include_quick, site=True, kinds=kinds)
 
 
 def publish(paths: SitePaths, slug: str, settings: RuleSettings | None = None) -> BuildResult:

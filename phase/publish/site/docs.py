@@ -2,10 +2,11 @@
 
     validate every results file and every file a note cites (refuse on blocking findings)
     -> the generated notes (one per experiment and host class, from uncited campaigns)
-    -> every note's pages: archived versions served as published, others rendered
-    -> one data page per published results file (+ its derived summary and every table as
-       CSV/JSON), the data index, the cross-host page, the Benchmarks page (bench/results/)
-    -> the home page's notes list; the hand-written pages copied alongside
+    -> every page kind (phase.publish.pages.PAGE_KINDS) rendered from the same inputs
+       (`BuildInputs`): the home page's notes list, every note's pages (archived versions
+       served as published, others rendered), a data page per published results file and the
+       data index, the cross-host pages, the Benchmarks page (bench/results/)
+    -> the hand-written pages copied alongside (by the caller)
 
 Nothing is written outside the docs directory given: the results directory is input only, and
 new archive versions are only returned (`BuildResult.to_freeze`), written by the caller once
@@ -14,34 +15,27 @@ the whole build succeeded.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from jinja2 import Environment
 
 from phase.errors import PhaseError
 from phase.publish.archive.store import Archive, FrozenVersion
 from phase.publish.charts.energy import vega_bundle
-from phase.publish.data.cache import DatasetCache, tree_fingerprint
+from phase.publish.data.cache import DatasetCache
 from phase.publish.data.datasets import Dataset
-from phase.publish.markup.anchors import note_page
 from phase.publish.notes.generated import generated_notes
 from phase.publish.notes.linked import ROOT_GLOBAL
-from phase.publish.notes.render import block, environment, render_finding
+from phase.publish.notes.render import environment
 from phase.publish.notes.source import NoteSource, discover_notes, resolve_results
-from phase.publish.numbers.bench import BENCH_GLOBAL, load_bench, write_bench_page
-from phase.publish.pages.crosshost import render_pages as crosshost_pages
-from phase.publish.pages.home import home_entries
-from phase.publish.pages.note import note_pages
-from phase.publish.pages.raw import Download, build_raw_page
-from phase.publish.site.paths import GENERATED, SitePaths
-from phase.results import SummaryFile, dump_json
+from phase.publish.numbers.bench import BENCH_GLOBAL, load_bench
+from phase.publish.pages import PAGE_KINDS
+from phase.publish.pages.base import BuildInputs, PageKind, Rendered
+from phase.publish.site.paths import GENERATED, VENDOR_DIR, SitePaths
 from phase.validate import Report, RuleSettings
 
-HOME_SNIPPET = "notes/_list.md"
-VEGA_JS = "assets/vendor/vega.js"
+VEGA_JS = f"{VENDOR_DIR}/vega.js"
 
 
 class BlockedError(PhaseError):
@@ -89,13 +83,14 @@ def _write(path: Path, data: str | bytes) -> None:
         path.write_text(data, encoding="utf-8")
 
 
-def copy_hand_written(docs_src: Path, docs_dir: Path) -> None:
+def copy_hand_written(docs_src: Path, docs_dir: Path,
+                      generated: Sequence[str] = GENERATED) -> None:
     """The hand-written pages (everything but the generated parts) into a staging docs dir."""
     if not docs_src.is_dir():
         return
     for src in sorted(docs_src.rglob("*")):
         rel = src.relative_to(docs_src)
-        if (src.is_dir() or any(rel.is_relative_to(g) for g in GENERATED)
+        if (src.is_dir() or any(rel.is_relative_to(g) for g in generated)
                 or any(part.startswith(".") for part in rel.parts)):
             continue
         dest = docs_dir / rel
@@ -131,9 +126,10 @@ def validate_all(
 
 
 def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
-                include_quick: bool = False, freeze: bool = True) -> BuildResult:
-    """Render every page into `docs_dir` (a fresh directory); see the module doc. With
-    `freeze`, the versions to publish are returned in `to_freeze`."""
+                include_quick: bool = False, freeze: bool = True,
+                kinds: Sequence[PageKind] = PAGE_KINDS) -> BuildResult:
+    """Render every page of every kind into `docs_dir` (a fresh directory); see the module
+    doc. With `freeze`, the versions to publish are returned in `to_freeze`."""
     authored = discover_notes(paths.notes_dir) if paths.notes_dir.is_dir() else []
     quick = results_files(paths.quick_dir) if include_quick else []
     cache = DatasetCache()
@@ -152,107 +148,32 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     result = BuildResult(reports, list(by_path.values()), notes, lines=list(gen.lines))
 
     env = environment(paths.templates_dir)
-    env.globals.update({BENCH_GLOBAL: load_bench(paths.bench_dir), ROOT_GLOBAL: paths.root})
+    bench = load_bench(paths.bench_dir)
+    # Notes cite bench figures and link repository files from any page: the templates carry them.
+    env.globals.update({BENCH_GLOBAL: bench, ROOT_GLOBAL: paths.root})
     _write(docs_dir / VEGA_JS, vega_bundle())
-    used_by: dict[Path, list[tuple[str, str, int]]] = {}
-    for note, by_version in zip(notes, versions, strict=True):
-        built = note_pages(env, note, by_version, archive, templates_dir=paths.templates_dir,
-                           settings=settings, freeze=freeze)
-        for page in built.pages:
-            _write(docs_dir / page.path, page.text)
-            result.pages.append(page.path)
-            for rel, data in page.assets.items():
-                _write(docs_dir / rel, data)
-        result.to_freeze += built.to_freeze
-        result.states[note.slug] = built.states
-        result.lines += built.notices
-        for number, files in enumerate(by_version, start=1):
-            for ds in files:
-                used_by.setdefault(ds.path, []).append((note.meta.title, note.slug, number))
-
-    published = [ds for path, ds in by_path.items() if not ds.derived_summary or path in used_by]
-    result.pages += _raw_pages(env, docs_dir, published, used_by, cited_by,
-                               RawPageMemo(cache, tree_fingerprint(paths.templates_dir)))
-    for rel, data in crosshost_pages(env, published).items():
-        _write(docs_dir / rel, data)
-        result.pages += [rel] if rel.endswith(".md") else []
-    result.pages.append(write_bench_page(docs_dir, env))
-    findings = {n.slug: str(render_finding(env, n, by_version[-1], "", note_page(n.slug, "")))
-                for n, by_version in zip(notes, versions, strict=True)
-                if n.kind == "authored" and by_version}
-    entries = home_entries(list(zip(notes, versions, strict=True)), "", findings)
-    home = block(env.get_template("home_list.html.j2").render(entries=entries))
-    _write(docs_dir / HOME_SNIPPET, str(home).strip() + "\n")
+    build = BuildInputs(env=env, settings=settings, templates_dir=paths.templates_dir,
+                        archive=archive, cache=cache, notes=notes, versions=versions,
+                        datasets=by_path, cited_by=cited_by, bench=bench, freeze=freeze)
+    for kind in kinds:
+        _write_rendered(docs_dir, kind, kind.render(build), result)
     return result
 
 
-@dataclass(frozen=True)
-class RawPageMemo:
-    """Data pages from the build cache: a page is a function of its file (sha256, path,
-    settings), the notes citing it, the provenance those add, and the templates."""
-
-    cache: DatasetCache
-    templates: str  # tree_fingerprint of the templates directory
-
-    def page(self, env: Environment, ds: Dataset, extra: dict[str, str],
-             used: list[tuple[str, str, int]], summary: Download | None
-             ) -> tuple[str, list[tuple[str, bytes]]]:
-        def make() -> tuple[str, list[tuple[str, bytes]]]:
-            page = build_raw_page(ds, extra, used, summary)
-            text = env.get_template("raw_page.md.j2").render(page=page, page_dataset=ds)
-            return text, [(d.name, d.data) for d in page.table_files]
-
-        key = [ds.sha256, str(ds.path), ds.report.settings.as_dict(), extra, used, summary,
-               self.templates]
-        return self.cache.memo("raw-page", key, make)
-
-
-def _raw_pages(env: Environment, docs_dir: Path, published: list[Dataset],
-               used_by: dict[Path, list[tuple[str, str, int]]],
-               cited_by: dict[Path, list[NoteSource]], memo: RawPageMemo) -> list[str]:
-    """One data page per published results file (with the file, its derived summary and its
-    tables as downloads), then the data index; returns the pages written."""
-    _check_names(published)
-    pages = []
-    for ds in published:
-        text, table_files = memo.page(env, ds, _extra_provenance(ds, cited_by),
-                                      used_by.get(ds.path, []), _summary_download(docs_dir, ds))
-        _write(docs_dir / "raw" / ds.name, ds.path.read_bytes())
-        for name, data in table_files:
-            _write(docs_dir / "raw" / name, data)
-        rel = f"raw/{ds.stem}.md"
-        _write(docs_dir / rel, text)
-        pages.append(rel)
-    _write(docs_dir / "raw/index.md",
-           env.get_template("raw_index.md.j2").render(datasets=published))
-    return [*pages, "raw/index.md"]
-
-
-def _summary_download(docs: Path, ds: Dataset) -> Download | None:
-    """A raw file's derived summary, offered as a download next to it (written into the docs
-    dir from memory: the results directory is input only)."""
-    if not ds.is_raw:
-        return None
-    name = f"summary-{ds.path.stem}.json"
-    data = dump_json(ds.summary).encode()
-    _write(docs / "raw" / name, data)
-    return Download(name, name, hashlib.sha256(data).hexdigest(), len(data))
-
-
-def _check_names(datasets: list[Dataset]) -> None:
-    seen: dict[str, Dataset] = {}
-    for ds in datasets:
-        for key in (ds.stem, ds.name):
-            other = seen.get(key)
-            if other is not None and other is not ds:
-                raise PhaseError(f"{ds.path} and {other.path} would share the data page {key}; "
-                                 "rename one")
-            seen[key] = ds
-
-
-def _extra_provenance(ds: Dataset, cited_by: dict[Path, list[NoteSource]]) -> dict[str, str]:
-    """A transcribed file's provenance comes from the first note that cites it."""
-    if not isinstance(ds.header, SummaryFile):
-        return {}
-    notes = cited_by.get(ds.path, [])
-    return notes[0].meta.source_provenance if notes else {}
+def _write_rendered(docs_dir: Path, kind: PageKind, out: Rendered, result: BuildResult) -> None:
+    """Write what one page kind made and add it to the build's result. A file outside the
+    kind's own dirs is refused: in the repository layout it would never reach docs/."""
+    files: dict[str, str | bytes] = {}
+    for page in out.pages:
+        files[page.path] = page.text
+        files.update(page.assets)
+        result.pages.append(page.path)
+    files.update(out.files)
+    for rel, data in files.items():
+        if not kind.owns(rel):
+            raise ValueError(f"page kind {kind.name!r} wrote {rel}, outside its dirs "
+                             f"{', '.join(kind.dirs)}")
+        _write(docs_dir / rel, data)
+    result.to_freeze += out.to_freeze
+    result.states.update(out.states)
+    result.lines += out.lines

@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-import html
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from phase.errors import PhaseError
 from phase.publish.notes.source import NoteSource
-from phase.publish.pages.crosshost import INDEX as HOSTS_INDEX
+from phase.publish.pages import PAGE_KINDS
+from phase.publish.pages.base import NavItem, PageKind
 
 HAND_WRITTEN = (("About", "about.md"), ("Results format", "results-format.md"),
                 ("Architecture", "architecture.md"))
 
 
-def nav(docs_dir: Path, notes: list[NoteSource]) -> list[Any]:
-    # Titles are escaped here because mkdocs' theme templates do not escape nav titles.
-    items: list[Any] = [{"Home": "index.md"}]
-    # Newest first, as on the home page: by the latest version's date.
-    ordered = sorted(notes, key=lambda n: (n.latest.date, n.meta.date, n.slug), reverse=True)
-    if notes:
-        items.append({"Notes": [{html.escape(n.meta.title): f"notes/{n.slug}/index.md"}
-                                for n in ordered]})
-    items.append({"Data": "raw/index.md"})
-    if (docs_dir / HOSTS_INDEX).is_file():
-        items.append({"Across hosts": HOSTS_INDEX})
-    if (docs_dir / "bench" / "index.md").is_file():
-        items.append({"Benchmarks": "bench/index.md"})
+def nav(docs_dir: Path, notes: list[NoteSource],
+        kinds: Sequence[PageKind] = PAGE_KINDS) -> list[NavItem]:
+    """Each page kind's entries in the order of `kinds`, then the hand-written pages there
+    are."""
+    items = [item for kind in kinds for item in kind.nav(notes)]
     for title, page in HAND_WRITTEN:
         if (docs_dir / page).is_file():
             items.append({title: page})
@@ -44,7 +36,7 @@ class _Collect(logging.Handler):
 
 
 def mkdocs_build(mkdocs_yml: Path, docs_dir: Path, site_dir: Path,
-                 notes: list[NoteSource]) -> None:
+                 notes: list[NoteSource], kinds: Sequence[PageKind] = PAGE_KINDS) -> None:
     """Build `docs_dir` into `site_dir` (both absolute: mkdocs would otherwise resolve them
     against the config file's directory, phase against the working directory)."""
     from mkdocs.commands.build import build
@@ -62,7 +54,7 @@ def mkdocs_build(mkdocs_yml: Path, docs_dir: Path, site_dir: Path,
             docs_dir=str(docs_dir.absolute()),
             site_dir=str(site_dir.absolute()),
             strict=True,
-            nav=nav(docs_dir, notes),
+            nav=nav(docs_dir, notes, kinds),
         )
         snippets = config["mdx_configs"].setdefault("pymdownx.snippets", {})
         snippets["base_path"] = [str(docs_dir.absolute())]

@@ -6,15 +6,26 @@ absolute here, against the working directory, before anything reads or writes it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from phase import REPO_ROOT
+from phase.publish.pages import PAGE_KINDS
+from phase.publish.pages.base import PageKind
 from phase.publish.site.outdirs import OutputDirError, check_apart, check_owned
 
-# Paths under a docs dir that the build owns when that docs dir is the hand-written one.
-GENERATED = ("notes", "raw", "hosts", "bench", "assets/vendor")
+VENDOR_DIR = "assets/vendor"  # the Vega JS that every chart needs, written by the build itself
 QUICK_SUBDIR = "quick"
+
+
+def generated_dirs(kinds: Sequence[PageKind]) -> tuple[str, ...]:
+    """Paths under a docs dir that the build owns when that docs dir is the hand-written one:
+    every page kind's directories (each once), then the vendored JS."""
+    return (*dict.fromkeys(d for kind in kinds for d in kind.dirs), VENDOR_DIR)
+
+
+GENERATED = generated_dirs(PAGE_KINDS)
 
 
 def absolute(path: Path | str) -> Path:
@@ -35,6 +46,11 @@ class SitePaths:
     mkdocs_yml: Path
     published_dir: Path  # the archive of published note versions (committed)
     bench_dir: Path  # benchmark results (`make bench`), published as the Benchmarks page
+    # What the build owns under a hand-written docs dir: the dirs of the page kinds it renders.
+    generated: tuple[str, ...] = GENERATED
+    # Whether versions built from a results dir other than the project's own may be frozen
+    # into the project's own archive (`--into-project-archive`): never by default.
+    archive_foreign: bool = False
 
     @classmethod
     def default(cls, root: Path = REPO_ROOT, **overrides: Path | str | None) -> SitePaths:
@@ -58,17 +74,25 @@ class SitePaths:
     @property
     def docs_is_source(self) -> bool:
         """Whether generated pages go next to the hand-written ones (the repository layout):
-        then the build owns only GENERATED under it, otherwise the whole docs dir."""
+        then the build owns only `generated` under it, otherwise the whole docs dir."""
         return self.docs_dir.resolve() == self.docs_src.resolve()
 
     @property
     def quick_dir(self) -> Path:
         return self.results_dir / QUICK_SUBDIR
 
+    @property
+    def foreign_into_project_archive(self) -> bool:
+        """Whether freezing would put versions built from some other results dir into the
+        project's own published/, which only the project's results/ feeds unless told."""
+        return (self.published_dir.resolve() == (self.root / "published").resolve()
+                and self.results_dir.resolve() != (self.root / "results").resolve()
+                and not self.archive_foreign)
+
     def docs_targets(self) -> list[Path]:
         """The directories a build replaces under (or as) the docs dir."""
         if self.docs_is_source:
-            return [self.docs_dir / g for g in GENERATED]
+            return [self.docs_dir / g for g in self.generated]
         return [self.docs_dir]
 
     def check_archive(self) -> None:

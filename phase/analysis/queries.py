@@ -1,5 +1,5 @@
-"""Queries on results: the one definition of each figure that validation, publishing and the
-terminal summary share.
+"""Queries on results: which conditions a campaign holds, each run's energy, and the summary
+rows that validation, publishing and the terminal summary share.
 
     conditions, runs_by_condition     which prompt x strategy pairs a campaign holds, and runs
     sensors_by_name, first_windows    a file's sensors and each run's windows (measured_windows:
@@ -7,7 +7,6 @@ terminal summary share.
     energy_window, energy_*_per_token one sensor's energy in one run, per generated token
     primary_sensors, primary_energy_j which sensors "chip energy" means, and its value in a run
                                       (the sum of those sensors' windows)
-    spread                            (max - min) / mean, the variance rule's measure
     summarize                         raw runs -> one summary row per condition (in memory)
 
 Numbers a summary row holds, per condition (all runs of one prompt with one strategy):
@@ -15,8 +14,9 @@ Numbers a summary row holds, per condition (all runs of one prompt with one stra
 * tokens/s, acceptance, CPU ms/token: mean over every run;
 * chip and board mJ/token: mean over the runs whose value stands, i.e. is measured and not
   rejected by validation (a rejected value is shown struck through on the page, never averaged);
-* spread: (max - min) / mean over the same values;
-* energy ratio vs plain: this condition's chip mJ/token over plain's for the same prompt.
+* spread: (max - min) / mean over the same values (relative.spread, RUN_SPREAD);
+* energy ratio vs plain: this condition's chip mJ/token over plain's for the same prompt
+  (relative.vs_plain).
 
 Every run generates the same number of tokens, so the mean of per-run mJ/token equals total
 energy over total tokens. A missing figure is None with a reason, never 0.
@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
+from phase.analysis.relative import RUN_SPREAD, spread, vs_plain
 from phase.errors import PhaseError
 from phase.hosts import machine_label
 from phase.results import (
@@ -185,14 +186,6 @@ def cpu_ms_per_token(run: Run) -> float:
     return run.cpu_s / run.tokens * 1000.0
 
 
-def spread(values: Sequence[float]) -> float | None:
-    """(max - min) / mean; None with fewer than two values or a mean that is not positive."""
-    if len(values) < 2:
-        return None
-    mean = statistics.fmean(values)
-    return (max(values) - min(values)) / mean if mean > 0 else None
-
-
 # --- which sensors a summary reports -----------------------------------------------------------
 
 
@@ -322,12 +315,12 @@ def _row(
         k=ks.pop() if len(ks) == 1 else None,
         n=len(runs),
         tokens_per_s=statistics.fmean(speeds),
-        tokens_per_s_spread=spread(speeds),
+        tokens_per_s_spread=spread(speeds, RUN_SPREAD),
         acceptance=_mean(accepts),
         acceptance_reason=None if accepts else _acceptance_reason(runs),
         chip_mj_per_token=_mean(chip_values),
         chip_mj_per_token_reason=chip_reason,
-        chip_energy_spread=spread(chip_values),
+        chip_energy_spread=spread(chip_values, RUN_SPREAD),
         energy_ratio_vs_plain=None,
         run_ids=[r.id for r in runs],
         cpu_ms_per_token=statistics.fmean(cpu_ms_per_token(r) for r in runs),
@@ -348,9 +341,7 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
         raise PhaseError(f"{raw_name}: no runs yet, so there is nothing to summarize")
     plain = {r.prompt: r.chip_mj_per_token for r in rows if r.strategy == PLAIN}
     for row in rows:
-        base = plain.get(row.prompt)
-        if base and row.chip_mj_per_token is not None:
-            row.energy_ratio_vs_plain = row.chip_mj_per_token / base
+        row.energy_ratio_vs_plain = vs_plain(row.chip_mj_per_token, plain.get(row.prompt))
     return SummaryFile(
         schema_version=SCHEMA_VERSION,
         id=f"summary-{raw.id}",
