@@ -102,7 +102,8 @@ def test_version_1_files_read_as_the_current_schema(tmp_path: Path) -> None:
 
 
 def test_version_2_files_read_unchanged_as_the_current_version() -> None:
-    # A campaign written as version 2 (the H200 device run): 2 -> 3 -> ... -> 6 only move the number.
+    # A campaign written as version 2 (the H200 device run): 2 -> 3 -> ... -> 6 only move the
+    # number.
     path = REPO / "tests/fixtures/results/h200-campaign-512.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2
