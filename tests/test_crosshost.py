@@ -133,6 +133,7 @@ def _mean_speed(raw: ResultsFile, prompt: str, strategy: str) -> float:
                             if r.prompt == prompt and r.strategy == strategy)
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_three_host_classes_side_by_side_in_the_built_site(
     three_hosts: Path, tmp_path: Path, committed: ResultsFile
 ) -> None:
