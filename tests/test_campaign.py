@@ -142,9 +142,11 @@ class StopAfter(QuietObserver):
 
 SPECULATIVE = load_experiment("speculative")
 # The same campaign as SMALL, as a plan (typed: a misspelt field is a TypeError).
+# The library's twin of the CLI's SMALL (which runs --quick): a smoke test, as it records.
 SMALL_PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
+    purpose="smoke",
 )
 NO_SENSORS = SensorOptions(use=False)
 

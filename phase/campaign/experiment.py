@@ -30,9 +30,14 @@ class Experiment:
     plan: CampaignPlan
     quick: CampaignPlan | None = None
 
+    def __post_init__(self) -> None:
+        # A quick plan is a smoke test whatever its file says, so every way of running it
+        # (the CLI's --quick, a library caller, a resume) records the same purpose.
+        if self.quick is not None and self.quick.purpose != "smoke":
+            object.__setattr__(self, "quick", replace(self.quick, purpose="smoke"))
+
     def quick_plan(self) -> CampaignPlan | None:
-        """The smoke campaign's plan, recorded as one (`purpose`) whatever `quick` says."""
-        return None if self.quick is None else replace(self.quick, purpose="smoke")
+        return self.quick
 
 
 def load_experiment(name: str, directory: Path = EXPERIMENTS_DIR) -> Experiment:
