@@ -107,6 +107,10 @@ COLUMNS = ("strategy", *(FIGURES[name].short for name in SHOWN), "=plain")
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
+    note = disturbed_note(results)
+    if not runs_by_condition(results):
+        console.print(f"[yellow]nothing to summarize —[/yellow] {note or 'no runs'}")
+        return
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
     matches = {
@@ -134,7 +138,6 @@ def print_summary(results: ResultsFile) -> None:
                       if r.chip_mj_per_token_reason})
     for reason in reasons:
         console.print(f"[yellow]chip energy —[/yellow] {reason}")
-    note = disturbed_note(results)
     if note is not None:
         console.print(f"[yellow]disturbed —[/yellow] {note}")
     counts = report.counts()
