@@ -62,7 +62,8 @@ def _interrupted(out: Path) -> None:
     experiment = load_experiment("speculative")
     plan = replace(DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
                    strategies=("plain", "draft-2", "draft-4"), tokens=8, repeats=2,
-                   cooldown_s=0.0, idle_window_s=0.0)
+                   cooldown_s=0.0, idle_window_s=0.0, disturbed_load=None,
+                   quiet_check_s=0.0)
     campaign = prepare(experiment, plan, Destination(out), discover_sensors(
         SensorOptions(use=False)), _StopAfter(2))
     with pytest.raises(KeyboardInterrupt), campaign:

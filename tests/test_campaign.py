@@ -147,6 +147,8 @@ SMALL_PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
     purpose="smoke",
+    # --quick's: a shared test machine's background load must not change the run counts.
+    disturbed_load=None, quiet_check_s=0.5,
 )
 NO_SENSORS = SensorOptions(use=False)
 

@@ -38,7 +38,7 @@ SPECULATIVE = load_experiment("speculative")
 PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
-    threads=2,
+    threads=2, disturbed_load=None, quiet_check_s=0.0,
 )
 
 

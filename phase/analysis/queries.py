@@ -8,6 +8,7 @@ rows that validation, publishing and the terminal summary share.
     primary_sensors, primary_energy_j which sensors "chip energy" means, and its value in a run
                                       (the sum of those sensors' windows)
     summarize                         raw runs -> one summary row per condition (in memory)
+    disturbed_runs, disturbed_note    runs other work disturbed, which every summary leaves out
 
 Numbers a summary row holds, per condition (all runs of one prompt with one strategy):
 
@@ -63,9 +64,30 @@ def conditions(results: ResultsFile) -> list[tuple[str, str]]:
     return pairs
 
 
+def disturbed_runs(results: ResultsFile) -> list[Run]:
+    """Runs that other work on the machine disturbed (Run.disturbed): kept in the file with
+    their measured load, left out of every condition's figures (their slots were re-run)."""
+    return [r for r in results.runs if r.disturbed]
+
+
+def disturbed_note(results: ResultsFile) -> str | None:
+    """"N disturbed run(s) left out" and why, or None when there are none."""
+    left_out = disturbed_runs(results)
+    if not left_out:
+        return None
+    threshold = results.config.disturbed_load
+    at = f" at or over {threshold:.0%}" if threshold is not None else ""
+    worst = max(r.foreign_load or 0.0 for r in left_out)
+    return (f"{len(left_out)} disturbed run(s) left out: other work used{at} of the run's "
+            f"CPU capacity (up to {worst:.0%}); their slots were re-run")
+
+
 def runs_by_condition(results: ResultsFile) -> dict[tuple[str, str], list[Run]]:
+    """Each condition's runs, disturbed runs left out (see disturbed_runs)."""
     grouped: dict[tuple[str, str], list[Run]] = defaultdict(list)
     for run in results.runs:
+        if run.disturbed:
+            continue
         grouped[(run.prompt, run.strategy)].append(run)
     return grouped
 
@@ -349,7 +371,7 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
         note=raw.note,
         summary_only=False,
         source=f"derived by `phase build` from {raw_name}: mean of repeats, rejected "
-        "energy values left out",
+        "energy values left out" + (f"; {note}" if (note := disturbed_note(raw)) else ""),
         raw_files=[raw_name],
         machine=machine_label(raw),
         chip_sensor=" + ".join(primary_sensors(raw, judgement.chip_sensor)) or None,

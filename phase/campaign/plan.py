@@ -63,6 +63,17 @@ class CampaignPlan:
     profile_min_block_s: float = 0.05
     # What `auto` minimises per generated token: "time" or "energy" (needs a sensor).
     auto_objective: Objective = "time"
+    # Disturbance (phase.campaign.disturbance): a run during which other work used at least
+    # this fraction of our cores' capacity is disturbed: kept, left out of summaries, and its
+    # slot re-run at the end of its repeat, at most `max_reruns` times. 0.25 (a quarter of the
+    # machine elsewhere) is far above what a quiet machine shows (a few percent of daemons and
+    # tick rounding) and below what one competing busy thread on a small machine costs; on a
+    # run that uses every core, it is a quarter of the compute taken away. None: record the
+    # load, judge nothing. `quiet_check_s`: seconds of sampling before the runs, warning with
+    # the busiest processes when the machine is already busy (0: no check).
+    disturbed_load: float | None = 0.25
+    max_reruns: int = 2
+    quiet_check_s: float = 2.0
     # "smoke" for a quick check of the machinery (`--quick`): recorded, and never published.
     purpose: Purpose = "study"
 
@@ -90,4 +101,6 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         ngram_adaptive=plan.ngram_adaptive,
         auto_objective=plan.auto_objective,
         purpose=plan.purpose,
+        disturbed_load=plan.disturbed_load,
+        max_reruns=plan.max_reruns if plan.disturbed_load is not None else None,
     )

@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Protocol
 
 from phase.campaign import machine, profiling
+from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan
-from phase.campaign.schedule import ScheduledRun, schedule
+from phase.campaign.reruns import due_reruns, repeats_of
+from phase.campaign.schedule import Rerun, ScheduledRun, schedule
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine, Strategy, parse_strategy
@@ -133,21 +135,28 @@ class Campaign:
             self._add_this_host()
         writer = CampaignWriter(self.claim, self.start, exists=self.resumed)
         done = {r.id for r in writer.results.runs}
-        runs = keep(schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
-                             plan.seed, plan.shuffle), self._shard)
+        whole = schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
+                         plan.seed, plan.shuffle)
+        runs = keep(whole, self._shard)
         try:
+            self._quiet_check()
             refs = self._references(writer)
             self._profile(writer, refs)
-            self.observer.campaign_started(len(runs), len(done))
-            for index, scheduled in enumerate(runs):
-                if scheduled.run_id in done:
-                    continue
-                self.observer.run_started(index, scheduled)
-                if plan.cooldown_s > 0:
-                    time.sleep(plan.cooldown_s)
-                run = self._one_run(scheduled, refs[scheduled.prompt])
-                writer.add_run(run)
-                self.observer.run_finished(index, run)
+            self.observer.campaign_started(len(runs), len(done & {r.run_id for r in runs}))
+            index = 0
+            for block in repeats_of(runs):
+                for scheduled in block:
+                    if scheduled.run_id not in done:
+                        self._record(index, scheduled, refs, writer)
+                    index += 1
+                # Disturbed runs of this repeat get a fresh slot at its end, until undisturbed
+                # or out of retries; worked out from the file, so a resumed campaign knows.
+                while due := due_reruns(writer.results.runs, block, plan, len(whole)):
+                    self.observer.message(f"re-running {len(due)} disturbed run(s) of repeat "
+                                          f"{block[0].repeat}")
+                    for rerun in due:
+                        self._record(index, rerun, refs, writer)
+                        index += 1
             writer.finish("complete")
         except PhaseError as exc:
             writer.try_finish("interrupted")
@@ -161,6 +170,25 @@ class Campaign:
             if self.sampler is not None:
                 self.sampler.close()
         return writer.results
+
+    def _record(self, index: int, scheduled: ScheduledRun, refs: dict[str, PlainReference],
+                writer: CampaignWriter) -> None:
+        self.observer.run_started(index, scheduled)
+        if self.plan.cooldown_s > 0:
+            time.sleep(self.plan.cooldown_s)
+        run = self._one_run(scheduled, refs[scheduled.prompt])
+        writer.add_run(run)
+        self.observer.run_finished(index, run)
+
+    def _quiet_check(self) -> None:
+        """Warn (pyperf's `system show` is the model) when other work already keeps the
+        machine busy: its runs would be disturbed and re-run, or their figures shifted."""
+        if self.plan.quiet_check_s <= 0:
+            return
+        found = quiet_check(self.plan.quiet_check_s)
+        warning = found.warning(self.plan.disturbed_load)
+        if warning is not None:
+            self.observer.message(warning)
 
     @property
     def _shard(self) -> ShardInfo | None:
@@ -228,6 +256,8 @@ class Campaign:
         window = WindowCallbacks(
             self.sampler.begin(idle_s=self.plan.idle_window_s) if self.sampler else None
         )
+        probe = LoadProbe()
+        before = probe.read()  # around prefill and decode: the longer window, the finer
         try:
             result = self.engine.run(
                 self.prompt_tokens[scheduled.prompt],
@@ -239,6 +269,7 @@ class Campaign:
             )
         finally:
             window.stop()  # also when decoding failed: the sampler's window must not stay open
+        load, load_reason = probe.foreign_load(before, probe.read())
         energy, samples = window.outcome()
         run = result.to_run(
             run_id=scheduled.run_id,
@@ -253,6 +284,10 @@ class Campaign:
             temperatures_c=machine.temperatures_c(),
         )
         run.host = machine.hostname()
+        threshold = self.plan.disturbed_load
+        run.foreign_load, run.foreign_load_reason = load, load_reason
+        run.disturbed = threshold is not None and load is not None and load >= threshold
+        run.rerun_of = scheduled.of if isinstance(scheduled, Rerun) else None
         return run
 
 

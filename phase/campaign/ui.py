@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from phase.analysis import FIGURES, row_value, runs_by_condition, summarize
+from phase.analysis import FIGURES, disturbed_note, row_value, runs_by_condition, summarize
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
 from phase.results import ResultsFile, Run
@@ -57,7 +57,9 @@ class ProgressObserver:
     def run_started(self, index: int, scheduled: ScheduledRun) -> None:
         label = f"{scheduled.prompt} · {scheduled.strategy} (r{scheduled.repeat})"
         if self.task is not None:
-            self.progress.update(self.task, description=label)
+            # A re-run of a disturbed run adds to the planned total.
+            total = max(int(self.progress.tasks[0].total or 0), index + 1)
+            self.progress.update(self.task, description=label, total=total)
 
     def run_finished(self, index: int, run: Run) -> None:
         if self.task is None:
@@ -67,6 +69,8 @@ class ProgressObserver:
             # Redirected to a log: the bar only draws at the end, so leave a line per run.
             task = self.progress.tasks[0]
             accepted = "" if run.acceptance is None else f", {run.acceptance:.0%} accepted"
+            if run.disturbed:
+                accepted += f", disturbed ({run.foreign_load:.0%} foreign load): re-run later"
             console.print(
                 f"[{int(task.completed)}/{int(task.total or 0)}] {run.id}: "
                 f"{run.tokens_per_s:.1f} tok/s{accepted}"
@@ -103,6 +107,10 @@ COLUMNS = ("strategy", *(FIGURES[name].short for name in SHOWN), "=plain")
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
+    note = disturbed_note(results)
+    if not runs_by_condition(results):
+        console.print(f"[yellow]nothing to summarize —[/yellow] {note or 'no runs'}")
+        return
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
     matches = {
@@ -130,6 +138,8 @@ def print_summary(results: ResultsFile) -> None:
                       if r.chip_mj_per_token_reason})
     for reason in reasons:
         console.print(f"[yellow]chip energy —[/yellow] {reason}")
+    if note is not None:
+        console.print(f"[yellow]disturbed —[/yellow] {note}")
     counts = report.counts()
     console.print(
         f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "

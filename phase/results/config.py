@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from phase.results.base import NonNegFloat, PosInt, Strict
+from phase.results.base import NonNegFloat, NonNegInt, PosInt, Strict
 
 
 class PromptSpec(Strict):
@@ -41,3 +41,8 @@ class CampaignConfig(Strict):
     # What the campaign is for: "study" (its figures answer a note's question) or "smoke" (a
     # quick check that the machinery works, never published); None in files before version 6.
     purpose: Literal["study", "smoke"] | None = None
+    # A run whose foreign load (Run.foreign_load) reaches `disturbed_load` is disturbed and
+    # its slot re-run, at most `max_reruns` times; None: not judged (files before version 7,
+    # or a plan that only records the load).
+    disturbed_load: NonNegFloat | None = None
+    max_reruns: NonNegInt | None = None

@@ -80,8 +80,16 @@ def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 7 added the disturbance fields (Run.foreign_load, disturbed, rerun_of,
+    config.disturbed_load, max_reruns), whose absence means "not measured, not disturbed":
+    nothing to convert."""
+    data["schema_version"] = 7
+    return data
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
-                                    5: _v5_to_v6}
+                                    5: _v5_to_v6, 6: _v6_to_v7}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

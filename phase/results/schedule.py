@@ -44,6 +44,25 @@ def schedule(
     return out
 
 
+@dataclass(frozen=True)
+class Rerun(ScheduledRun):
+    """A scheduled run's slot again, after a disturbed attempt (Run.disturbed). Its `order` is
+    the slot's plus `attempt` x the schedule's length, past every first attempt and unique
+    across shards; its id names the slot it fills again."""
+
+    of: str = ""
+    attempt: int = 1
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.of}-rerun{self.attempt}"
+
+
+def rerun(slot: ScheduledRun, attempt: int, schedule_length: int) -> Rerun:
+    return Rerun(slot.repeat, slot.order + attempt * schedule_length, slot.prompt,
+                 slot.strategy, of=slot.run_id, attempt=attempt)
+
+
 Split = tuple[Literal["prompts", "repeats"], list[list[str]], list[list[int]]]
 
 

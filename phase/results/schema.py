@@ -49,7 +49,10 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                that says so must not be read by a phase that would take it as fixed).
 #   5 (2026-12): PassCost.logits: how many logits rows each profiled pass computed (the
 #                draft's batches now compute none, as its mirror pass does; absent: all b).
-SCHEMA_VERSION = 6
+#   6 (2026-12): config.purpose, models[].test_model.
+#   7 (2026-12): disturbance: Run.foreign_load (+ reason), disturbed, rerun_of;
+#                config.disturbed_load, max_reruns (absent: not measured, never disturbed).
+SCHEMA_VERSION = 7
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -243,6 +246,17 @@ class Run(Strict):
     samples: list[SensorTrace]
     # The hostname that ran this run (one of ResultsFile.hosts); None in older files.
     host: str | None = None
+    # Other work on the cores this run could use, over the run (prefill and decode), as a
+    # fraction of their capacity (phase.campaign.disturbance); None with a reason where it is
+    # not measured (not Linux, or files before version 7).
+    foreign_load: NonNegFloat | None = None
+    foreign_load_reason: str | None = None
+    # Foreign load at or over config.disturbed_load: kept here, left out of every summary,
+    # and its slot re-run at the end of its repeat. False in older files.
+    disturbed: bool = False
+    # A re-run: the id of the scheduled run whose slot it fills again (its id is that id
+    # plus "-rerunN", its order that slot's plus N x the schedule's length).
+    rerun_of: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -252,6 +266,8 @@ class Run(Strict):
             raise ValueError(f"accepted ({self.accepted}) exceeds drafted ({self.drafted})")
         if len(self.token_ids) != self.tokens:
             raise ValueError(f"tokens is {self.tokens} but token_ids has {len(self.token_ids)}")
+        if self.disturbed and self.foreign_load is None:
+            raise ValueError("disturbed is true, so foreign_load must be given")
         if self.matches_plain is False and self.first_divergence is None:
             raise ValueError("matches_plain is false, so first_divergence must be given")
         return self
@@ -284,7 +300,7 @@ class PrimaryEnergy(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[6]
+    schema_version: Literal[7]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -361,7 +377,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[6]
+    schema_version: Literal[7]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

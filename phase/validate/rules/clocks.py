@@ -4,7 +4,8 @@ A campaign creates its file (`created`), then runs its schedule one run at a tim
 host: a run starts after the file was created (a merged file's shards after their own
 `merged_from[].created`, and the merged `created` is the earliest of them), and on one host
 the runs follow their recorded `order` without overlapping (the next run starts after the
-previous one ended). Blocking: a run stamped outside that, which no measurement produces,
+previous one ended; a re-run of a disturbed run comes at the end of its repeat). Blocking: a
+run stamped outside that, which no measurement produces,
 means the run's clock or its place is wrong and every comparison in time with it is too.
 Where two neighbours overlap, the one named is the run that left an unusually long gap on
 its other side (a run stamped late follows its predecessor by more than usual; one stamped
@@ -89,6 +90,16 @@ def _campaign_span(results: ResultsFile, settings: RuleSettings, ctx: Context,
     return out
 
 
+def _sequence(run: Run) -> tuple[int, int, float]:
+    """Where a run falls in a host's sequence: by `order`, except that a re-run of a disturbed
+    run (Run.rerun_of) runs at the end of its repeat, before the next repeat's runs, though its
+    order is past the schedule's (phase.results.schedule.rerun); re-runs among themselves are
+    shuffled, so by start time."""
+    if run.rerun_of is not None:
+        return run.repeat, 1, run.started_unix_s
+    return run.repeat, 0, float(run.order)
+
+
 def _order(results: ResultsFile, settings: RuleSettings, ctx: Context,
            index: dict[int, int]) -> list[Finding]:
     """On each host, runs in their recorded order, none starting before the previous ended."""
@@ -98,7 +109,7 @@ def _order(results: ResultsFile, settings: RuleSettings, ctx: Context,
         by_host[machine(run)].append(run)
     out: list[Finding] = []
     for runs in by_host.values():
-        runs = sorted(runs, key=lambda r: r.order)
+        runs = sorted(runs, key=_sequence)
         gaps = [b.started_unix_s - a.ended_unix_s for a, b in pairwise(runs)]
         usual = statistics.median(gaps) if gaps else 0.0
         blamed: set[str] = set()

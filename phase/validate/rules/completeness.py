@@ -1,6 +1,7 @@
 """completeness (warning): every configured prompt x strategy has the configured repeats.
 
-Also warns when the campaign is not complete, and about runs beyond the configured repeats.
+Also warns when the campaign is not complete, about runs beyond the configured repeats, and
+about disturbed runs (Run.disturbed), which no repeat counts and every summary leaves out.
 Runs of a prompt or strategy the config does not declare are rule consistency's (blocking).
 A shard's file (`shard` set) is expected to hold only its own part of the plan: its prompts and
 its repeats.
@@ -8,7 +9,7 @@ its repeats.
 
 from __future__ import annotations
 
-from phase.analysis import conditions, runs_by_condition
+from phase.analysis import conditions, disturbed_note, disturbed_runs, runs_by_condition
 from phase.results import ResultsFile
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -26,6 +27,10 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             "completeness", "warning", f"campaign status is {results.status!r}, not 'complete'",
             numbers={"runs": len(results.runs)},
         ))
+    note = disturbed_note(results)
+    if note is not None:
+        out.append(ctx.finding("completeness", "warning", note,
+                               numbers={"disturbed": len(disturbed_runs(results))}))
     for prompt, strategy in conditions(results):
         runs = by_condition.get((prompt, strategy), [])
         if shard is not None and prompt not in shard.prompts and not runs:

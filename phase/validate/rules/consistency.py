@@ -10,9 +10,10 @@ time fits in `decode_s`; tokens/s is tokens / decode_s; acceptance is accepted /
 (and absent exactly when nothing was drafted); `k` is the strategy's and no step proposes
 more than k (plain proposes nothing; an adaptive `ngram` run no more than the length its
 earlier steps left in force); its prompt and strategy are declared in the config; its id and
-order are its place in the campaign's schedule (phase.results.schedule). A file whose runs
-disagree with themselves cannot be published: any figure computed from it would depend on
-which of two contradicting fields a reader trusted.
+order are its place in the campaign's schedule (phase.results.schedule), or for a re-run of
+a disturbed run, its slot's re-run place. A file whose runs disagree with themselves cannot
+be published: any figure computed from it would depend on which of two contradicting fields
+a reader trusted.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.decode.strategy import parse_strategy
 from phase.errors import UsageProblem
 from phase.results import ResultsFile, Run
-from phase.results.schedule import ScheduledRun, schedule
+from phase.results.schedule import ScheduledRun, rerun, schedule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -190,6 +191,8 @@ def _placement(run: Run, planned: dict[tuple[int, str, str], ScheduledRun]) -> l
     slot = planned.get((run.repeat, run.prompt, run.strategy))
     if slot is None:
         return []  # an undeclared condition or a repeat past the config: reported elsewhere
+    if run.rerun_of is not None:
+        return _rerun_placement(run, slot, len(planned))
     out = []
     if run.id != slot.run_id:
         out.append((f"id {run.id!r} is not the schedule's {slot.run_id!r} for repeat "
@@ -198,3 +201,18 @@ def _placement(run: Run, planned: dict[tuple[int, str, str], ScheduledRun]) -> l
         out.append((f"order {run.order} is not the schedule's {slot.order} for this run "
                     "(seed and shuffle as configured)", "order"))
     return out
+
+
+def _rerun_placement(run: Run, slot: ScheduledRun, length: int) -> list[tuple[str, str]]:
+    """A re-run fills its slot again: its order is the slot's plus attempt x the schedule's
+    length, its id the slot's plus "-rerunN" (phase.results.schedule.rerun)."""
+    if run.rerun_of != slot.run_id:
+        return [(f"rerun_of {run.rerun_of!r} is not the schedule's {slot.run_id!r} for repeat "
+                 f"{run.repeat} of this prompt and strategy", "rerun_of")]
+    attempt, rest = divmod(run.order - slot.order, length)
+    expected = rerun(slot, max(attempt, 1), length)
+    if rest or attempt < 1 or run.id != expected.run_id:
+        return [(f"re-run {run.id!r} (order {run.order}) is not a re-run of {slot.run_id!r}'s "
+                 f"slot: expected ids '{slot.run_id}-rerunN' at order {slot.order} + N x "
+                 f"{length}", "order")]
+    return []
