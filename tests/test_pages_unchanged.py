@@ -9,7 +9,7 @@ by a new schema version), never changed what it defined.
 ``REFERENCE`` is the commit after which pages are expected to stay put. The structure refactor
 of publish/, decode/ and the figure registry was held to 8200220 (the commit before it); the
 reference then moved to 7465f45, whose schema 6 stamps the derived summaries on the raw data
-pages. A change that alters pages on purpose (a new column, intervals) moves it again, to
+pages, and to 9b228c3 for schema 7 (a run's foreign load) likewise. A change that alters pages on purpose (a new column, intervals) moves it again, to
 its own commit, and says so in its commit message.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "7465f45884606b41e99f3d026aef4a6b46c81ea7"
+REFERENCE = "9b228c353da80e6551f67761f7ee4312af387fee"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
