@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,6 +39,7 @@ from phase.results import (
     dump_json,
     parse,
 )
+from phase.results.outputs import NewFile
 
 
 class MergeRefused(UsageProblem):
@@ -215,31 +214,6 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
     })
 
 
-def write_new(path: Path, text: str) -> None:
-    """Create `path` with `text`, never replacing a file: a complete temporary file in the same
-    directory is hard-linked to the name (which fails if the name exists), then unlinked."""
-    if not path.parent.is_dir():
-        raise MergeRefused(f"{path}: directory {path.parent} does not exist; create it first")
-    if path.exists():
-        raise MergeRefused(f"{path}: already exists; results files are never overwritten")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise MergeRefused(f"{path}: already exists; results files are never "
-                               "overwritten") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
 def merge_files(out: Path, paths: Sequence[Path]) -> ResultsFile:
     """Check the shard files, then write their merged file to `out` (exclusively)."""
     if not paths:
@@ -247,10 +221,11 @@ def merge_files(out: Path, paths: Sequence[Path]) -> ResultsFile:
     resolved = {p.resolve() for p in paths}
     if out.resolve() in resolved:
         raise MergeRefused(f"{out}: is one of the inputs; the output must be a new file")
-    files = [read_shard(p) for p in paths]
-    found = merge_checks.problems(files)
-    if found:
-        raise MergeRefused("cannot merge: " + "; ".join(found))
-    result = merged(files, out.stem)
-    write_new(out, dump_json(result))
+    with NewFile.claim(out, "OUT") as target:
+        files = [read_shard(p) for p in paths]
+        found = merge_checks.problems(files)
+        if found:
+            raise MergeRefused("cannot merge: " + "; ".join(found))
+        result = merged(files, out.stem)
+        target.write(dump_json(result))
     return result

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -34,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phase import REPO_ROOT, __version__
 from phase.errors import PhaseError
+from phase.results.outputs import place_dir
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -229,7 +229,7 @@ class Archive:
                 (staging / ASSETS / name).write_bytes(data)
             text = json.dumps(m.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
             (staging / MANIFEST).write_text(text, encoding="utf-8")
-            os.rename(staging, target)
+            place_dir(staging, target, "a published version")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return target

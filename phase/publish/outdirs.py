@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phase.errors import UsageProblem
+from phase.results.outputs import place_dir
 
 MARKER = ".phase-generated"
 MARKER_TEXT = (
@@ -120,7 +121,12 @@ class Staging:
             if target.exists():
                 os.rename(target, old)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(staged, target)
+            try:
+                place_dir(staged, target, "an output directory")
+            except BaseException:
+                if old.exists() and not target.exists():
+                    os.rename(old, target)  # the previous build stays where it was
+                raise
         self.pairs = []
         self.cleanup()
 

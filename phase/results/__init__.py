@@ -10,6 +10,7 @@
     io          load / parse (strict) / dump, the JSON Schema
     claim       one writer per file: the lock a campaign holds, default names chosen atomically
     writing     exclusive creation, atomic replacement, the run-by-run CampaignWriter
+    outputs     every file or directory phase creates: claimed first, created exclusively
 """
 
 from phase.results.claim import (
@@ -18,6 +19,7 @@ from phase.results.claim import (
     Holder,
     claim_existing,
     claim_new,
+    claim_new_results,
     claim_numbered,
 )
 from phase.results.config import CampaignConfig, PromptSpec
@@ -98,6 +100,7 @@ __all__ = [
     "atomic_write_text",
     "claim_existing",
     "claim_new",
+    "claim_new_results",
     "claim_numbered",
     "create_exclusive",
     "dump_json",
