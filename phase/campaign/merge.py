@@ -17,7 +17,6 @@ inputs are only read; OUT is created exclusively (an existing file is never repl
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from phase.results import (
     dump_json,
     parse,
 )
+from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
 from phase.results.outputs import NewFile
 
 
@@ -47,18 +47,12 @@ class MergeRefused(UsageProblem):
 
 
 def read_shard(path: Path) -> ShardFile:
-    """Read one input once: the sha256 is of the very bytes that were parsed."""
+    """Read one input once, as every results file is read (phase.results.jsonread: a regular
+    UTF-8 file, no duplicate key, NaN or runaway nesting; strict types): the sha256 is of the
+    very bytes that were parsed."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise MergeRefused(f"{path}: no such file") from None
-    except OSError as exc:
-        raise MergeRefused(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        results = parse(json.loads(data), path)
-    except json.JSONDecodeError as exc:
-        raise MergeRefused(f"{path}: $: not valid JSON at line {exc.lineno} column "
-                           f"{exc.colno}: {exc.msg}") from None
+        data = read_regular_bytes(path)
+        results = parse(parse_json(decode_utf8(data, path), path), path)
     except ResultsError as exc:
         raise MergeRefused(str(exc)) from None
     if not isinstance(results, ResultsFile):
@@ -197,10 +191,15 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
     provenance = first.provenance.model_copy(
         update={"hostname": ", ".join(h.hostname for h in hosts)})
     devices = _devices_differ(files)
+    # Complete only with every run of the whole plan (merge_checks.planned refuses a shard
+    # that lacks one; this is the rule itself, whatever the checks let through).
+    whole = first.model_copy(update={"shard": None})
+    status = ("complete" if set(merge_checks.planned_ids(whole)) <= {r.id for r in runs}
+              else "interrupted")
     return first.model_copy(update={
         "id": out_id,
         "created": min(f.results.created for f in files),
-        "status": "complete",
+        "status": status,
         "provenance": provenance,
         "sensors": _sensors(files),
         "sensors_unavailable": _unavailable(files),

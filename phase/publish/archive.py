@@ -33,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phase import REPO_ROOT, __version__
 from phase.errors import PhaseError
+from phase.results import ResultsError
+from phase.results.jsonread import read_json
 from phase.results.outputs import place_dir
 
 FORMAT = 1
@@ -177,10 +179,10 @@ class Archive:
     def manifest(self, slug: str, number: int) -> Manifest:
         path = self.version_dir(slug, number) / MANIFEST
         try:
-            return Manifest.model_validate_json(path.read_bytes())
-        except OSError as exc:
-            raise ArchiveError(f"{path}: cannot read the archived manifest: "
-                               f"{exc.strerror}") from None
+            return Manifest.model_validate(read_json(path), strict=True)
+        except ResultsError as exc:
+            raise ArchiveError(f"{exc} (an archived manifest; restore it, e.g. "
+                               "`git checkout -- published/`)") from None
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "manifest"

@@ -11,7 +11,6 @@ with sha256.
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,8 @@ from markupsafe import Markup, escape
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phase.errors import PhaseError
+from phase.results import ResultsError
+from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
 
 from .anchors import _safe
 from .downloads import TableDownloads, cells_frame, frame_files
@@ -103,11 +104,12 @@ def load_bench(bench_dir: Path) -> list[BenchResults]:
         return []
     out = []
     for path in sorted(bench_dir.glob("*.json")):
-        data = path.read_bytes()
         try:
-            parsed = BenchFile.model_validate(json.loads(data))
-        except json.JSONDecodeError as exc:
-            raise PhaseError(f"{path}: not valid JSON ({exc}); rerun `make bench`") from None
+            # Read as every results file is (regular, UTF-8, no duplicate key or NaN).
+            data = read_regular_bytes(path)
+            parsed = BenchFile.model_validate(parse_json(decode_utf8(data, path), path))
+        except ResultsError as exc:
+            raise PhaseError(f"{exc}; rerun `make bench`") from None
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
