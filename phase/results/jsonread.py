@@ -48,8 +48,8 @@ def read_regular_bytes(path: Path | str, limit: int = MAX_BYTES) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ResultsError(f"{p}: is {file_kind(mode)}; phase reads regular files only "
-                               "(never waiting on a pipe or reading a device)")
+            raise ResultsError(f"{p}: is {file_kind(mode)}, not a regular file; phase never "
+                               "waits on a pipe or reads a device")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(limit + 1)
@@ -128,16 +128,18 @@ def _non_finite(text: str, path: Path | str) -> ResultsError:
                         f"Infinity{more}")
 
 
+class _NonFinite(ValueError):
+    pass
+
+
 def _number(text: str) -> float | int:
     """A JSON number written with a fraction or exponent. JSON has one number type, and the
     JSON Schema's "integer" is any integral number, so 16.0 is an integer there: read it as
     one, so that strict validation agrees with the schema."""
     value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(text)  # 1e400: too large for a float, arrives as Infinity
     return int(value) if value.is_integer() else value
-
-
-class _NonFinite(ValueError):
-    pass
 
 
 def _reject_constant(name: str) -> float:

@@ -26,6 +26,7 @@ from typing import Any
 from phase.errors import PhaseError
 from phase.results import ResultsError
 from phase.results.jsonread import read_json
+from phase.sensors import snapshot_schema
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import ReadError
 from phase.sensors.discovery import Machine
@@ -307,7 +308,11 @@ def load(path: Path) -> dict[str, Any]:
     if data.get("version") != VERSION:
         raise SnapshotError(f"{path}: snapshot version {data.get('version')!r}; this phase "
                             f"reads version {VERSION}")
-    return data
+    try:
+        return snapshot_schema.check(data, path)  # every field's type before any is used
+    except ResultsError as exc:
+        raise SnapshotError(f"{exc} (not a snapshot phase wrote; take it again with "
+                            "`phase sensors --snapshot FILE`)") from None
 
 
 def machine(data: dict[str, Any]) -> tuple[Machine, dict[str, Path]]:
