@@ -23,7 +23,6 @@ import hashlib
 import json
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +34,7 @@ from phase import REPO_ROOT, __version__
 from phase.errors import PhaseError
 from phase.results import ResultsError
 from phase.results.jsonread import read_json
-from phase.results.outputs import place_dir
+from phase.results.outputs import place_dir, staging_dir
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -221,7 +220,7 @@ class Archive:
             raise ArchiveError(f"{target} already exists; a published version is never "
                                "rewritten")
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".phase-tmp-v{m.version}-", dir=target.parent))
+        staging = staging_dir(target.parent, f"v{m.version}-")
         try:
             (staging / ASSETS).mkdir()
             (staging / PAGE).write_bytes(frozen.page)

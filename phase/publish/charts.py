@@ -24,6 +24,7 @@ import altair as alt
 import vl_convert as vlc
 
 from phase.analysis import PLAIN
+from phase.publish.png_worker import draw_png
 from phase.results import SummaryFile, SummaryRow
 
 KINDS = ("energy_vs_speed", "ratio_vs_acceptance", "per_k")
@@ -239,7 +240,8 @@ def build_chart(summary: SummaryFile, kind: str) -> Chart:
 
 @functools.lru_cache(maxsize=256)
 def _png(spec_text: str) -> bytes:
-    return vlc.vegalite_to_png(json.loads(spec_text), vl_version=VL_VERSION, scale=1.5)
+    # In a child process: vl-convert aborts the process it runs in on some input.
+    return draw_png(spec_text, VL_VERSION, 1.5)
 
 
 def render_png(spec: dict[str, Any]) -> bytes:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from phase.results.jsonread import parse_json, read_regular_text
 from phase.results.migrations import ResultsError, migrate
+from phase.results.names import control_characters
 from phase.results.schema import SCHEMA_VERSION, ResultsFile, SummaryFile
 
 
@@ -31,6 +32,7 @@ def parse(data: Any, path: Path | str = "<data>") -> ResultsFile | SummaryFile:
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: $: expected a JSON object, found {type(data).__name__}")
     data = migrate(data, path)
+    control_characters(data, path)  # names are printable, before any reaches a page or chart
     model: type[ResultsFile] | type[SummaryFile] = (
         SummaryFile if data.get("kind") == "summary" else ResultsFile
     )

@@ -10,6 +10,10 @@ same name is refused at once, naming the holder), plus the rule that the name mu
 The write is `create_exclusive` (a complete temporary file hard-linked to the name): a file the
 user created in the meantime is never replaced, and the command says so instead of exit 0.
 
+A build's staging directories come from `staging_dir`: named for this host and process, so
+that whatever a killed or crashed build left behind (SIGKILL, an abort in native code) is
+removed by the next build on this host once that process is gone.
+
 A directory is placed with `place_dir`: a rename that refuses an existing target
 (renameat2's RENAME_NOREPLACE; where the kernel or file system lacks it, an exclusive mkdir
 and a rename over that still-empty directory, which fails if anything was put in it).
@@ -21,6 +25,10 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import re
+import shutil
+import socket
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -135,3 +143,42 @@ def place_dir(staged: Path, target: Path, what: str) -> None:
             raise UsageProblem(f"{target}: {what} already exists (it appeared while phase "
                                "was working); it was not replaced") from None
         raise
+
+
+STAGING_PREFIX = ".phase-tmp-"
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "_", socket.gethostname())[:40] or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive, and not ours to judge
+    return True
+
+
+def sweep_stale(parent: Path) -> None:
+    """Remove staging directories in `parent` left by processes of this host that are gone.
+    Another host's (a shared file system) and a live process's are left alone."""
+    mine = f"{STAGING_PREFIX}{_host()}-"
+    try:
+        entries = [e for e in os.scandir(parent) if e.name.startswith(mine)]
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name[len(mine):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def staging_dir(parent: Path, tag: str = "") -> Path:
+    """A fresh, empty directory in `parent` for building something aside (after sweeping
+    what dead builds left there)."""
+    sweep_stale(parent)
+    return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{_host()}-{os.getpid()}-{tag}",
+                                 dir=parent))
