@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from phase.errors import PhaseError
 from phase.results import ResultsError
 from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
+from phase.results.safepath import confined
 
 from .anchors import _safe
 from .downloads import TableDownloads, cells_frame, frame_files
@@ -217,12 +218,18 @@ def write_bench_page(docs_dir: Path, env: Any) -> str:
         downloads = table_downloads(r)
         for f in downloads.files:
             out[f"{PAGE_DIR}/{f.name}"] = f.data
-        out[f"{PAGE_DIR}/{r.name}"] = r.path.read_bytes()
+        try:
+            data = read_regular_bytes(r.path)  # the bytes load_bench validated, or an error
+        except ResultsError as exc:
+            raise PhaseError(str(exc)) from None
+        if hashlib.sha256(data).hexdigest() != r.sha256:
+            raise PhaseError(f"{r.path}: changed while the site was being built; build again")
+        out[f"{PAGE_DIR}/{r.name}"] = data
         files.append({"results": r, "machine": machine_line(r), "rows": table_rows(r),
                       "header": HEADER, "downloads": downloads})
     out[f"{PAGE_DIR}/index.md"] = env.get_template("bench_page.md.j2").render(files=files)
     for rel, data in out.items():
-        target = docs_dir / rel
+        target = confined(docs_dir, rel, "benchmarks page file")  # names come from data
         target.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(data, bytes):
             target.write_bytes(data)

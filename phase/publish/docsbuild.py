@@ -23,6 +23,8 @@ from jinja2 import Environment
 
 from phase.errors import PhaseError
 from phase.results import SummaryFile, dump_json
+from phase.results.jsonread import read_regular_bytes
+from phase.results.safepath import confined
 from phase.validate import Report, RuleSettings
 
 from .anchors import note_page
@@ -82,7 +84,10 @@ def results_files(results_dir: Path) -> list[Path]:
     return sorted(p for p in results_dir.glob("*.json") if p.name != "schema.json")
 
 
-def _write(path: Path, data: str | bytes) -> None:
+def _write(root: Path, rel: str | Path, data: str | bytes) -> None:
+    # Every page, download and asset lands in the staging docs dir under a name made from
+    # data (a slug, a file name, an archived asset): none may climb out of it.
+    path = confined(root, Path(rel).as_posix(), "generated file")
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(data, bytes):
         path.write_bytes(data)
@@ -154,16 +159,16 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
 
     env = environment(paths.templates_dir)
     env.globals.update({BENCH_GLOBAL: load_bench(paths.bench_dir), ROOT_GLOBAL: paths.root})
-    _write(docs_dir / VEGA_JS, vega_bundle())
+    _write(docs_dir, VEGA_JS, vega_bundle())
     used_by: dict[Path, list[tuple[str, str, int]]] = {}
     for note, by_version in zip(notes, versions, strict=True):
         built = note_pages(env, note, by_version, archive, templates_dir=paths.templates_dir,
                            settings=settings, freeze=freeze)
         for page in built.pages:
-            _write(docs_dir / page.path, page.text)
+            _write(docs_dir, page.path, page.text)
             result.pages.append(page.path)
             for rel, data in page.assets.items():
-                _write(docs_dir / rel, data)
+                _write(docs_dir, rel, data)
         result.to_freeze += built.to_freeze
         result.states[note.slug] = built.states
         result.lines += built.notices
@@ -175,7 +180,7 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     result.pages += _raw_pages(env, docs_dir, published, used_by, cited_by,
                                RawPageMemo(cache, tree_fingerprint(paths.templates_dir)))
     for rel, data in crosshost_pages(env, published).items():
-        _write(docs_dir / rel, data)
+        _write(docs_dir, rel, data)
         result.pages += [rel] if rel.endswith(".md") else []
     result.pages.append(write_bench_page(docs_dir, env))
     findings = {n.slug: str(render_finding(env, n, by_version[-1], "", note_page(n.slug, "")))
@@ -183,7 +188,7 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
                 if n.kind == "authored" and by_version}
     entries = home_entries(list(zip(notes, versions, strict=True)), "", findings)
     home = block(env.get_template("home_list.html.j2").render(entries=entries))
-    _write(docs_dir / HOME_SNIPPET, str(home).strip() + "\n")
+    _write(docs_dir, HOME_SNIPPET, str(home).strip() + "\n")
     return result
 
 
@@ -218,13 +223,16 @@ def _raw_pages(env: Environment, docs_dir: Path, published: list[Dataset],
     for ds in published:
         text, table_files = memo.page(env, ds, _extra_provenance(ds, cited_by),
                                       used_by.get(ds.path, []), _summary_download(docs_dir, ds))
-        _write(docs_dir / "raw" / ds.name, ds.path.read_bytes())
+        raw = read_regular_bytes(ds.path)  # strictly, and the very bytes validated
+        if hashlib.sha256(raw).hexdigest() != ds.sha256:
+            raise PhaseError(f"{ds.path}: changed while the site was being built; build again")
+        _write(docs_dir, "raw/" + ds.name, raw)
         for name, data in table_files:
-            _write(docs_dir / "raw" / name, data)
+            _write(docs_dir, "raw/" + name, data)
         rel = f"raw/{ds.stem}.md"
-        _write(docs_dir / rel, text)
+        _write(docs_dir, rel, text)
         pages.append(rel)
-    _write(docs_dir / "raw/index.md",
+    _write(docs_dir, "raw/index.md",
            env.get_template("raw_index.md.j2").render(datasets=published))
     return [*pages, "raw/index.md"]
 
@@ -236,7 +244,7 @@ def _summary_download(docs: Path, ds: Dataset) -> Download | None:
         return None
     name = f"summary-{ds.path.stem}.json"
     data = dump_json(ds.summary).encode()
-    _write(docs / "raw" / name, data)
+    _write(docs, "raw/" + name, data)
     return Download(name, name, hashlib.sha256(data).hexdigest(), len(data))
 
 

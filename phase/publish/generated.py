@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from phase.hosts import host_class_of, machine_label
-from phase.results import ResultsFile
+from phase.results import ResultsError, ResultsFile
+from phase.results.jsonread import read_regular_text
 
 from .archive import Archive, ArchiveError
 from .datasets import Dataset
@@ -165,10 +166,10 @@ def load_template(templates_dir: Path, experiment: str) -> Template:
     if not path.is_file():
         path = base / DEFAULT_TEMPLATE
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise NoteError(f"{path}: cannot read the note template for experiment {experiment} "
-                        f"({exc.strerror}); every campaign needs one to become a note") from None
+        text = read_regular_text(path)
+    except ResultsError as exc:
+        raise NoteError(f"{exc} (the note template for experiment {experiment}: every "
+                        "campaign needs one to become a note)") from None
     data, body = split_front_matter(text, path)
     title = data.get("title")
     if not isinstance(title, str) or not title.strip():

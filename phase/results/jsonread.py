@@ -70,7 +70,7 @@ def decode_utf8(data: bytes, path: Path | str) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ResultsError(
             f"{path}: $: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-            f"(line {line}); a results file is UTF-8 JSON"
+            f"(line {line}); save it as UTF-8"
         ) from None
 
 
