@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phase.errors import PhaseError
+from phase.escaping import markdown_safe, safe_url
 from phase.results import ResultsError
 from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
 from phase.results.safepath import confined
@@ -205,8 +206,8 @@ def figure(results: BenchResults, item: str, side: str, vs: str | None, href: st
                 f"{(max(samples) - min(samples)) / statistics.median(samples):.0%})"
                 if len(samples) > 1 else "")
              + f"; {results.name}")
-    return Markup(f'<a class="phase-figure phase-bench-figure" href="{escape(href)}#'
-                  f'{row_anchor(row)}" title="{escape(title)}">{escape(text)}</a>')
+    return Markup(f'<a class="phase-figure phase-bench-figure" href="{safe_url(href)}#'
+                  f'{row_anchor(row)}" title="{markdown_safe(title)}">{markdown_safe(text)}</a>')
 
 
 def write_bench_page(docs_dir: Path, env: Any) -> str:

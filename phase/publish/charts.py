@@ -24,6 +24,7 @@ import altair as alt
 import vl_convert as vlc
 
 from phase.analysis import PLAIN
+from phase.escaping import vega_safe
 from phase.publish.png_worker import draw_png
 from phase.results import SummaryFile, SummaryRow
 
@@ -53,7 +54,10 @@ class Chart:
 
 
 def canonical_json(spec: Any) -> str:
-    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """The spec as the page embeds it and vl-convert draws it: data strings made safe for
+    SVG and never a script URL (phase.escaping.vega_safe; a no-op for clean data)."""
+    return json.dumps(vega_safe(spec), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True)
 
 
 def html_safe_json(spec: Any) -> str:

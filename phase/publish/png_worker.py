@@ -12,6 +12,7 @@ PNG, or an error message. A child that died is started again for the next chart.
 
 from __future__ import annotations
 
+import atexit
 import struct
 import subprocess
 import sys
@@ -70,6 +71,12 @@ def _read(stream: IO[bytes], n: int) -> bytes:
 
 _lock = threading.Lock()
 _child: list[_Child] = []
+
+
+@atexit.register
+def _close() -> None:
+    while _child:
+        _child.pop().close()
 
 
 def draw_png(spec_json: str, vl_version: str | None, scale: float) -> bytes:
