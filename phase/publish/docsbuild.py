@@ -18,6 +18,7 @@ import hashlib
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment
 
@@ -32,7 +33,7 @@ from .archive import Archive, FrozenVersion
 from .benchpage import BENCH_GLOBAL, load_bench, write_bench_page
 from .charts import vega_bundle
 from .crosshost import render_pages as crosshost_pages
-from .dataset_cache import DatasetCache, tree_fingerprint
+from .dataset_cache import DatasetCache, decode_bytes, encode_bytes, tree_fingerprint
 from .datasets import Dataset
 from .generated import generated_notes
 from .home import home_entries
@@ -210,7 +211,20 @@ class RawPageMemo:
 
         key = [ds.sha256, str(ds.path), ds.report.settings.as_dict(), extra, used, summary,
                self.templates]
-        return self.cache.memo("raw-page", key, make)
+        return self.cache.memo("raw-page", key, make, sha256=ds.sha256, encode=_encode_page,
+                               decode=_decode_page)
+
+
+def _encode_page(page: tuple[str, list[tuple[str, bytes]]]) -> dict[str, Any]:
+    text, files = page
+    return {"text": text, "files": [[name, encode_bytes(data)] for name, data in files]}
+
+
+def _decode_page(data: Any) -> tuple[str, list[tuple[str, bytes]]]:
+    text = data["text"]
+    if not isinstance(text, str):
+        raise TypeError("text")
+    return text, [(str(name), decode_bytes(blob)) for name, blob in data["files"]]
 
 
 def _raw_pages(env: Environment, docs_dir: Path, published: list[Dataset],

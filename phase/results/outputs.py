@@ -152,7 +152,7 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "_", socket.gethostname())[:40] or "host"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -172,7 +172,7 @@ def sweep_stale(parent: Path) -> None:
         return
     for entry in entries:
         pid = entry.name[len(mine):].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             shutil.rmtree(entry.path, ignore_errors=True)
 
 
