@@ -70,7 +70,7 @@ test: setup ## run the test suite (fetches the small test model on first run)
 	$(PY) -m pytest
 
 bench: setup ## performance benchmarks (not tests) -> bench/results/
-	$(PY) bench/run.py
+	$(PY) -m bench.run
 
 lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject.toml)
 	$(VENV)/bin/ruff check phase tests bench experiments

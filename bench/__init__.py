@@ -1,1 +1,1 @@
-"""phase performance benchmarks (not tests): run with `make bench` or bench/run.py."""
+"""phase performance benchmarks (not tests): run with `make bench` or `python -m bench.run`."""

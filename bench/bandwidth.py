@@ -16,8 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from bench.common import Context, Row, Section, median
+from bench.common import Context, Section, median
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine, parse_strategy
 
 MIB = 1 << 20
@@ -69,7 +70,7 @@ def run(ctx: Context) -> Section:
         if tps is None:
             continue
         drawn = tps * model_bytes
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "bandwidth", f"{name} x model bytes", drawn / 1e9, limit / 1e9,
             f"copy bandwidth ({best_threads} thr)", "GB/s", drawn / limit, None, None,
             f"{tps:.1f} tok/s x {model_bytes / 1e6:.0f} MB = fraction of measured bandwidth",

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.common import Context, Row, Section
+from bench.common import Context, Section
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine
 from phase.validate.settings import RuleSettings
 
@@ -30,15 +31,14 @@ def _rows(engine: Engine, prompt: list[int], n: int) -> tuple[list[np.ndarray], 
     target = engine.target
     target.clear()
     target.decode(prompt, 0, 1)
-    # Copies: the views point into llama.cpp's logits buffer, which the next pass reuses.
-    single = [np.array(target._row(target._first_out))]
+    single = [target.logits(0)]
     tokens = [int(single[0].argmax())]
     for i in range(n - 1):
         tokens.append(target.decode_one(tokens[-1], len(prompt) + i))
-        single.append(np.array(target._row(0)))
+        single.append(target.logits(0))
     target.clear()
     target.decode(prompt + tokens[:-1], 0, n)
-    batched = [np.array(target._row(target._first_out + i)) for i in range(n)]
+    batched = [target.logits(i) for i in range(n)]
     target.clear()
     return single, batched
 
@@ -65,7 +65,7 @@ def run(ctx: Context) -> Section:
     section.info = {"model": ctx.target_name, "threads": ctx.threads, "tokens": ctx.tokens,
                     "prompt_tokens": len(prompt), "near_tie_gap": threshold, "flips": flips,
                     "moves": moves}
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "batch-noise", "largest move of the top-2 margin, one-token vs batched pass", largest,
         threshold, "near_tie_gap", "logit", None, f"< {threshold:g}",
         largest < threshold,

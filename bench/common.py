@@ -3,7 +3,8 @@
 A section is a function `run(ctx) -> Section`. It measures, then describes what it found as
 rows: one row per comparison, with phase's figure, the reference figure (native llama.cpp,
 a hardware limit, a budget), their ratio and, where the project sets one, a target that the
-row passes or fails. Raw samples travel with each row so the JSON file holds every repeat.
+row passes or fails (phase.analysis.bench_rows.BenchRow, which the Benchmarks page reads back).
+Raw samples travel with each row so the JSON file holds every repeat.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+from phase.analysis.bench_rows import BenchRow
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,41 +55,9 @@ class Context:
 
 
 @dataclass
-class Row:
-    """One comparison. `ratio` is phase / reference unless the section says otherwise;
-    `passed` is None where no target applies or the comparison could not be made."""
-
-    section: str
-    item: str
-    phase: float | None
-    reference: float | None
-    reference_name: str
-    unit: str
-    ratio: float | None = None
-    target: str | None = None
-    passed: bool | None = None
-    detail: str = ""
-    samples: dict[str, list[Any]] = field(default_factory=dict)
-    # Per-repeat figures that explain the row without being repeats of its comparison (a
-    # prediction's terms in ms): kept in the JSON, left out of `noise`.
-    breakdown: dict[str, list[Any]] = field(default_factory=dict)
-
-    @property
-    def noise(self) -> float | None:
-        """The largest spread, (max - min) / median, among this row's repeat samples: how far
-        apart repeats of the same thing landed. A verdict under heavy noise is a weak one."""
-        spreads = [spread(v) for v in self.samples.values()]
-        known = [s for s in spreads if s is not None]
-        return max(known) if known else None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "noise": self.noise}
-
-
-@dataclass
 class Section:
     name: str
-    rows: list[Row] = field(default_factory=list)
+    rows: list[BenchRow] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)  # settings and context for the reader
     skipped: str | None = None  # why the section did not run at all
 
@@ -97,12 +68,6 @@ class Section:
 
 def median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
-
-
-def spread(values: Sequence[Any]) -> float | None:
-    nums = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-    mid = median(nums)
-    return (max(nums) - min(nums)) / mid if len(nums) >= 2 and mid else None
 
 
 def ratio(a: float | None, b: float | None) -> float | None:

@@ -19,7 +19,6 @@ from bench import native
 from bench.common import (
     REPO,
     Context,
-    Row,
     Section,
     alternate,
     check_at_least,
@@ -27,8 +26,9 @@ from bench.common import (
     median,
     ratio,
 )
+from phase.analysis.bench_rows import BenchRow
 from phase.campaign import load_prompt
-from phase.decode import Engine, parse_strategy
+from phase.decode import Engine, cpu_buffers, parse_strategy
 
 PROMPTS = REPO / "experiments" / "prompts"
 PLAIN_PROMPT = "code"  # plain and draft-k: the code-writing prompt
@@ -83,10 +83,7 @@ def _same_prefix(a: str | None, b: str | None) -> str:
 
 def _extra_buffers(ctx: Context) -> bool:
     """phase's extra-CPU-buffer decision for the target, which the native tools must share."""
-    from phase.decode.cpu_buffers import resolve
-    from phase.decode.native import system_info
-
-    return resolve("auto", ctx.target_path, system_info()).enabled
+    return cpu_buffers.for_this_build(ctx.target_path).enabled
 
 
 def _common(ctx: Context) -> native.Common:
@@ -144,14 +141,14 @@ def run_plain(ctx: Context) -> Section:
         "llama_bench_test": f"tg{ctx.tokens} (no prompt, -r 1 per process)",
     }
     r = ratio(phase_tps, bench_tps)
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "plain", f"plain tg{ctx.tokens}", phase_tps, bench_tps, "llama-bench", "tok/s", r,
         f">= {PLAIN_MIN_RATIO:.2f}x", check_at_least(r, PLAIN_MIN_RATIO),
         "llama-bench decodes from an empty context; phase after the prompt",
         {"phase": _values(runs["phase"], "tokens_per_s"),
          "llama-bench": _values(runs["llama-bench"], "tokens_per_s")},
     ))
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "plain", f"plain {ctx.tokens} tokens", phase_tps, completion_tps, "llama-completion",
         "tok/s", ratio(phase_tps, completion_tps), None, None,
         f"prompt tokens phase {len(prompt)} / native {native_prompt}; output agrees "
@@ -164,7 +161,7 @@ def run_plain(ctx: Context) -> Section:
     hl = runs["Llama.generate"]
     hl_tps = median(_values(hl, "tokens_per_s"))
     same = hl[0]["token_ids"] == runs["phase"][0]["token_ids"]
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "plain", f"plain {ctx.tokens} tokens", phase_tps, hl_tps, "Llama.generate", "tok/s",
         ratio(phase_tps, hl_tps), None, None,
         "llama-cpp-python's high-level loop (copies each logits row, samples through the "
@@ -205,7 +202,7 @@ def _speculation_rows(section: Section, item: str, runs: dict[str, list[dict[str
     r = ratio(phase_tps, native_tps)
     diff = None if phase_acc is None or native_acc is None else phase_acc - native_acc
     agreement = _same_prefix(runs["phase"][0]["text"], runs[reference][0]["text"])
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         section.name, f"{item} tok/s", phase_tps, native_tps, reference, "tok/s", r,
         f">= {min_ratio:.2f}x" if min_ratio is not None else None,
         check_at_least(r, min_ratio) if min_ratio is not None else None,
@@ -214,7 +211,7 @@ def _speculation_rows(section: Section, item: str, runs: dict[str, list[dict[str
         {"phase": _values(runs["phase"], "tokens_per_s"),
          reference: _values(runs[reference], "tokens_per_s")},
     ))
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         section.name, f"{item} acceptance", phase_acc, native_acc, reference, "fraction",
         diff, f"within {100 * ACCEPT_MAX_DIFF:.0f} pts" if min_ratio is not None else None,
         check_at_most(abs(diff), ACCEPT_MAX_DIFF) if diff is not None and min_ratio is not None

@@ -15,8 +15,9 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import Context, Row, Section, alternate, check_at_least, median, ratio
+from bench.common import Context, Section, alternate, check_at_least, median, ratio
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine, parse_strategy
 
 MIN_RATIO = 0.995  # comparing with the reference costs at most 0.5% of plain tokens/s
@@ -44,13 +45,13 @@ def run(ctx: Context) -> Section:
     r = ratio(compared, base)
     section.info = {"model": ctx.target_name, "n_vocab": engine.target.n_vocab,
                     "top2_gap_us": gap_us, "argmax_us": argmax_us}
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "evidence", "plain with the reference compared", compared, base, "plain", "tok/s", r,
         f">= {MIN_RATIO:.3f}x", check_at_least(r, MIN_RATIO),
         "one comparison per token until the first divergence, one top-2 gap there",
         {"plain + reference": runs["plain + reference"], "plain": runs["plain"]},
     ))
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "evidence", "plain recording every token's gap (references)", gaps, base, "plain",
         "tok/s", ratio(gaps, base), None, None,
         f"top2_gap {gap_us:.1f} us per call vs argmax {argmax_us:.1f} us "

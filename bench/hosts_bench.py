@@ -28,11 +28,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from bench.common import REPO, Context, Row, Section, check_at_most, median
+from bench.common import REPO, Context, Section, check_at_most, median
 from bench.site_bench import _cited_by_name, _factories, _paths, build_once, campaign
-from phase.publish.crosshost import render_pages
-from phase.publish.render import environment
-from phase.publish.site import SitePaths, build_docs, build_site
+from phase.analysis.bench_rows import BenchRow
+from phase.publish.notes.render import environment
+from phase.publish.pages.crosshost import render_pages
+from phase.publish.site.build import SitePaths, build_docs, build_site
 from phase.results import HostIdentity, HostInfo
 
 HOST_CLASSES = 10
@@ -130,7 +131,7 @@ def run(ctx: Context) -> Section:
                 f"cache {cold_s:.2f} s (cross-host page {cross_s:.3f} s)")
         checked = count == 200
         classes = min(count, HOST_CLASSES)
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "hosts", f"site rebuild (versions published), {count} campaigns, {classes} host "
             "classes", rebuild_s, MAX_SECONDS_200 if checked else None,
             "budget" if checked else "", "s", None,
@@ -140,7 +141,7 @@ def run(ctx: Context) -> Section:
             f"with an empty build cache {cold_s:.1f} s",
             {"rebuild_s": rebuilds, "first_build_s": [first_s], "cold_cache_rebuild_s": [cold_s]},
         ))
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "hosts", f"site build rendering every version, {count} campaigns, {classes} host "
             "classes", totals[count], None, "", "s", None, None, None,
             f"cross-host page {cross_s:.3f} s",
@@ -153,7 +154,7 @@ def run(ctx: Context) -> Section:
         last = _slope(totals, counts[-2], counts[-1])
         growth = last / first if first and last is not None and first > 0 else None
         judged = growth is not None and counts[0] >= MIN_COUNT_FOR_SLOPE
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "hosts", "seconds per extra campaign, largest counts vs smallest", last, first,
             f"{counts[0]}..{counts[1]}", "s/file", growth,
             f"<= {MAX_SLOPE_GROWTH:g}x" if judged else None,
@@ -162,7 +163,7 @@ def run(ctx: Context) -> Section:
         ))
     if 200 not in totals and len(counts) >= 2:
         slope = _slope(totals, counts[0], counts[-1]) or 0.0
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "hosts", "site build, 200 campaigns (linear estimate)",
             totals[counts[0]] + slope * (200 - counts[0]), MAX_SECONDS_200, "budget", "s",
             None, None, None,

@@ -35,7 +35,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from phase.decode import system_info
+from phase.decode.cpu_buffers import cpu_flags
 from phase.models import cache_dir
+from phase.results.llama_build import enabled_features
 
 TARGETS = ("llama-bench", "llama-completion", "llama-speculative-simple", "llama-lookup")
 CMAKE_OPTIONS = (
@@ -118,11 +121,7 @@ def fetch_sources(version: str, log: Any = print) -> Path:
 
 def binding_features() -> set[str]:
     """The CPU features the installed llama-cpp-python was compiled with ("AVX2", "AMX_INT8"...)."""
-    import llama_cpp
-
-    info = llama_cpp.llama_print_system_info().decode(errors="replace")
-    return {part.split("=")[0].strip() for part in info.replace("CPU :", "|").split("|")
-            if part.strip().endswith("= 1")}
+    return enabled_features(system_info())
 
 
 def mirror_options(cpu: set[str], binding: set[str]) -> tuple[str, ...]:
@@ -135,8 +134,6 @@ def mirror_options(cpu: set[str], binding: set[str]) -> tuple[str, ...]:
 
 
 def build_options() -> tuple[str, ...]:
-    from phase.decode.cpu_buffers import cpu_flags
-
     return (*CMAKE_OPTIONS, *mirror_options(cpu_flags(), binding_features()))
 
 

@@ -1,6 +1,6 @@
 """Replay n-gram proposers against a campaign's plain outputs, counting work instead of time.
 
-    .venv/bin/python bench/ngram_replay.py results/speculative-x86_64-2c-2026-11-30.json \
+    .venv/bin/python -m bench.ngram_replay results/speculative-x86_64-2c-2026-11-30.json \
         [--cost 11,30] [--cost 41@1,282@9,950@49] [--prompts edit,code,prose]
 
 Greedy speculation yields plain decoding's tokens, so whether a guess would be kept can be
@@ -32,14 +32,11 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
-
-from phase.costmodel import CostTable, Curve, cost_table  # noqa: E402
-from phase.decode.auto import AutoProposer  # noqa: E402
-from phase.decode.ngram import NgramMatcher  # noqa: E402
-from phase.decode.proposers import AdaptiveNgramProposer, NgramProposer  # noqa: E402
-from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN  # noqa: E402
+from phase.costmodel import CostTable, Curve, cost_table
+from phase.decode.auto import AutoProposer
+from phase.decode.ngram import NgramMatcher
+from phase.decode.proposers import AdaptiveNgramProposer, NgramProposer
+from phase.decode.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 
 Cost = Callable[[int], float]
 

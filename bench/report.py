@@ -11,7 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench.common import Row, Section
+from bench.common import Section
+from phase.analysis.bench_rows import NOISY, BenchRow
 from phase.campaign import machine
 
 
@@ -42,7 +43,7 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3f}"
 
 
-def _ratio(row: Row) -> str:
+def _ratio(row: BenchRow) -> str:
     if row.ratio is None:
         return "—"
     if row.unit == "fraction":  # acceptance rows carry a difference in points
@@ -52,10 +53,7 @@ def _ratio(row: Row) -> str:
     return f"{row.ratio:.3f}x"
 
 
-NOISY = 0.10  # repeats more than 10% apart: the machine was not quiet enough to judge
-
-
-def _verdict(row: Row) -> str:
+def _verdict(row: BenchRow) -> str:
     if row.target is None:
         return "info"
     if row.passed is None:
@@ -65,7 +63,7 @@ def _verdict(row: Row) -> str:
     return f"{word} (noisy)" if noise is not None and noise > NOISY else word
 
 
-def _noise(row: Row) -> str:
+def _noise(row: BenchRow) -> str:
     noise = row.noise
     return "" if noise is None else f"{100 * noise:.0f}%"
 
@@ -73,7 +71,7 @@ def _noise(row: Row) -> str:
 HEADER = ("item", "phase", "reference", "vs", "ratio", "target", "result", "spread")
 
 
-def _cells(row: Row) -> tuple[str, ...]:
+def _cells(row: BenchRow) -> tuple[str, ...]:
     def show(value: float | None) -> str:
         text = _fmt(value, row.unit)
         return text if value is None or row.unit == "fraction" else f"{text} {row.unit}"

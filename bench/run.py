@@ -1,6 +1,6 @@
 """phase benchmarks: speed against native llama.cpp, and the overheads phase adds.
 
-    .venv/bin/python bench/run.py
+    .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
                 bandwidth,site,hosts]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
@@ -31,8 +31,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# Run as a script, Python puts bench/ first on sys.path; the sections import as `bench.*`.
-sys.path[:] = [str(REPO), *(p for p in sys.path if Path(p or ".").resolve() != REPO / "bench")]
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
             "sampler", "bandwidth", "site", "hosts")

@@ -20,8 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, Context, Row, Section, alternate, check_at_least, median, ratio
+from bench.common import REPO, Context, Section, alternate, check_at_least, median, ratio
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine, parse_strategy
 from phase.sensors import Sampler, discover
 
@@ -112,7 +113,7 @@ def run(ctx: Context) -> Section:
         r = ratio(tps, base)
         overhead = None if r is None else 1 - r
         checked = hz == CHECKED_HZ
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "sampler", f"sampler {hz:g} Hz", tps, base, "no sampler", "tok/s", r,
             f">= {1 - MAX_OVERHEAD:.3f}x" if checked else None,
             check_at_least(r, 1 - MAX_OVERHEAD) if checked else None,

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import native
-from bench.common import Context, Row, Section, alternate, check_at_least, median, ratio
+from bench.common import Context, Section, alternate, check_at_least, median, ratio
 from bench.decode_bench import PLAIN_PROMPT, _common, _pct, _skip_without_native, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine, parse_strategy
 from phase.decode.proposers import DraftProposer
 
@@ -86,7 +87,7 @@ def run(ctx: Context) -> Section:
     acc = {name: median(_values(r, "acceptance")) for name, r in runs.items()}
     native_acc = acc["llama-speculative-simple"]
     phase_acc = acc["phase"]
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "self-draft", f"draft = target, draft-{K} acceptance", phase_acc, native_acc,
         "llama-speculative-simple", "fraction",
         # Acceptance rows carry a difference in points (bench/report.py), not a ratio.
@@ -109,7 +110,7 @@ def _cost_row(section: Section, label: str, runs: dict[str, list[dict[str, Any]]
     without = median(_values(runs["phase, no mirror"], "tokens_per_s"))
     acc_with = median(_values(runs["phase"], "acceptance"))
     acc_without = median(_values(runs["phase, no mirror"], "acceptance"))
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "self-draft", f"{label}: draft-{K} tok/s, mirror / no mirror", with_mirror, without,
         "phase, no mirror", "tok/s", ratio(with_mirror, without), None, None,
         f"acceptance {_pct(acc_with)} with the mirror, {_pct(acc_without)} without",

@@ -21,10 +21,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.common import REPO, Context, Row, Section, check_at_most, median
-from phase.publish.mkdocs_run import mkdocs_build
-from phase.publish.notes import GLOB_CHARS, discover_notes
-from phase.publish.site import SitePaths, build_docs
+from bench.common import REPO, Context, Section, check_at_most, median
+from phase.analysis.bench_rows import BenchRow
+from phase.publish.notes.source import GLOB_CHARS, discover_notes
+from phase.publish.site.build import SitePaths, build_docs
+from phase.publish.site.mkdocs_run import mkdocs_build
 
 PROMPTS = ("code", "edit", "prose")
 STRATEGIES = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram-8")
@@ -184,7 +185,7 @@ def run(ctx: Context) -> Section:
     for count in counts:
         ts = timings[count]
         checked = count == 50
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "site", f"site build, {count} campaign(s)", totals[count],
             MAX_SECONDS_50 if checked else None, "budget" if checked else "", "s",
             None, f"< {MAX_SECONDS_50:g} s" if checked else None,
@@ -197,7 +198,7 @@ def run(ctx: Context) -> Section:
         ))
     if 50 not in totals and slope is not None:
         estimate = totals[counts[0]] + slope * (50 - counts[0])
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "site", "site build, 50 campaigns (linear estimate)", estimate, MAX_SECONDS_50,
             "budget", "s", None, None, None,
             f"{slope:.2f} s per extra campaign from {counts[0]}..{counts[-1]} campaigns; "

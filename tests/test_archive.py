@@ -24,8 +24,8 @@ from test_publish_inputs import (
 )
 
 from phase.cli import main
-from phase.publish.archive import Archive, ArchiveError
-from phase.publish.site import SitePaths, build_docs, build_site
+from phase.publish.archive.store import Archive, ArchiveError
+from phase.publish.site.build import SitePaths, build_docs, build_site
 from phase.validate import RuleSettings
 
 NOTE = "2026-01-fixture-versions.md"
@@ -95,7 +95,7 @@ def test_the_manifest_records_every_input(tmp_path: Path) -> None:
     build_site(paths)
     m = Archive(paths.published_dir).manifest(SLUG, 1)
     results = paths.results_dir / GPU_FILE
-    from phase.publish.archive import sha256_bytes
+    from phase.publish.archive.store import sha256_bytes
 
     assert [(r.name, r.sha256) for r in m.results] == [(GPU_FILE, sha256_bytes(
         results.read_bytes()))]

@@ -13,7 +13,7 @@ from urllib.parse import urldefrag, urlsplit
 
 import pytest
 
-from phase.publish.site import serving
+from phase.publish.site.build import serving
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [

@@ -24,9 +24,9 @@ from phase.campaign import (
 from phase.campaign.machine import host_class
 from phase.cli import main
 from phase.models import TEST_MODEL
-from phase.publish.archive import Archive
-from phase.publish.generated import note_slug
-from phase.publish.site import serving
+from phase.publish.archive.store import Archive
+from phase.publish.notes.generated import note_slug
+from phase.publish.site.build import serving
 from phase.results import Run, load_raw
 
 pytestmark = [

@@ -1,4 +1,4 @@
-"""The build cache (phase.publish.dataset_cache) and HTML islands (phase.publish.islands).
+"""The build cache (phase.publish.data.cache) and HTML islands (phase.publish.markup.islands).
 
 Both exist for speed only, so what they must show is that nothing else changes: a site built
 from a warm cache is byte for byte the site built without one, an island reaches the page
@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from test_publish_inputs import CPU_FILE, make_inputs, site_paths
 
-from phase.publish.dataset_cache import DatasetCache, _trim
-from phase.publish.datasets import load_dataset
-from phase.publish.islands import CLOSE, OPEN, island
-from phase.publish.site import build_docs, build_site
+from phase.publish.data.cache import DatasetCache, _trim
+from phase.publish.data.datasets import load_dataset
+from phase.publish.markup.islands import CLOSE, OPEN, island
+from phase.publish.site.build import build_docs, build_site
 from phase.results import dump_json, load
 from phase.validate import RuleSettings
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from test_publish_inputs import CPU_FILE, GPU_FILE, make_inputs, site_paths
 
-from phase.publish.dataset_cache import DatasetCache, _trim
-from phase.publish.datasets import load_dataset
-from phase.publish.site import build_docs
+from phase.publish.data.cache import DatasetCache, _trim
+from phase.publish.data.datasets import load_dataset
+from phase.publish.site.build import build_docs
 from phase.results.cache_entry import read_entry, write_entry
 from phase.validate import RuleSettings
 
@@ -121,7 +121,7 @@ import resource, signal, sys
 from pathlib import Path
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
-from phase.publish.dataset_cache import DatasetCache
+from phase.publish.data.cache import DatasetCache
 from phase.validate import RuleSettings
 cache = DatasetCache(Path(sys.argv[1]))
 report, ds = cache.load(Path(sys.argv[2]), RuleSettings())

@@ -14,11 +14,11 @@ import pytest
 from altair.utils.schemapi import validate_jsonschema
 from altair.vegalite.v6.schema.core import load_schema
 
-from phase.publish.charts import KINDS as ENERGY_KINDS
-from phase.publish.charts import build_chart
-from phase.publish.datasets import load_dataset
-from phase.publish.strategy_charts import KINDS as STRATEGY_KINDS
-from phase.publish.strategy_charts import build_strategy_chart
+from phase.publish.charts.energy import KINDS as ENERGY_KINDS
+from phase.publish.charts.energy import build_chart
+from phase.publish.charts.strategy import KINDS as STRATEGY_KINDS
+from phase.publish.charts.strategy import build_strategy_chart
+from phase.publish.data.datasets import load_dataset
 from phase.validate import RuleSettings
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from test_publish_inputs import REPO, make_inputs
 
 from phase.campaign.prompts import load_prompt
 from phase.errors import PhaseError
-from phase.publish.site import SitePaths, build_site
+from phase.publish.site.build import SitePaths, build_site
 from phase.results import ResultsError, load
 from phase.results.safepath import PathEscapes, confined
 

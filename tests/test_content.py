@@ -23,12 +23,12 @@ from test_publish_inputs import (
     parse_tables,
 )
 
-from phase.publish.anchors import run_anchor
-from phase.publish.changes import compare
-from phase.publish.datasets import load_dataset
-from phase.publish.provenance import sensor_text
-from phase.publish.steps import step_costs
-from phase.publish.strategy_charts import KINDS as STRATEGY_KINDS
+from phase.publish.charts.strategy import KINDS as STRATEGY_KINDS
+from phase.publish.data.datasets import load_dataset
+from phase.publish.markup.anchors import run_anchor
+from phase.publish.numbers.changes import compare
+from phase.publish.numbers.provenance import sensor_text
+from phase.publish.numbers.steps import step_costs
 from phase.validate import RuleSettings
 
 CPU_NOTE = "notes/speculative-decoding-cpu/index.md"

@@ -134,7 +134,7 @@ def test_site_with_a_nul_in_a_prompt_name_refuses_and_leaves_nothing(tmp_path: P
 
 
 def test_a_crash_of_the_chart_renderer_is_an_error_not_an_abort() -> None:
-    from phase.publish.png_worker import draw_png
+    from phase.publish.charts.png_worker import draw_png
 
     spec = {"data": {"values": [{"a": "x\u0000y", "b": 1}]}, "mark": "bar",
             "encoding": {"x": {"field": "a", "type": "nominal"},

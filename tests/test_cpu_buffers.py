@@ -48,14 +48,8 @@ def test_auto_decision_lets_a_multi_token_batch_run(
         assert 0 <= model.argmax(0) < model.n_vocab
     finally:
         model.close()
-    again = cpu_buffers.resolve("auto", test_model_path, cpu_buffers_build())
+    again = cpu_buffers.for_this_build(test_model_path)
     assert again == decision  # cached verdict, same answer
-
-
-def cpu_buffers_build() -> str:
-    from phase.decode.native import system_info
-
-    return system_info()
 
 
 def test_native_tools_mirror_the_bindings_amx_choice() -> None:

@@ -17,10 +17,10 @@ import pytest
 from factories import make_sensor, make_window, write_results
 
 from phase.hosts import host_class_of, host_identity_of
-from phase.publish.crosshost import build_pages, render_pages
-from phase.publish.datasets import load_dataset
-from phase.publish.render import environment
-from phase.publish.site import SitePaths, build_site
+from phase.publish.data.datasets import load_dataset
+from phase.publish.notes.render import environment
+from phase.publish.pages.crosshost import build_pages, render_pages
+from phase.publish.site.build import SitePaths, build_site
 from phase.results import HostIdentity, HostInfo, ResultsFile, load_raw
 from phase.validate import RuleSettings
 

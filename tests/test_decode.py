@@ -97,6 +97,22 @@ def test_model_info_and_system_info(engine: Engine) -> None:
         engine.model_info("oracle")
 
 
+def test_logits_rows_are_copies_that_outlive_the_next_pass(engine: Engine,
+                                                           story: list[int]) -> None:
+    target = engine.target
+    target.clear()
+    target.decode(story, 0, 2)
+    rows = [target.logits(0), target.logits(1)]
+    assert [int(r.argmax()) for r in rows] == [target.argmax(0), target.argmax(1)]
+    assert rows[1].shape == (target.n_vocab,)
+    before = rows[0].tolist()
+    after_next = target.decode_one(int(rows[1].argmax()), len(story))
+    now = target.logits(0)  # the one-token pass wrote its row where row 0 was
+    assert now.tolist() != before and int(now.argmax()) == after_next
+    assert rows[0].tolist() == before  # the copy kept the row the buffer no longer holds
+    target.clear()
+
+
 def test_format_prompt_applies_the_chat_template(engine: Engine, story: list[int]) -> None:
     raw = engine.format_prompt(STORY, chat_template=False)
     shown = engine.detokenize(story)
@@ -364,17 +380,20 @@ def test_a_run_can_follow_a_reference_text_but_never_becomes_a_results_run(
     engine: Engine, story: list[int], plain_story: DecodeResult, label: str
 ) -> None:
     strategy = parse_strategy(label)
-    same = engine.run(story, strategy, N, reference=plain_story.token_ids,
-                      follow_reference=True)
+    same = engine.run_on_reference(story, strategy, N, plain_story.token_ids)
     assert same.token_ids == plain_story.token_ids
     assert same.overridden == 0  # the target's own argmax agreed at every position
     assert_accounting(same, N, strategy.max_proposal)
+    # Where the target agrees with the text, following it makes the free run's very steps.
+    free = engine.run(story, strategy, N)
+    assert [(s.proposed, s.accepted) for s in same.trace] == \
+        [(s.proposed, s.accepted) for s in free.trace]
 
     # A text the target would not write: token 11 altered. The run writes it exactly, its
     # verification still judges proposals (against the text), and it counts the override.
     altered = list(plain_story.token_ids)
     altered[11] = (altered[11] + 1) % 49152
-    r = engine.run(story, strategy, N, reference=altered, follow_reference=True)
+    r = engine.run_on_reference(story, strategy, N, altered)
     assert r.token_ids == altered
     assert r.overridden is not None and r.overridden >= 1
     assert r.divergence_index is None
@@ -386,4 +405,4 @@ def test_a_run_can_follow_a_reference_text_but_never_becomes_a_results_run(
                  reference=altered, energy=[], samples=[], temperatures_c={})
     assert engine.run(story, strategy, N).overridden is None
     with pytest.raises(UsageProblem, match="reference of at least"):
-        engine.run(story, strategy, N, reference=altered[:N - 1], follow_reference=True)
+        engine.run_on_reference(story, strategy, N, altered[:N - 1])

@@ -13,9 +13,9 @@ from factories import replaced, write_results
 from test_publish_inputs import REPO, cpu_results, make_inputs, parse_tables, site_paths
 
 from phase.cli import main
-from phase.publish.anchors import run_anchor
-from phase.publish.archive import Archive
-from phase.publish.site import SitePaths, build_docs, build_site
+from phase.publish.archive.store import Archive
+from phase.publish.markup.anchors import run_anchor
+from phase.publish.site.build import SitePaths, build_docs, build_site
 from phase.results import ResultsFile
 
 HOST = "x86_64-4c"

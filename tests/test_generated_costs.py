@@ -12,7 +12,7 @@ from factories import replaced, write_results
 from test_generated import _paths
 from test_publish_costs import costs_results
 
-from phase.publish.site import build_site
+from phase.publish.site.build import build_site
 from phase.results import ResultsFile
 
 SECTION = "## Why: the cost model"
@@ -57,7 +57,7 @@ def test_a_campaign_without_a_profile_has_no_cost_section(tmp_path: Path) -> Non
 def test_the_cpu_note_shows_the_cost_model_from_version_2_only(tmp_path: Path) -> None:
     from test_publish_inputs import REPO, note_results, site_paths
 
-    from phase.publish.site import build_docs
+    from phase.publish.site.build import build_docs
 
     results, notes = tmp_path / "results", tmp_path / "notes"
     results.mkdir()

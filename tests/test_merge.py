@@ -14,7 +14,7 @@ from factories import make_model, make_provenance, make_sensor, make_summary, wr
 from shard_files import CAMPAIGN_ID, IDENTITY, edit, structure, write_shards
 
 from phase.cli import main
-from phase.publish.site import SitePaths, build_site
+from phase.publish.site.build import SitePaths, build_site
 from phase.results import HostInfo, load_raw
 from phase.validate import validate_file
 

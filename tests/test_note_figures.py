@@ -12,7 +12,7 @@ import yaml
 from test_publish_inputs import REPO, note_results, parse_tables
 
 from phase.analysis import spread
-from phase.publish.notes import split_front_matter
+from phase.publish.notes.source import split_front_matter
 from phase.results import load_raw
 from phase.validate import RuleSettings
 

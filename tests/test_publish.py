@@ -30,9 +30,9 @@ from test_publish_inputs import (
 )
 
 from phase.cli import main
-from phase.publish.anchors import run_anchor
-from phase.publish.notes import NoteError, parse_note
-from phase.publish.site import BlockedError, build_docs
+from phase.publish.markup.anchors import run_anchor
+from phase.publish.notes.source import NoteError, parse_note
+from phase.publish.site.build import BlockedError, build_docs
 from phase.results import SummaryFile, load, load_raw
 from phase.validate import validate_results
 
@@ -256,6 +256,7 @@ def test_note_without_results_yet_still_builds(tmp_path: Path) -> None:
     # a pattern that matches nothing yet.
     source = (REPO / "phase/notes/2026-11-speculative-decoding-cpu.md").read_text()
     source = re.sub(r"(?ms)^  - version: 2\n.*?(?=^errata:)", "", source)  # v1 alone
+    source = re.sub(r"(?ms)^errata:.*?(?=^---$)", "errata: []\n", source)  # none yet
     draft = r'\1results: ["speculative-*.json"]\n\1draft: true'
     source = re.sub(r"(?m)^(\s+)results: \[.*\]$", draft, source, count=1)
     (notes / "2026-11-speculative-decoding-cpu.md").write_text(source)

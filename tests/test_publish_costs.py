@@ -4,12 +4,15 @@ the data is missing."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from cost_factories import make_profile
 from factories import make_results, make_run, write_results
 from test_publish_inputs import XSS_PROMPT, site_paths
 
-from phase.publish.site import build_docs
+from phase.publish.site.build import build_docs
 from phase.results import ResultsFile, Run, Step
 
 TOKENS = 16
@@ -85,7 +88,8 @@ def costs_results() -> ResultsFile:
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> str:
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The docs dir of a build of the cost fixture note."""
     base = tmp_path_factory.mktemp("costs")
     results, notes = base / "results", base / "notes"
     results.mkdir()
@@ -96,7 +100,12 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> str:
     (notes / "2026-03-fixture-costs.md").write_text(NOTE.format(file=FILE, bare=BARE))
     paths = site_paths(base, type("I", (), {"results_dir": results, "notes_dir": notes})())
     build_docs(paths)
-    return (paths.docs_dir / "notes/fixture-costs/index.md").read_text(encoding="utf-8")
+    return paths.docs_dir
+
+
+@pytest.fixture(scope="module")
+def page(docs: Path) -> str:
+    return (docs / "notes/fixture-costs/index.md").read_text(encoding="utf-8")
 
 
 def test_every_cost_section_renders_with_its_chart(page: str) -> None:
@@ -135,3 +144,22 @@ def test_a_file_without_a_profile_says_so(page: str) -> None:
     assert f'data-kind="prediction" data-dataset="{BARE}"' in page
     assert "this results file has no cost profile to predict from" in page
     assert "this results file has no auto runs" in page
+
+
+def test_cost_charts_and_the_notes_own_share_the_pages_files_and_ids(docs: Path,
+                                                                     page: str) -> None:
+    """The cost sections and the appended charts draw into one set of page assets: element
+    ids count every chart on the page once, across both, and every PNG fallback is written
+    where the page points."""
+    charts = re.findall(r'<div class="(phase-chart|phase-chart-missing)"(?: id="([^"]+)")?'
+                        r' data-kind="([a-z_]+)"', page)
+    kinds = [kind for _, _, kind in charts]
+    assert "cost_curve" in kinds and "cost_per_token" in kinds  # both callers drew
+    drawn = [(number, element_id, kind) for number, (cls, element_id, kind)
+             in enumerate(charts, start=1) if cls == "phase-chart"]
+    assert drawn and all(element_id == f"chart-{number}-{kind}"
+                         for number, element_id, kind in drawn)
+    pngs = re.findall(r'class="phase-chart-fallback" src="([^"]+)"', page)
+    assert pngs and all(src.startswith("v1/") for src in pngs)
+    missing = [src for src in pngs if not (docs / "notes/fixture-costs" / src).is_file()]
+    assert missing == []

@@ -25,7 +25,7 @@ from factories import (
     write_results,
 )
 
-from phase.publish.site import BuildResult, SitePaths, build_site
+from phase.publish.site.build import BuildResult, SitePaths, build_site
 from phase.results import ResultsFile, UnavailableBackend
 from phase.validate import validate_results
 

@@ -14,7 +14,7 @@ from test_publish_inputs import CPU_FILE, GPU_FILE, SEED_SUMMARY, make_inputs, s
 
 from phase.cli import main
 from phase.errors import PhaseError
-from phase.publish.site import build_site, results_files, serving
+from phase.publish.site.build import build_site, results_files, serving
 
 
 class _Links(HTMLParser):

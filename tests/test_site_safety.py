@@ -24,9 +24,9 @@ from test_publish_inputs import (
 
 from phase.cli import main
 from phase.errors import PhaseError
-from phase.publish.outdirs import MARKER, STAGING_PREFIX, OutputDirError
-from phase.publish.rawpages import SHOWN_CHARS
-from phase.publish.site import BlockedError, NoteError, SitePaths, build_docs, build_site
+from phase.publish.pages.raw import SHOWN_CHARS
+from phase.publish.site.build import BlockedError, NoteError, SitePaths, build_docs, build_site
+from phase.publish.site.outdirs import MARKER, STAGING_PREFIX, OutputDirError
 
 
 def _tree(root: Path) -> dict[str, str]:

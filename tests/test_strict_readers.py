@@ -20,7 +20,7 @@ from shard_files import write_shards
 
 from phase.campaign.merge import read_shard
 from phase.errors import PhaseError
-from phase.publish.benchpage import load_bench
+from phase.publish.numbers.bench import load_bench
 from phase.results import load, load_raw
 from phase.sensors.meter import load_meter
 
@@ -71,7 +71,7 @@ def _replay(path: Path) -> Any:
 
 
 def _manifest(path: Path) -> Any:
-    from phase.publish.archive import MANIFEST, Archive
+    from phase.publish.archive.store import MANIFEST, Archive
 
     version = path.parent / "n" / "v1"
     version.mkdir(parents=True)

@@ -7,7 +7,7 @@ both load the declaration and run it through the same command (phase.cli.measure
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from phase import REPO_ROOT
@@ -29,6 +29,10 @@ class Experiment:
     prompts_dir: Path
     plan: CampaignPlan
     quick: CampaignPlan | None = None
+
+    def quick_plan(self) -> CampaignPlan | None:
+        """The smoke campaign's plan, recorded as one (`purpose`) whatever `quick` says."""
+        return None if self.quick is None else replace(self.quick, purpose="smoke")
 
 
 def load_experiment(name: str, directory: Path = EXPERIMENTS_DIR) -> Experiment:

@@ -13,11 +13,14 @@ Where a campaign writes and which sensors it reads are not part of the plan: see
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from phase.costmodel import Objective
 from phase.decode.strategy import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET
 from phase.results import CampaignConfig, PromptSpec
+
+Purpose = Literal["study", "smoke"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class CampaignPlan:
     profile_min_block_s: float = 0.05
     # What `auto` minimises per generated token: "time" or "energy" (needs a sensor).
     auto_objective: Objective = "time"
+    # "smoke" for a quick check of the machinery (`--quick`): recorded, and never published.
+    purpose: Purpose = "study"
 
 
 DEFAULT_PLAN = CampaignPlan()
@@ -84,4 +89,5 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         ngram_k=plan.ngram_k,
         ngram_adaptive=plan.ngram_adaptive,
         auto_objective=plan.auto_objective,
+        purpose=plan.purpose,
     )

@@ -28,7 +28,7 @@ from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
-from phase.models import ResolvedModel, resolve
+from phase.models import ResolvedModel, is_test_model, resolve
 from phase.results import (
     Claim,
     ModelInfo,
@@ -228,4 +228,5 @@ def _model_info(role: str, resolved: ResolvedModel, vocab: VocabFile) -> ModelIn
         "architecture": meta.get("architecture"),
         "quant": meta.get("quant"),
         "n_vocab": meta["n_vocab"],
+        "test_model": is_test_model(resolved.sha256),
     })

@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from phase.analysis import runs_by_condition, summarize
+from phase.analysis import FIGURES, row_value, runs_by_condition, summarize
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
 from phase.results import ResultsFile, Run
@@ -94,11 +94,10 @@ def show_interrupted(output: Path, resume_command: str) -> None:
     )
 
 
-def _fmt(value: float | None, pattern: str) -> str:
-    return "—" if value is None else pattern.format(value)
-
-
-COLUMNS = ("strategy", "tok/s", "×plain", "accept", "CPU ms/t", "mJ/tok", "E×plain", "=plain")
+# The registry's figures the closing table shows, under their narrow terminal headings.
+SHOWN = ("tokens_per_s", "speed_vs_plain", "acceptance", "cpu_ms_per_token",
+         "chip_mj_per_token", "energy_ratio_vs_plain")
+COLUMNS = ("strategy", *(FIGURES[name].short for name in SHOWN), "=plain")
 
 
 def print_summary(results: ResultsFile) -> None:
@@ -106,7 +105,6 @@ def print_summary(results: ResultsFile) -> None:
     report = validate_results(results, results.id)
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
-    plain_speed = {r.prompt: r.tokens_per_s for r in summary.rows if r.strategy == "plain"}
     matches = {
         condition: sum(1 for r in runs if r.matches_plain)
         for condition, runs in runs_by_condition(results).items()
@@ -116,16 +114,11 @@ def print_summary(results: ResultsFile) -> None:
         for col in COLUMNS:
             table.add_column(col, justify="left" if col == "strategy" else "right")
         for row in (r for r in summary.rows if r.prompt == prompt):
-            base = plain_speed.get(prompt)
             flag = " *" if (prompt, row.strategy) in unstable else ""
             table.add_row(
                 row.strategy + flag,
-                _fmt(row.tokens_per_s, "{:.1f}"),
-                _fmt(row.tokens_per_s / base if row.tokens_per_s and base else None, "{:.2f}×"),
-                _fmt(row.acceptance * 100 if row.acceptance is not None else None, "{:.0f}%"),
-                _fmt(row.cpu_ms_per_token, "{:.1f}"),
-                _fmt(row.chip_mj_per_token, "{:.1f}"),
-                _fmt(row.energy_ratio_vs_plain, "{:.2f}"),
+                *(FIGURES[name].terminal_show(row_value(name, summary.rows, row))
+                  for name in SHOWN),
                 f"{matches.get((prompt, row.strategy), 0)}/{row.n}",
             )
         console.print(table)

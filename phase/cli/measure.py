@@ -90,7 +90,7 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> CampaignPlan:
     """The experiment's plan (or its quick plan) with the options given on the command line."""
-    base = exp.quick if quick else exp.plan
+    base = exp.quick_plan() if quick else exp.plan
     if base is None:
         raise click.UsageError(f"experiment {exp.name} declares no quick campaign")
     given: dict[str, Any] = {k: v for k, v in opts.items() if v is not None}

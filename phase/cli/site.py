@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 import click
 
 from phase.cli.common import say
 from phase.errors import PhaseError
-from phase.publish.site import (
+from phase.publish.site.build import (
     BlockedError,
     BuildResult,
     SitePaths,
@@ -27,9 +28,10 @@ BLOCKED = ("Exit status: 0 built; 1 a results file has a blocking finding, or a 
            "phase did not make, or one that overlaps an input (nothing is touched).")
 
 
-def _paths(**dirs: str | None) -> SitePaths:
+def _paths(into_project_archive: bool = False, **dirs: str | None) -> SitePaths:
     """Relative directories are taken from the working directory (for mkdocs too)."""
-    return SitePaths.default(**{k: v for k, v in dirs.items() if v is not None})
+    paths = SitePaths.default(**{k: v for k, v in dirs.items() if v is not None})
+    return replace(paths, archive_foreign=into_project_archive)
 
 
 def _publish(build: Callable[[SitePaths], BuildResult], paths: SitePaths) -> BuildResult:
@@ -57,6 +59,9 @@ def _with_dirs(fn: F) -> F:
         click.option("--docs-dir", default=None, help="mkdocs docs dir to render into [docs/]."),
         click.option("--published-dir", default=None,
                      help="The archive of published note versions [published/]."),
+        click.option("--into-project-archive", is_flag=True,
+                     help="Freeze versions built from another --results-dir into this "
+                     "project's own published/ (refused by default: only results/ feeds it)."),
     ]):
         fn = option(fn)
     return fn
@@ -66,7 +71,7 @@ def _with_dirs(fn: F) -> F:
 @_with_dirs
 @QUICK
 def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
-          published_dir: str | None, include_quick: bool) -> None:
+          published_dir: str | None, into_project_archive: bool, include_quick: bool) -> None:
     """Validate every results file and render the notes into docs/ (no mkdocs build).
 
     Refuses (exit 1) when any results file has a blocking finding. Replaces the generated
@@ -85,7 +90,8 @@ def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
 @click.option("--site-dir", default=None, help="Where the static site goes [site/].")
 @QUICK
 def site(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
-         published_dir: str | None, site_dir: str | None, include_quick: bool) -> None:
+         published_dir: str | None, into_project_archive: bool, site_dir: str | None,
+         include_quick: bool) -> None:
     """Validate, render the notes, and build the static site (mkdocs build --strict).
 
     Every campaign becomes a note (one per experiment and host class; authored notes in
@@ -94,8 +100,8 @@ def site(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
     byte ever after. Refuses (exit 1) when any results file has a blocking finding. The site
     works offline and from file://; open site/index.html or run `phase serve`.
     """
-    paths = _paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir,
-                   published_dir=published_dir, site_dir=site_dir)
+    paths = _paths(into_project_archive, results_dir=results_dir, notes_dir=notes_dir,
+                   docs_dir=docs_dir, published_dir=published_dir, site_dir=site_dir)
     _publish(functools.partial(build_site, include_quick=include_quick), paths)
     click.echo(paths.site_dir / "index.html")
 

@@ -56,10 +56,6 @@ class Curve:
         b0, b1, c0, c1 = sizes[lo], sizes[lo + 1], costs[lo], costs[lo + 1]
         return max(0.0, c0 + (c1 - c0) * (b - b0) / (b1 - b0))
 
-    @property
-    def max_size(self) -> int:
-        return self.sizes[-1]
-
 
 def blend(a: Curve, b: Curve, weight_b: float) -> Curve:
     """(1 - w)·a + w·b at the batch sizes both curves were measured at."""

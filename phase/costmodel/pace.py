@@ -1,9 +1,10 @@
 """The host's pace: how fast the machine ran during a run, against the profile's prices.
 
-A profile prices passes in the minute it was taken. A shared host's speed moves by more than
-that within minutes: on a 2-core cloud VM, a one-token pass cost 47.9 ms in a profile and
-41.7 ms in plain decoding a minute later, and in bench/results/2026-12-01-epyc-auto.md two
-arms doing identical work differed by 10%. A prediction from a single profile then misses
+A profile prices passes in the minute it was taken. A shared host's speed moves within
+minutes: a one-token pass can cost visibly less in plain decoding a minute after the profile,
+and two arms doing identical work can differ as much as the prediction's tolerance (examples:
+"code auto" against "code auto on plain's text" in bench/results/2026-12-01-epyc-auto.md, and
+bench/results/notes-from-docstrings.md). A prediction from a single profile then misses
 conditions by the drift, though the curve's shape is right.
 
 Plain decoding reads that drift for free: each of its steps is one c_t(1) pass, and a
@@ -13,9 +14,9 @@ The pace during any run is that of the plain runs nearest to it in time, one bef
 after (their mean), never its own: a plain run is read by its neighbours.
 
 The pace explains a miss; it does not replace the prediction. Each reading is one run, and
-where the host's speed moves run to run (a 30% spread between repeats of one arm in
-bench/results/2026-12-02-epyc-pace.md) a neighbour's pace carries that noise into the run it
-scales: there, scaling by it left 12 of 27 arms within 10% against the profile's 18. Scaling
+where the host's speed moves run to run, a neighbour's pace carries that noise into the run it
+scales, so the paced prediction can miss more often than the profile's own (as it did in
+bench/results/2026-12-02-epyc-pace.md: each row's detail gives the profile alone). Scaling
 every cost alike leaves their ratios as they were, so `auto`'s choices and the break-even
 acceptances do not depend on it. Energy is not paced: a plain run reads time.
 """

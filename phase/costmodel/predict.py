@@ -113,7 +113,3 @@ def expected_draft(table: CostTable, rates: Sequence[float], k: int) -> Expected
 
 def expected_ngram(table: CostTable, rates: Sequence[float], k: int) -> Expected:
     return Expected(expected_tokens(rates[:k]), table.lookup + table.target(k + 1))
-
-
-def expected_plain(table: CostTable) -> Expected:
-    return Expected(1.0, table.plain())

@@ -3,8 +3,9 @@
 This package is the only place in phase that imports `llama_cpp`.
 """
 
+from phase.decode.backend import system_info
 from phase.decode.engine import Engine
-from phase.decode.placement import Device, ModelPlacement, build_accelerator, this_build
+from phase.decode.placement import Device, ModelPlacement, this_build
 from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
 from phase.decode.result import DecodeResult, compare_to_plain
 from phase.decode.strategy import (
@@ -34,10 +35,10 @@ __all__ = [
     "Strategy",
     "VocabFile",
     "VocabInfo",
-    "build_accelerator",
     "check_compatible",
     "check_fit",
     "compare_to_plain",
     "parse_strategy",
+    "system_info",
     "this_build",
 ]

@@ -58,9 +58,9 @@ def _best(rates: Sequence[float], costs: Sequence[float], plain: float) -> tuple
     short, safe proposal, but the run is what must be fast. Every unit of cost a step takes
     could have produced 1 / plain tokens by plain decoding, so a step is worth what it yields
     beyond that; a longer proposal that adds tokens at a better rate than plain decoding's is
-    worth taking even where it lowers the step's ratio. (Replaying the edit prompt's steps
-    with the surplus rule gave 1-2% more tokens per unit cost than the ratio rule, under
-    linear and concave cost curves alike.)
+    worth taking even where it lowers the step's ratio. (Replaying the edit prompt's steps,
+    the surplus rule gave slightly more tokens per unit cost than the ratio rule, under linear
+    and concave cost curves alike: bench/results/notes-from-docstrings.md.)
     """
     best_k, best_tokens = 0, 1.0
     best_value = 1.0 - costs[0] / plain

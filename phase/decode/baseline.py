@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from phase.decode import cpu_buffers
+
 
 def highlevel_generate(
     model_path: str | Path,
@@ -32,12 +34,9 @@ def highlevel_generate(
     import llama_cpp.llama_cpp as binding
     from llama_cpp import Llama
 
-    from phase.decode import cpu_buffers
-    from phase.decode.native import system_info
-
     # Llama exposes no switch for extra CPU buffers; give it phase's decision (same kernels,
     # and no crash where AMX is broken) by wrapping the defaults it reads while loading.
-    extra = cpu_buffers.resolve("auto", Path(model_path), system_info()).enabled
+    extra = cpu_buffers.for_this_build(Path(model_path)).enabled
     defaults = binding.llama_model_default_params
 
     def with_extra_buffers() -> binding.llama_model_params:

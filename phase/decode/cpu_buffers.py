@@ -22,7 +22,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import llama_cpp
+
+from phase.decode import backend
 from phase.errors import UsageProblem
+from phase.models import cache_dir
 
 MODES = ("auto", "on", "off")
 _PROBE_BATCH = 8
@@ -46,8 +50,6 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str]:
 
 
 def _cache_file(key: str) -> Path:
-    from phase.models import cache_dir
-
     return cache_dir() / "cpu-extra-buffers" / f"{key}.json"
 
 
@@ -76,6 +78,13 @@ def _probe_in_child(model_path: Path) -> tuple[bool, str]:
     return False, (f"an 8-token test batch with them crashed the process on this CPU ({how}); "
                    "llama.cpp's AMX kernels are not usable here (`make setup ACCEL=cpu-noamx` "
                    "builds without them and keeps the repacked weights)")
+
+
+def for_this_build(model_path: Path) -> ExtraBuffers:
+    """The automatic decision for `model_path` with the installed llama.cpp build: what phase
+    loads it with, and what a tool that loads it some other way must do to run the same
+    kernels."""
+    return resolve("auto", model_path, backend.system_info())
 
 
 def resolve(mode: str, model_path: Path, build: str) -> ExtraBuffers:
@@ -110,11 +119,7 @@ def probe_batch(model_path: str) -> None:
 
     A crash here kills only this child; the parent reads the exit status.
     """
-    import llama_cpp
-
-    from phase.decode.native import _init_backend
-
-    _init_backend(verbose=False)
+    backend.init(verbose=False)
     mparams = llama_cpp.llama_model_default_params()
     mparams.use_extra_bufts = True
     model = llama_cpp.llama_model_load_from_file(model_path.encode(), mparams)

@@ -27,13 +27,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
 from phase.decode.auto import AutoProposer, Decision
-from phase.decode.loops import Divergence, RawStep, plain_loop, speculate_loop
-from phase.decode.native import ContextOptions, NativeModel, system_info
+from phase.decode.backend import system_info
+from phase.decode.loops import Decoded, Divergence, RawStep, plain_loop, speculate_loop
+from phase.decode.native import ContextOptions, NativeModel
 from phase.decode.placement import ModelPlacement
 from phase.decode.profiler import BlockMeter, ProfileContext, ProfileSettings, profile_models
 from phase.decode.proposers import (
@@ -42,6 +44,7 @@ from phase.decode.proposers import (
     NgramProposer,
     Proposer,
 )
+from phase.decode.reference_loop import plain_on_reference, speculate_on_reference
 from phase.decode.result import DecodeResult
 from phase.decode.strategy import Strategy
 from phase.decode.template import format_prompt
@@ -227,7 +230,6 @@ class Engine:
         proposer: Proposer | None = None,
         reference: Sequence[int] | None = None,
         record_gaps: bool = False,
-        follow_reference: bool = False,
     ) -> DecodeResult:
         """Generate exactly `n_tokens` greedily (end-of-sequence ignored) after the prompt.
 
@@ -235,34 +237,57 @@ class Engine:
         (also when decoding fails), outside the timed decode window. With `reference` (the
         plain decoding of the same prompt) the result records the first divergence from it
         and the gap there; `record_gaps` (plain only) records every token's top-2 logit gap.
-
-        `follow_reference` makes every position take the reference's token while the passes,
-        the proposals and the argmax per verified row run as usual: what a strategy costs on
-        a given text. Batched verification can flip a near-tie that a one-token pass would
-        not, and the flipped text may copy more or less; following plain's text compares
-        strategies without that luck (bench/spec_bench.py). It is not greedy decoding, so its
-        result cannot become a results-file run (DecodeResult.to_run refuses it).
         """
+        prompt, proposer = self._start(prompt_tokens, strategy, n_tokens, proposer)
+        if record_gaps and strategy.name != "plain":
+            raise UsageProblem("record_gaps is for plain decoding (the references)")
+        ref = list(reference) if reference is not None else []
+        gaps: list[float] | None = [] if record_gaps else None
+        loop: Callable[[], Decoded] = (
+            partial(plain_loop, self.target, prompt, n_tokens, ref, gaps) if proposer is None
+            else partial(speculate_loop, self.target, prompt, n_tokens, strategy.max_proposal,
+                         proposer, ref))
+        return self._timed_run(strategy, prompt, proposer, loop, gaps,
+                               on_decode_start, on_decode_end)
+
+    def run_on_reference(self, prompt_tokens: Sequence[int], strategy: Strategy,
+                         n_tokens: int, reference: Sequence[int], *,
+                         proposer: Proposer | None = None) -> DecodeResult:
+        """`strategy`'s passes and proposals while every position takes `reference`'s token
+        (phase.decode.reference_loop): what the strategy costs on that text. For the bench
+        (bench/spec_bench.py): not greedy decoding, so the result counts the tokens the
+        reference overrode and never becomes a results-file run."""
+        prompt, proposer = self._start(prompt_tokens, strategy, n_tokens, proposer)
+        ref = list(reference)
+        if len(ref) < n_tokens:
+            raise UsageProblem(f"following a text needs a reference of at least {n_tokens} "
+                               f"tokens (got {len(ref)})")
+        loop: Callable[[], Decoded] = (
+            partial(plain_on_reference, self.target, prompt, n_tokens, ref) if proposer is None
+            else partial(speculate_on_reference, self.target, prompt, n_tokens,
+                         strategy.max_proposal, proposer, ref))
+        return self._timed_run(strategy, prompt, proposer, loop, None, None, None)
+
+    def _start(self, prompt_tokens: Sequence[int], strategy: Strategy, n_tokens: int,
+               proposer: Proposer | None) -> tuple[list[int], Proposer | None]:
+        """The checked prompt and the run's proposer (the strategy's own unless given)."""
         prompt = [int(t) for t in prompt_tokens]
         self._check(prompt, strategy, n_tokens)
         if proposer is None:
             proposer = self.proposer_for(strategy, len(prompt) + n_tokens // 2)
         elif strategy.name == "plain":
             raise UsageProblem("plain decoding takes no proposer")
-        if record_gaps and strategy.name != "plain":
-            raise UsageProblem("record_gaps is for plain decoding (the references)")
-        ref = list(reference) if reference is not None else []
-        if follow_reference and len(ref) < n_tokens:
-            raise UsageProblem(f"follow_reference needs a reference of at least {n_tokens} "
-                               f"tokens (got {len(ref)})")
+        return prompt, proposer
 
+    def _timed_run(self, strategy: Strategy, prompt: list[int], proposer: Proposer | None,
+                   loop: Callable[[], Decoded], gaps: list[float] | None,
+                   on_decode_start: Callback, on_decode_end: Callback) -> DecodeResult:
         started_unix = time.time()
         prefill_s = self._prefill(prompt, proposer)
         if on_decode_start is not None:
             on_decode_start()
         try:
-            timed = self._decode(prompt, n_tokens, strategy, proposer, ref, record_gaps,
-                                 follow_reference)
+            timed = self._decode(loop, gaps)
         finally:
             if on_decode_end is not None:
                 on_decode_end()
@@ -280,22 +305,15 @@ class Engine:
             proposer.begin(prompt)
         return time.perf_counter() - t0
 
-    def _decode(self, prompt: list[int], n_tokens: int, strategy: Strategy,
-                proposer: Proposer | None, ref: list[int], record_gaps: bool,
-                follow: bool) -> _Timed:
+    def _decode(self, loop: Callable[[], Decoded], gaps: list[float] | None) -> _Timed:
         started_unix = time.time()
         cpu0 = time.process_time()
         d0 = time.perf_counter()
-        gaps: list[float] | None = [] if record_gaps else None
-        if proposer is None:
-            done = plain_loop(self.target, prompt, n_tokens, ref, gaps, follow)
-        else:
-            done = speculate_loop(self.target, prompt, n_tokens, strategy.max_proposal,
-                                  proposer, ref, follow)
+        done = loop()
         decode_s = time.perf_counter() - d0
         cpu_s = time.process_time() - cpu0
         return _Timed(done.generated, done.trace, decode_s, cpu_s, started_unix, time.time(),
-                      gaps, done.divergence, done.overridden if follow else None)
+                      gaps, done.divergence, done.overridden)
 
     def _result(self, strategy: Strategy, prompt: list[int], timed: _Timed,
                 started_unix: float, prefill_s: float,

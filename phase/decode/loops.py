@@ -25,21 +25,20 @@ class Divergence(NamedTuple):
 
 class Decoded(NamedTuple):
     """A loop's outcome: the tokens, one RawStep per target pass, the first divergence from
-    the reference, and (when following the reference) how many of its tokens overrode the
-    target's own argmax."""
+    the reference, and how many of the reference's tokens overrode the target's own argmax
+    (None but in phase.decode.reference_loop, which follows a given text)."""
 
     generated: list[int]
     trace: list[RawStep]
     divergence: Divergence | None
-    overridden: int
+    overridden: int | None = None
 
 
 def plain_loop(target: NativeModel, prompt: list[int], n_tokens: int, ref: list[int],
-               gaps: list[float] | None, follow: bool = False) -> Decoded:
+               gaps: list[float] | None) -> Decoded:
     # The hot loop: locals only, one ctypes decode and one argmax over a zero-copy view per
     # token, one comparison with the reference until the first divergence (then none);
-    # step records are built after the loop. `follow` takes the reference's token at every
-    # position (Engine.run's follow_reference).
+    # step records are built after the loop.
     decode_one = target.decode_one
     clock = time.perf_counter
     out: list[int] = []
@@ -49,13 +48,9 @@ def plain_loop(target: NativeModel, prompt: list[int], n_tokens: int, ref: list[
     token, pos = prompt[-1], len(prompt) - 1
     compare = min(len(ref), n_tokens)
     divergence: Divergence | None = None
-    overridden = 0
     for i in range(n_tokens):
         t = clock()
         token = decode_one(token, pos)
-        if follow and token != ref[i]:
-            token = ref[i]
-            overridden += 1
         tick(clock() - t)
         append(token)
         pos += 1
@@ -64,11 +59,12 @@ def plain_loop(target: NativeModel, prompt: list[int], n_tokens: int, ref: list[
         if i < compare and token != ref[i]:
             divergence = Divergence(i, target.top2_gap(0))
             compare = 0
-    return Decoded(out, [(0, 0, 0.0, dt * 1e3) for dt in times], divergence, overridden)
+    return Decoded(out, [(0, 0, 0.0, dt * 1e3) for dt in times], divergence)
+
 
 def speculate_loop(
     target: NativeModel, prompt: list[int], n_tokens: int, k: int, proposer: Proposer,
-    ref: list[int], follow: bool = False,
+    ref: list[int],
 ) -> Decoded:
     clock = time.perf_counter
     seq = list(prompt)
@@ -78,8 +74,7 @@ def speculate_loop(
     # `auto` and the adaptive n-gram length learn from every step's outcome.
     observe = getattr(proposer, "observe", None)
     divergence: Divergence | None = None
-    watch = bool(ref) and not follow  # compare with the reference until the first divergence
-    overridden = 0
+    watch = bool(ref)  # compare with the reference until the first divergence
     while (remaining := n_tokens - (len(seq) - start)) > 0:
         limit = min(k, remaining - 1)
         t0 = clock()
@@ -90,21 +85,11 @@ def speculate_loop(
         target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
         done = len(seq) - start
         m = 0
-        if follow:
-            # The same argmax per verified row as below, but the reference decides: a
-            # proposal is kept up to its first token that differs from the reference.
-            want = ref[done:done + len(proposal) + 1]
-            while m < len(proposal) and proposal[m] == want[m]:
-                overridden += target.argmax(m) != want[m]
-                m += 1
-            overridden += target.argmax(m) != want[m]
-            kept = [*proposal[:m], want[m]]
-        else:
-            nxt = target.argmax(0)
-            while m < len(proposal) and proposal[m] == nxt:
-                m += 1
-                nxt = target.argmax(m)
-            kept = [*proposal[:m], nxt][:remaining]  # never trims while limit < remaining
+        nxt = target.argmax(0)
+        while m < len(proposal) and proposal[m] == nxt:
+            m += 1
+            nxt = target.argmax(m)
+        kept = [*proposal[:m], nxt][:remaining]  # never trims while limit < remaining
         if watch and kept != ref[done:done + len(kept)]:
             # kept[j] is the argmax of logits row j, so row j holds the evidence.
             j = next(j for j, t in enumerate(kept) if done + j >= len(ref)
@@ -120,4 +105,4 @@ def speculate_loop(
         trace.append((len(proposal), m, (t1 - t0) * 1e3, (t2 - t1) * 1e3))
         if observe is not None:
             observe(len(proposal), m)
-    return Decoded(seq[start:], trace, divergence, overridden)
+    return Decoded(seq[start:], trace, divergence)

@@ -1,13 +1,15 @@
 """The one bridge to llama.cpp: a loaded model with its own context, KV cache and batch.
 
-Only the decode package imports `llama_cpp`, and within it only this module and
-`template.py` do. We use the C API (through llama-cpp-python's ctypes bindings) rather than
-the high-level `Llama` class for three reasons that matter to measurement:
+Only the decode package imports `llama_cpp`; llama.cpp's process-wide start-up, its log and
+what the build is are `backend.py`'s, which this module uses like the others. We use the C
+API (through llama-cpp-python's ctypes bindings) rather than the high-level `Llama` class for
+three reasons that matter to measurement:
 
 - the context is created with llama.cpp's own defaults for flash attention ("auto"), as
   `llama-bench` does; `Llama` can only force it on or off;
 - `Llama` keeps an n_batch × n_vocab float32 `scores` array (≈300 MB for a 152k vocabulary)
-  and copies every logits row into it; we never copy logits at all;
+  and copies every logits row into it; decoding here never copies logits (`logits` copies a
+  row for a benchmark that compares batch shapes);
 - greedy sampling is an argmax over a zero-copy numpy view of exactly the rows we need.
 """
 
@@ -15,23 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import sys
-import threading
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
 import numpy as np
 
-from phase.decode import cpu_buffers, placement
+from phase import gguf
+from phase.decode import backend, cpu_buffers, placement
 from phase.decode.cores import physical_cores
 from phase.decode.logits import top2_gap
 from phase.decode.vocab import VocabInfo
 from phase.errors import PhaseError
-
-_backend_lock = threading.Lock()
-_backend_ready = False
 
 # File-type names from the binding's own constants (LLAMA_FTYPE_MOSTLY_Q4_K_M -> Q4_K_M), so
 # a new llama.cpp quant type is named without a table here going stale.
@@ -41,6 +38,16 @@ _FTYPE_NAMES: dict[int, str] = {
     if name.startswith("LLAMA_FTYPE_") and isinstance(value, int) and name != "LLAMA_FTYPE_GUESSED"
 }
 _FTYPE_GUESSED = getattr(llama_cpp, "LLAMA_FTYPE_GUESSED", 1024)
+_GGML_TYPE_NAMES: dict[int, str] = {
+    value: name.removeprefix("GGML_TYPE_") for name, value in vars(llama_cpp).items()
+    if name.startswith("GGML_TYPE_") and isinstance(value, int) and name != "GGML_TYPE_COUNT"
+}
+
+
+def ftype_name(ftype: int) -> str:
+    guessed = bool(ftype & _FTYPE_GUESSED)
+    name = _FTYPE_NAMES.get(ftype & ~_FTYPE_GUESSED, f"ftype {ftype & ~_FTYPE_GUESSED}")
+    return f"{name} (guessed)" if guessed else name
 
 _FLASH_ATTN = {
     "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
@@ -51,67 +58,6 @@ _FLASH_ATTN = {
 
 class DecodeFailed(PhaseError):
     pass
-
-
-# ggml's log levels (ggml.h). llama-cpp-python 0.3.36 maps them with an older numbering in
-# which WARN (3) reads as ERROR, so its quiet mode still prints warnings; we filter here.
-_GGML_LOG_ERROR = 4
-_GGML_LOG_CONT = 5
-_log_verbose = False
-_log_level = 0
-# Quiet mode keeps llama.cpp's recent error lines to put in our own one-line error message.
-_log_errors: deque[str] = deque(maxlen=8)
-
-
-@llama_cpp.llama_log_callback
-def _log(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
-    global _log_level
-    if level != _GGML_LOG_CONT:
-        _log_level = level
-    message = text.decode("utf-8", errors="replace")
-    placement.capture(message)
-    if _log_verbose:
-        sys.stderr.write(message)
-    elif _log_level >= _GGML_LOG_ERROR and message.strip():
-        _log_errors.append(message.strip())
-
-
-def _native_error() -> str:
-    """The first error llama.cpp logged since the last call (quiet mode; the first names the
-    cause, later ones the callers that gave up), as a suffix for our message."""
-    if not _log_errors:
-        return ""
-    first = _log_errors[0]
-    _log_errors.clear()
-    return f" (llama.cpp: {first})"
-
-
-def _init_backend(verbose: bool) -> None:
-    global _backend_ready, _log_verbose
-    _log_verbose = verbose
-    with _backend_lock:
-        llama_cpp.llama_log_set(_log, ctypes.c_void_p(0))
-        if not _backend_ready:
-            llama_cpp.llama_backend_init()
-            _backend_ready = True
-
-
-def system_info() -> str:
-    """llama-cpp-python version, llama.cpp / ggml build, and the CPU features it was built with."""
-    parts = [f"llama-cpp-python {llama_cpp.__version__}"]
-    with contextlib.suppress(AttributeError, OSError):
-        parts.append(f"llama {llama_cpp.llama_version().decode()}")
-    try:
-        from llama_cpp import _ggml
-
-        lib = _ggml.libggml
-        lib.ggml_version.restype = ctypes.c_char_p
-        lib.ggml_commit.restype = ctypes.c_char_p
-        parts.append(f"ggml {lib.ggml_version().decode()} ({lib.ggml_commit().decode()})")
-    except (ImportError, AttributeError, OSError):
-        pass
-    parts.append(llama_cpp.llama_print_system_info().decode(errors="replace").strip())
-    return " | ".join(p for p in parts if p)
 
 
 @dataclass(frozen=True)
@@ -135,7 +81,7 @@ class NativeModel:
 
     def __init__(self, path: str | Path, options: ContextOptions) -> None:
         """Long because each step must free what the earlier ones allocated if it fails."""
-        _init_backend(options.verbose)
+        backend.init(options.verbose)
         self.path = str(path)
         if not Path(self.path).is_file():
             raise PhaseError(f"{self.path}: no such model file", exit_code=2)
@@ -144,13 +90,13 @@ class NativeModel:
         # a CPU-only build ignores it.
         mparams.n_gpu_layers = options.n_gpu_layers
         self.extra_buffers = cpu_buffers.resolve(options.extra_buffers, Path(self.path),
-                                                 system_info())
+                                                 backend.system_info())
         mparams.use_extra_bufts = self.extra_buffers.enabled
-        with placement.capturing() as load_log:
+        with backend.capturing() as load_log:
             self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), mparams)
         if not self._model:
             raise PhaseError(
-                f"{self.path}: llama.cpp could not load this GGUF file{_native_error()}",
+                f"{self.path}: llama.cpp could not load this GGUF file{backend.native_error()}",
                 exit_code=2,
             )
         self._ctx = None
@@ -178,7 +124,7 @@ class NativeModel:
             if not self._ctx:
                 raise PhaseError(
                     f"{self.path}: llama.cpp could not create a context of {options.n_ctx} tokens "
-                    f"(out of memory?); try a smaller n_ctx{_native_error()}"
+                    f"(out of memory?); try a smaller n_ctx{backend.native_error()}"
                 )
             self.n_ctx = int(llama_cpp.llama_n_ctx(self._ctx))
             self.n_threads = threads
@@ -195,7 +141,6 @@ class NativeModel:
         self._views: dict[int, np.ndarray] = {}
         self._get_logits_ith = llama_cpp.llama_get_logits_ith
         self._decode = llama_cpp.llama_decode
-        self._addr = ctypes.addressof
 
     # -- lifetime -------------------------------------------------------------------------
 
@@ -236,10 +181,17 @@ class NativeModel:
         return raw.decode("utf-8", errors="replace") if raw else None
 
     def quant(self) -> str:
-        ftype = int(llama_cpp.llama_model_ftype(self._model))
-        guessed = bool(ftype & _FTYPE_GUESSED)
-        name = _FTYPE_NAMES.get(ftype & ~_FTYPE_GUESSED, f"ftype {ftype & ~_FTYPE_GUESSED}")
-        return f"{name} (guessed)" if guessed else name
+        """The file's storage format as its GGUF header records it (`general.file_type`),
+        else the tensor type that stores most of its weights. `llama_model_ftype` is the last
+        resort only: in the pinned binding it answers 0 ("all F32") for Q4_K_M files."""
+        recorded = self.meta("general.file_type")
+        if recorded is not None and recorded.strip().isdigit():
+            return ftype_name(int(recorded))
+        dominant = gguf.read_header(self.path).dominant_tensor_type()
+        if dominant is not None:
+            name = _GGML_TYPE_NAMES.get(dominant, f"ggml type {dominant}")
+            return f"mostly {name} (no file type in the header)"
+        return ftype_name(int(llama_cpp.llama_model_ftype(self._model)))
 
     def info(self) -> dict[str, object]:
         buf = ctypes.create_string_buffer(256)
@@ -323,7 +275,7 @@ class NativeModel:
         if not llama_cpp.llama_memory_seq_rm(self._memory, 0, n_keep, -1):
             raise DecodeFailed(
                 f"{self.path}: llama.cpp refused to remove KV positions >= {n_keep}"
-                f"{_native_error()}"
+                f"{backend.native_error()}"
             )
 
     def decode(self, tokens: list[int], pos0: int, n_logits: int) -> None:
@@ -343,7 +295,8 @@ class NativeModel:
         rc = self._decode(self._ctx, b)
         if rc != 0:
             raise DecodeFailed(
-                f"llama_decode failed with code {rc} at position {pos0} (n={n}){_native_error()}"
+                f"llama_decode failed with code {rc} at position {pos0} (n={n})"
+                f"{backend.native_error()}"
             )
         self._first_out = first_out
 
@@ -357,7 +310,7 @@ class NativeModel:
         rc = self._decode(self._ctx, b)
         if rc != 0:
             raise DecodeFailed(
-                f"llama_decode failed with code {rc} at position {pos}{_native_error()}"
+                f"llama_decode failed with code {rc} at position {pos}{backend.native_error()}"
             )
         self._first_out = 0
         return int(self._row(0).argmax())
@@ -369,6 +322,11 @@ class NativeModel:
     def top2_gap(self, i: int) -> float:
         """Best minus second-best logit of row i of the last decode (or decode_one)."""
         return top2_gap(self._row(self._first_out + i))
+
+    def logits(self, i: int) -> np.ndarray:
+        """A copy of the i-th logits row of the last decode (or decode_one): the row itself
+        is a view into llama.cpp's buffer, which the next pass overwrites."""
+        return self._row(self._first_out + i).copy()
 
     def _row(self, row: int) -> np.ndarray:
         ptr = self._get_logits_ith(self._ctx, row)

@@ -47,18 +47,15 @@ class NgramMatcher:
         self.max_context = max(max_context, ns[-1])
         self._index: dict[int, dict[tuple[int, ...], list[int]]] = {}
         self._indexed = 0
-        self._seq: list[int] = []
 
     def begin(self, prompt: Sequence[int]) -> None:
         self._index = {n: {} for n in self.key_ns}
         self._indexed = 0
-        self._seq = []
         self.update(list(prompt))
 
     def update(self, seq: list[int]) -> None:
         """Index the n-grams that end before seq's last token (a match must be an *earlier*
         occurrence, with at least one token after it)."""
-        self._seq = seq
         stop = len(seq) - 1  # n-grams ending at positions < stop
         for end in range(self._indexed, stop):
             for n, table in self._index.items():

@@ -12,20 +12,16 @@ index orders are.
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+import llama_cpp
+
+from phase.decode import backend
+from phase.results.llama_build import backend_kind, build_accelerator
 
 _USING = re.compile(r"using device (?P<name>\S+) \((?P<desc>.*)\) \((?P<id>[^()]*)\) - \d+ MiB")
 _USING_NO_ID = re.compile(r"using device (?P<name>\S+) \((?P<desc>.*)\) - \d+ MiB")  # older
 _OFFLOADED = re.compile(r"offloaded (?P<n>\d+)/(?P<of>\d+) layers to GPU")
-_BACKEND = re.compile(r"(?:^|\| )(?P<name>[A-Za-z]+) : ")
-_NOT_ACCELERATORS = {"cpu", "blas", "rpc", "amx", "llamafile"}
-_ALIASES = {"mtl": "metal", "hip": "rocm"}
-
-_lock = threading.Lock()
-_capture: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,39 +39,8 @@ class ModelPlacement:
     devices: tuple[Device, ...] = field(default_factory=tuple)
 
 
-def capture(message: str) -> None:
-    """Called by the llama.cpp log callback with every message."""
-    if _capture is not None:
-        _capture.append(message)
-
-
-@contextmanager
-def capturing() -> Iterator[list[str]]:
-    """Keep llama.cpp's log messages while the block runs (a model load)."""
-    global _capture
-    with _lock:
-        lines: list[str] = []
-        _capture = lines
-        try:
-            yield lines
-        finally:
-            _capture = None
-
-
 def _kind(device_name: str) -> str:
-    prefix = re.sub(r"\d+$", "", device_name).lower()
-    return _ALIASES.get(prefix, prefix)
-
-
-def build_accelerator(system_info: str, offload_supported: bool) -> str:
-    """The accelerator backend this llama.cpp build has, "cpu" for none."""
-    if not offload_supported:
-        return "cpu"
-    for m in _BACKEND.finditer(system_info):
-        name = m.group("name").lower()
-        if name not in _NOT_ACCELERATORS:
-            return _ALIASES.get(name, name)
-    return "gpu"
+    return backend_kind(re.sub(r"\d+$", "", device_name))
 
 
 def parse(messages: list[str], *, offload_supported: bool, n_layer: int,
@@ -102,18 +67,11 @@ def parse(messages: list[str], *, offload_supported: bool, n_layer: int,
 
 def of_model(load_log: list[str], model: object) -> ModelPlacement:
     """The placement of a model just loaded, from its load log and llama.cpp's answers."""
-    import llama_cpp
-
-    from phase.decode.native import system_info
-
-    return parse(load_log, offload_supported=bool(llama_cpp.llama_supports_gpu_offload()),
-                 n_layer=int(llama_cpp.llama_model_n_layer(model)), system_info=system_info())
+    return parse(load_log, offload_supported=backend.offload_supported(),
+                 n_layer=int(llama_cpp.llama_model_n_layer(model)),
+                 system_info=backend.system_info())
 
 
 def this_build() -> str:
     """The accelerator of the installed llama.cpp build ("cpu" when it cannot offload)."""
-    import llama_cpp
-
-    from phase.decode.native import system_info
-
-    return build_accelerator(system_info(), bool(llama_cpp.llama_supports_gpu_offload()))
+    return build_accelerator(backend.system_info(), backend.offload_supported())

@@ -37,9 +37,9 @@ class DraftProposer:
     last verified, as the target did (one pass over [last, d1..dL]), and keeps its accepted
     part: every position both models keep was computed by both the same way. Only the new
     last token and the proposals after it are one-token passes, so a proposal at a near-tie
-    can still be rejected (the test model, 2 threads, a 918-token prompt, 40 tokens: 31 of 36
-    kept with the mirror and without it). The price is one batched draft pass per step
-    (`mirror=False` skips it; bench/self_draft.py measures both).
+    can still be rejected (one run's figures: bench/results/notes-from-docstrings.md). The
+    price is one batched draft pass per step (`mirror=False` skips it; bench/self_draft.py
+    measures both, e.g. bench/results/2026-11-30-xeon-selfdraft.md).
     """
 
     def __init__(self, model: NativeModel, *, mirror: bool = True) -> None:

@@ -26,7 +26,7 @@ class DecodeResult:
       and the top-2 logit gap of the pass that produced it (None when it matches or no
       reference was given)
     - overridden: None for greedy decoding; for a run that followed its reference
-      (Engine.run's follow_reference), the tokens where the reference overrode the target's
+      (Engine.run_on_reference), the tokens where the reference overrode the target's
       argmax. Such a run is not greedy decoding and never becomes a results-file run.
     """
 

@@ -11,17 +11,18 @@ DEFAULT_DRAFT_KS: tuple[int, ...] = (2, 4, 8, 16)
 
 # ngram defaults: propose only after a verbatim match of at least 6 tokens of context (keys
 # of 6 to 16 tokens are indexed; a match is extended backwards to measure its context).
-# Where a batched verification costs nearly a one-token pass per row (two CPU cores: 9 rows
-# cost 6.9 plain steps), a kept guess saves only the fixed part of a pass while a rejected
-# one costs a whole row, so a guess must be right ~3 times in 4 to pay. Replaying the three
-# prompts' plain outputs through the proposer put contexts of 6+ tokens at ~90% kept on the
-# edit task and rarely firing on new code or prose. The previous defaults (2-4 token
-# suffixes, 8 tokens) spent 9-row verifications on guesses kept 42% of the time: 0.68x
-# plain speed on the edit task.
+# Where a batched verification costs nearly a one-token pass per row (a CPU with few cores),
+# a kept guess saves only the fixed part of a pass while a rejected one costs a whole row, so
+# a guess must be right most of the time to pay. A long verbatim context is what makes a
+# guess that likely: replaying the prompts' plain outputs through the proposer
+# (bench/ngram_replay.py), contexts of 6+ tokens were mostly kept on the edit task and rarely
+# fired on new code or prose, while the previous defaults (2-4 token suffixes, 8 tokens) spent
+# long verifications on guesses kept less than half the time and ran slower than plain.
 # How many tokens: bare `ngram` adapts its length (ngram_length: from 4, +2 after a proposal
 # kept whole, -1 after a rejection) up to NGRAM_K; `ngram-K` proposes up to K every step.
-# A fixed 4 was the best fixed length in replays, and the adaptive length beat it by 11% on
-# the edit task's long copy runs (see ngram_length).
+# A fixed 4 was the best fixed length in replays, and the adaptive length beat it on the edit
+# task's long copy runs (see ngram_length). One host's figures for all of this:
+# bench/results/notes-from-docstrings.md.
 NGRAM_N_MIN = 6
 NGRAM_N_MAX = 16
 NGRAM_K = 16

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import llama_cpp
 
-from phase.decode.native import NativeModel, _init_backend, _native_error
+from phase.decode import backend
+from phase.decode.native import NativeModel
 from phase.errors import PhaseError, UsageProblem
 
 
@@ -34,7 +35,7 @@ class VocabFile:
     detokenize = NativeModel.detokenize
 
     def __init__(self, path: str | Path) -> None:
-        _init_backend(verbose=False)
+        backend.init(verbose=False)
         self.path = str(path)
         if not Path(self.path).is_file():
             raise PhaseError(f"{self.path}: no such model file", exit_code=2)
@@ -43,7 +44,7 @@ class VocabFile:
         self._model = llama_cpp.llama_model_load_from_file(self.path.encode(), params)
         if not self._model:
             raise PhaseError(
-                f"{self.path}: llama.cpp could not read this GGUF file{_native_error()}",
+                f"{self.path}: llama.cpp could not read this GGUF file{backend.native_error()}",
                 exit_code=2,
             )
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)

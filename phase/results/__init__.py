@@ -11,6 +11,7 @@
     claim       one writer per file: the lock a campaign holds, default names chosen atomically
     writing     exclusive creation, atomic replacement, the run-by-run CampaignWriter
     outputs     every file or directory phase creates: claimed first, created exclusively
+    llama_build what llama.cpp's system-info string says: the build's accelerator, features
 """
 
 from phase.results.claim import (

@@ -38,3 +38,6 @@ class CampaignConfig(Strict):
     # What `auto` maximises per step: expected tokens per ms ("time") or per joule
     # ("energy"); None in files from before `auto` existed.
     auto_objective: Literal["time", "energy"] | None = None
+    # What the campaign is for: "study" (its figures answer a note's question) or "smoke" (a
+    # quick check that the machinery works, never published); None in files before version 6.
+    purpose: Literal["study", "smoke"] | None = None

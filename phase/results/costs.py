@@ -4,15 +4,14 @@ What one forward pass costs on this host: the target's pass of b tokens (b = 1..
 step, or a verification of b - 1 proposals), the draft model's pass of b tokens (one drafted
 token, or a catch-up batch), and one n-gram lookup. Each pass is timed computing the logits
 rows the decoding loop asks of it (`PassCost.logits`). A row's logits are a product with the
-whole output layer (vocabulary x width: a quarter of qwen2.5-coder-0.5b's weights), so on a
-2-core AMD EPYC host that draft's pass of 3 tokens cost 47.2 ms with every row's logits and
-30.9 ms with none, as its mirror pass runs; timed with all rows, draft-2's proposing was
-predicted 16-23% dear (measured / predicted 0.81-0.86 over 6 runs), and timed as it runs,
-0.96-1.05. A pass's cost depends on how full the KV
-cache is (attention reads every cached position), so each figure belongs to a profile point:
-a KV fill, chosen as the middle of a run of one of the campaign's prompts (its prompt tokens
-plus half the generated tokens), where a run's mean step cost falls when cost grows linearly
-with position.
+whole output layer (vocabulary x width: a quarter of qwen2.5-coder-0.5b's weights), so a small
+model's pass with every row's logits costs markedly more than one with none, as its mirror
+pass runs; a profile that timed rows the loop does not compute would price the draft's
+proposing dear (one host's figures: bench/results/notes-from-docstrings.md). A pass's cost
+depends on how full the KV cache is (attention reads every cached position), so each figure
+belongs to a profile point: a KV fill, chosen as the middle of a run of one of the campaign's
+prompts (its prompt tokens plus half the generated tokens), where a run's mean step cost falls
+when cost grows linearly with position.
 
 Each cost is the median over `blocks` timed blocks of back-to-back passes (a block runs at
 least `min_block_s` seconds), with the blocks kept and their spread. Energy per pass comes

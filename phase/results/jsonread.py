@@ -9,6 +9,7 @@ different values (`"status": "complete", "status": "running"`). A FIFO or a devi
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import math
 import os
@@ -59,6 +60,15 @@ def read_regular_bytes(path: Path | str, limit: int = MAX_BYTES) -> bytes:
         os.close(fd)
     if len(data) > limit:
         raise ResultsError(f"{p}: larger than {limit} bytes; not a file phase wrote")
+    return data
+
+
+def read_same_bytes(path: Path | str, sha256: str) -> bytes:
+    """A file read again (to copy or to parse in full), insisting it is still the file whose
+    sha256 was taken before: one that changed or was swapped for a FIFO is an error."""
+    data = read_regular_bytes(path)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ResultsError(f"{path}: changed while the site was being built; build again")
     return data
 
 

@@ -73,7 +73,15 @@ def _v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+def _v5_to_v6(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 6 added config.purpose and models[].test_model, whose absence means "not
+    recorded" (phase.analysis.purpose then judges by the models' sha256): nothing to convert."""
+    data["schema_version"] = 6
+    return data
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
+                                    5: _v5_to_v6}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

@@ -50,7 +50,7 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                that says so must not be read by a phase that would take it as fixed).
 #   5 (2026-12): PassCost.logits: how many logits rows each profiled pass computed (the
 #                draft's batches now compute none, as its mirror pass does; absent: all b).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -95,6 +95,9 @@ class ModelInfo(Strict):
     architecture: str | None
     quant: str | None
     n_vocab: PosInt
+    # Whether this is one of phase's embedded test models (by sha256): a campaign on one is
+    # a check of the machinery, not a study; None in files before version 6.
+    test_model: bool | None = None
 
 
 class SensorInfo(Strict):
@@ -282,7 +285,7 @@ class PrimaryEnergy(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[5]
+    schema_version: Literal[6]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -359,7 +362,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[5]
+    schema_version: Literal[6]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

@@ -41,18 +41,17 @@ class Reading:
     value: float  # J for a counter, W for a power sensor
 
 
-# What a sensor measures, which the primary-energy choice (phase.sensors.primary) reads.
-PARTS = (
-    "cpu-package",   # a RAPL package zone: one CPU socket
-    "platform",      # RAPL psys: the whole platform as the SoC sees it
-    "dram",          # a RAPL dram zone: memory, disjoint from the package
-    "gpu",           # an NVIDIA GPU through NVML
-    "compute-rail",  # a Jetson rail that feeds CPU and/or GPU cores
-    "module-input",  # a Jetson module's input rail (the carrier board is outside it)
-    "rail",          # any other Jetson rail (SoC, memory, IO)
-    "apple-cpu", "apple-gpu", "apple-ane", "apple-dram", "apple-soc",
-    "meter",         # an external meter's trace
-)
+# What a sensor measures (`Sensor.part`), which the primary-energy choice
+# (phase.sensors.primary) reads. The backends use these names:
+#   cpu-package   a RAPL package zone: one CPU socket
+#   platform      RAPL psys: the whole platform as the SoC sees it
+#   dram          a RAPL dram zone: memory, disjoint from the package
+#   gpu           an NVIDIA GPU through NVML
+#   compute-rail  a Jetson rail that feeds CPU and/or GPU cores
+#   module-input  a Jetson module's input rail (the carrier board is outside it)
+#   rail          any other Jetson rail (SoC, memory, IO)
+#   apple-cpu, apple-gpu, apple-ane, apple-dram, apple-soc
+#   meter         an external meter's trace
 
 
 class Sensor(ABC):

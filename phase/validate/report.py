@@ -160,12 +160,6 @@ class Context:
             if f.severity == "rejected" and f.sensor is not None:
                 self._rejected.add((f.run_id, f.sensor))
 
-    def including(self, findings: list[Finding]) -> Context:
-        """A copy that also knows these findings' rejections (for a rule with two stages)."""
-        staged = Context(self.file, self.chip_sensor, frozenset(self._rejected))
-        staged.record(findings)
-        return staged
-
     def is_rejected(self, run_id: str, sensor: str) -> bool:
         """Whether an earlier finding rejected this value (or the sensor campaign-wide)."""
         return (run_id, sensor) in self._rejected or (None, sensor) in self._rejected

@@ -66,9 +66,10 @@ class RuleSettings:
     # A divergence from plain decoding is a near-tie (numerics) when both passes' gaps between
     # their two best logits are below this; otherwise it is a mismatch (a decoder bug). A flip
     # by numerics needs the margin between the two tokens to move by at least the sum of the
-    # gaps; llama.cpp's one-token and batched passes over the same tokens moved it by up to
-    # 0.48 logit (median 0.11) on the test model (bench/batch_noise.py), and 0.1 called two
-    # such flips mismatches. 0.5 covers that; bench/batch_noise.py measures a model's own.
+    # gaps; llama.cpp's one-token and batched passes over the same tokens move it by a few
+    # tenths of a logit on the test model, enough that 0.1 called such flips mismatches
+    # (figures: bench/results/notes-from-docstrings.md). 0.5 covers that;
+    # bench/batch_noise.py measures a model's own.
     near_tie_gap: float = 0.5
     # Slack for run timing identities (prefill + decode within the run's wall-clock span).
     clock_tolerance_s: float = 0.05

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import statistics
 
-from phase.analysis import conditions, energy_j_per_token, runs_by_condition, spread
+from phase.analysis import (
+    FIGURES,
+    RUN_SPREAD,
+    conditions,
+    energy_j_per_token,
+    runs_by_condition,
+    spread,
+)
 from phase.results import ResultsFile, Run
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -30,22 +37,24 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     out: list[Finding] = []
     for prompt, strategy in conditions(results):
         runs = by_condition.get((prompt, strategy), [])
-        # sensor names the chip sensor when energy was judged, None for tokens/s.
+        # sensor names the chip sensor when energy was judged, None for tokens/s; the figure
+        # is the registry's spread the message reports.
         metrics = [
-            ("tokens/s", [r.tokens_per_s for r in runs], None),
-            ("chip energy per token", _standing_chip(runs, ctx), ctx.chip_sensor),
+            ("tokens/s", [r.tokens_per_s for r in runs], None, "tokens_per_s_spread"),
+            ("chip energy per token", _standing_chip(runs, ctx), ctx.chip_sensor,
+             "chip_energy_spread"),
         ]
-        for metric, values, sensor in metrics:
+        for metric, values, sensor, figure in metrics:
             if len(values) < settings.variance_min_runs:
                 continue
-            measured = spread(values)
+            measured = spread(values, RUN_SPREAD)
             if measured is None or measured <= settings.variance_max:
                 continue
             out.append(ctx.finding(
                 "variance",
                 "warning",
-                f"unstable: {metric} spreads {measured:.1%} of its mean across {len(values)} "
-                f"runs (limit {settings.variance_max:.1%})",
+                f"unstable: {metric} spreads {FIGURES[figure].show(measured)} of its mean across "
+                f"{len(values)} runs (limit {settings.variance_max:.1%})",
                 prompt=prompt,
                 strategy=strategy,
                 sensor=sensor,

@@ -1,0 +1,211 @@
+"""The registry of figures: one definition of every figure a reader sees.
+
+Each entry says what a figure is called (its name: the summary row's field, the name a note's
+figure calls and the changes table use), how it is labelled and in what unit, what it means,
+how it is computed (from a condition's summary rows, from each run, from the per-step trace
+or from a benchmark row), its "vs plain" form, and how it is written (a formatter from
+formatting.py and the Vega format that writes the same in a chart's tooltip). The results
+table, the cross-host tables, the changes table, the per-run ranges, the charts, a note's
+figure calls and the terminal summary look figures up here (FIGURES[name]) instead of
+restating a label, a division or a format; tests/test_figures.py checks that every name they
+use resolves here.
+
+Where a page shows one figure in words of its own (a chart axis, the cross-host page, the
+terminal's narrow columns), the entry holds that wording too, so that the page stays as it
+was and the difference is visible in one place.
+
+Kinds of figure:
+
+    condition   one value per prompt x strategy, from the summary rows (`of_row`); the mean
+                ones also have a value per run (`of_run`), whose range pages show (`per_run`)
+    step        a median over the per-step trace (publish/numbers/steps.py, a note's step())
+    bench       a figure of a benchmark row (bench/, the Benchmarks page)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from phase.analysis.formatting import count, fmt, pct, pct1, ratio, times
+from phase.analysis.queries import PLAIN, cpu_ms_per_token
+from phase.analysis.relative import vs_plain
+from phase.results import Run, SummaryRow
+
+Show = Callable[[float | None], str]
+RowGetter = Callable[[Sequence[SummaryRow], SummaryRow], float | None]
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What a per-run figure reads: the run, and its standing chip energy per token (None
+    when not measured or rejected), which depends on the file's sensors and its validation
+    and so is worked out by the caller that holds them."""
+
+    run: Run
+    chip_mj_per_token: float | None = None
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    kind: Literal["condition", "step", "bench"]
+    label: str  # table heading, change-table metric, chart tooltip
+    unit: str
+    description: str  # a column heading's hover title
+    show: Show  # how a value is written
+    vega_format: str  # the same in a chart's tooltip ("" where a chart shows it as is)
+    # A condition's value from its file's summary rows; None for step and bench figures.
+    of_row: RowGetter | None = None
+    # One run's value; None where runs have none or pages show no per-run range.
+    of_run: Callable[[RunView], float | None] | None = None
+    per_run: bool = False  # pages show its range over runs (spreads.py, chart whiskers)
+    vs_plain: str | None = None  # the name of this figure over plain decoding's
+    ratio_of: str | None = None  # for a "vs plain" figure: the figure it divides
+    column: str = ""  # the results table's key (data-key, cross-host CSV); "" = name
+    axis_title: str = ""  # on a chart axis; "" = label
+    host_description: str = ""  # on the cross-host page (same prompt *and host*); "" = ours
+    short_label: str = ""  # the terminal summary's narrow heading; "" = label
+    short_show: Show | None = None  # the terminal's writing where it differs from the page's
+
+    @property
+    def key(self) -> str:
+        return self.column or self.name
+
+    @property
+    def axis(self) -> str:
+        return self.axis_title or self.label
+
+    @property
+    def host_title(self) -> str:
+        return self.host_description or self.description
+
+    @property
+    def short(self) -> str:
+        return self.short_label or self.label
+
+    @property
+    def terminal_show(self) -> Show:
+        return self.short_show or self.show
+
+
+def plain_row(rows: Sequence[SummaryRow], prompt: str) -> SummaryRow | None:
+    """Plain decoding's row for the prompt: the baseline of every "vs plain" figure."""
+    return next((r for r in rows if r.prompt == prompt and r.strategy == PLAIN), None)
+
+
+def _field(name: str) -> RowGetter:
+    return lambda rows, row: getattr(row, name)
+
+
+def _over_plain(base: str) -> RowGetter:
+    def get(rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
+        plain = plain_row(rows, row.prompt)
+        return vs_plain(getattr(row, base), getattr(plain, base) if plain else None)
+    return get
+
+
+def _spread_column(rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
+    # The table has room for one spread: energy's where measured, as the variance rule judges.
+    return row.chip_energy_spread if row.chip_energy_spread is not None \
+        else row.tokens_per_s_spread
+
+
+RUN_SPREAD_WORDS = "(max − min) / mean across repeats"
+
+_ALL = (
+    Figure("tokens_per_s", "condition", "tokens/s", "tokens/s",
+           "generated tokens per second of decode, mean of repeats", fmt, ".1f",
+           of_row=_field("tokens_per_s"), of_run=lambda v: v.run.tokens_per_s, per_run=True,
+           vs_plain="speed_vs_plain", short_label="tok/s"),
+    Figure("speed_vs_plain", "condition", "speed vs plain", "× plain",
+           "tokens/s divided by plain decoding's for the same prompt", ratio, ".2f",
+           of_row=_over_plain("tokens_per_s"), per_run=True, ratio_of="tokens_per_s",
+           axis_title="tokens/s vs plain",
+           host_description="tokens/s over plain decoding's, same prompt and host",
+           short_label="×plain", short_show=times),
+    Figure("acceptance", "condition", "accepted", "fraction",
+           "accepted / drafted tokens, mean of repeats", pct, ".0%",
+           of_row=_field("acceptance"), of_run=lambda v: v.run.acceptance, per_run=True,
+           short_label="accept"),
+    Figure("chip_mj_per_token", "condition", "chip mJ/token", "mJ/token",
+           "chip energy per generated token, mean of repeats (rejected readings left out)",
+           fmt, ".1f", of_row=_field("chip_mj_per_token"),
+           of_run=lambda v: v.chip_mj_per_token, per_run=True,
+           vs_plain="energy_ratio_vs_plain", column="chip", axis_title="chip mJ per token",
+           host_description="chip energy per generated token, mean of the standing readings",
+           short_label="mJ/tok"),
+    # Stored in the summary row (summarize divides with vs_plain): a summary-only file
+    # publishes it without the runs behind it, and pages show what it published.
+    Figure("energy_ratio_vs_plain", "condition", "energy vs plain", "× plain",
+           "chip mJ/token divided by plain decoding's for the same prompt", ratio, ".2f",
+           of_row=_field("energy_ratio_vs_plain"), ratio_of="chip_mj_per_token",
+           column="ratio", axis_title="chip energy vs plain",
+           host_description="chip mJ/token over plain decoding's, same prompt and host",
+           short_label="E×plain"),
+    Figure("board_mj_per_token", "condition", "board mJ/token", "mJ/token",
+           "enclosing (board) sensor energy per token, only readings that passed validation",
+           fmt, ".1f", of_row=_field("board_mj_per_token"), column="board"),
+    Figure("cpu_ms_per_token", "condition", "CPU ms/token", "ms/token",
+           "process CPU time per generated token, mean of repeats", fmt, ".1f",
+           of_row=_field("cpu_ms_per_token"), of_run=lambda v: cpu_ms_per_token(v.run),
+           per_run=True, vs_plain="cpu_vs_plain", column="cpu", axis_title="CPU ms per token",
+           short_label="CPU ms/t"),
+    Figure("cpu_vs_plain", "condition", "CPU vs plain", "× plain",
+           "CPU ms/token divided by plain decoding's for the same prompt", ratio, ".2f",
+           of_row=_over_plain("cpu_ms_per_token"), per_run=True, ratio_of="cpu_ms_per_token"),
+    Figure("tokens_per_s_spread", "condition", "tokens/s spread", "fraction",
+           f"{RUN_SPREAD_WORDS} of tokens/s", pct1, ".1%",
+           of_row=_field("tokens_per_s_spread")),
+    Figure("chip_energy_spread", "condition", "chip energy spread", "fraction",
+           f"{RUN_SPREAD_WORDS} of chip energy per token (standing readings)", pct1, ".1%",
+           of_row=_field("chip_energy_spread")),
+    Figure("spread", "condition", "spread", "fraction",
+           f"{RUN_SPREAD_WORDS}: of chip energy per token where measured, else of tokens/s",
+           pct1, ".1%", of_row=_spread_column),
+    Figure("n", "condition", "n", "runs", "runs behind the row", count, "",
+           of_row=_field("n")),
+    Figure("propose_ms_per_drafted", "step", "ms per drafted token", "ms",
+           "the proposer's time per token it proposed: a median over the steps that proposed "
+           "any", fmt, ".1f"),
+    Figure("plain_ms_per_token", "step", "plain ms per token", "ms",
+           "plain decoding's time per generated token: a median over its steps", fmt, ".1f"),
+    Figure("bench_spread", "bench", "spread", "fraction",
+           "(max − min) / median over the repeats of a benchmark row's figures, the largest "
+           "among its samples: how far apart repeats of the same thing landed", pct, ".0%"),
+)
+
+FIGURES: Mapping[str, Figure] = MappingProxyType({f.name: f for f in _ALL})
+
+
+def row_value(name: str, rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
+    """A condition figure of one summary row; `rows` are its file's (for plain's row)."""
+    getter = FIGURES[name].of_row
+    if getter is None:
+        raise ValueError(f"{name} is a {FIGURES[name].kind} figure, not one of a summary row")
+    return getter(rows, row)
+
+
+def run_value(name: str, view: RunView, plain: SummaryRow | None) -> float | None:
+    """One run's value of a per-run figure; a "vs plain" one divides the run's figure by
+    plain decoding's mean on the prompt (`plain`, the summary row)."""
+    fig = FIGURES[name]
+    if fig.ratio_of is not None:
+        base = FIGURES[fig.ratio_of]
+        assert base.of_run is not None, f"{base.name} has no per-run value"
+        return vs_plain(base.of_run(view), getattr(plain, base.name) if plain else None)
+    if fig.of_run is None:
+        raise ValueError(f"{name} has no per-run value")
+    return fig.of_run(view)
+
+
+def per_run_names() -> tuple[str, ...]:
+    """The figures whose range over runs pages show, in registry order."""
+    return tuple(f.name for f in _ALL if f.per_run)
+
+
+def ratio_keys() -> tuple[str, ...]:
+    """The results-table keys of the "vs plain" figures (marked on an unstable baseline)."""
+    return tuple(f.key for f in _ALL if f.ratio_of is not None)

@@ -1,0 +1,358 @@
+"""Queries on results: which conditions a campaign holds, each run's energy, and the summary
+rows that validation, publishing and the terminal summary share.
+
+    conditions, runs_by_condition     which prompt x strategy pairs a campaign holds, and runs
+    sensors_by_name, first_windows    a file's sensors and each run's windows (measured_windows:
+                                      those with energy)
+    energy_window, energy_*_per_token one sensor's energy in one run, per generated token
+    primary_sensors, primary_energy_j which sensors "chip energy" means, and its value in a run
+                                      (the sum of those sensors' windows)
+    summarize                         raw runs -> one summary row per condition (in memory)
+
+Numbers a summary row holds, per condition (all runs of one prompt with one strategy):
+
+* tokens/s, acceptance, CPU ms/token: mean over every run;
+* chip and board mJ/token: mean over the runs whose value stands, i.e. is measured and not
+  rejected by validation (a rejected value is shown struck through on the page, never averaged);
+* spread: (max - min) / mean over the same values (relative.spread, RUN_SPREAD);
+* energy ratio vs plain: this condition's chip mJ/token over plain's for the same prompt
+  (relative.vs_plain).
+
+Every run generates the same number of tokens, so the mean of per-run mJ/token equals total
+energy over total tokens. A missing figure is None with a reason, never 0.
+
+Summaries need to know which values validation rejected; they take the validation report
+through the small `Judgement` protocol, so this module never imports phase.validate (which
+builds on the queries here).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from phase.analysis.relative import RUN_SPREAD, spread, vs_plain
+from phase.errors import PhaseError
+from phase.hosts import machine_label
+from phase.results import (
+    SCHEMA_VERSION,
+    ResultsFile,
+    Run,
+    SensorInfo,
+    SensorWindow,
+    SummaryFile,
+    SummaryRow,
+)
+
+PLAIN = "plain"
+# Enclosing scopes in the order we prefer one for the "board" column.
+BOARD_SCOPES = ("board", "wall", "module")
+
+
+# --- conditions -------------------------------------------------------------------------------
+
+
+def conditions(results: ResultsFile) -> list[tuple[str, str]]:
+    """Configured prompt x strategy pairs in config order, then any the runs add."""
+    pairs = [(p.name, s) for p in results.config.prompts for s in results.config.strategies]
+    for run in results.runs:
+        if (run.prompt, run.strategy) not in pairs:
+            pairs.append((run.prompt, run.strategy))
+    return pairs
+
+
+def runs_by_condition(results: ResultsFile) -> dict[tuple[str, str], list[Run]]:
+    grouped: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in results.runs:
+        grouped[(run.prompt, run.strategy)].append(run)
+    return grouped
+
+
+# --- per-run figures --------------------------------------------------------------------------
+
+
+def sensors_by_name(results: ResultsFile) -> dict[str, SensorInfo]:
+    """Declared sensors by name (the first declaration where a name repeats)."""
+    out: dict[str, SensorInfo] = {}
+    for s in results.sensors:
+        out.setdefault(s.name, s)
+    return out
+
+
+def first_windows(run: Run) -> list[SensorWindow]:
+    """The run's energy windows, the first one per sensor."""
+    seen: set[str] = set()
+    out = []
+    for w in run.energy:
+        if w.sensor not in seen:
+            seen.add(w.sensor)
+            out.append(w)
+    return out
+
+
+def measured_windows(results: ResultsFile) -> Iterator[tuple[Run, SensorWindow, SensorInfo]]:
+    """Every run's first window per declared sensor that holds an energy value."""
+    sensors = sensors_by_name(results)
+    for run in results.runs:
+        for w in first_windows(run):
+            info = sensors.get(w.sensor)
+            if info is not None and w.energy_j is not None:
+                yield run, w, info
+
+
+def window_s(w: SensorWindow) -> float:
+    return w.end_unix_s - w.start_unix_s
+
+
+def energy_window(run: Run, sensor: str) -> SensorWindow | None:
+    """The run's energy window for this sensor (a valid file has at most one)."""
+    for w in run.energy:
+        if w.sensor == sensor:
+            return w
+    return None
+
+
+def energy_j_per_token(run: Run, sensor: str | None) -> float | None:
+    """The sensor's energy over the run's decode window per generated token, if measured."""
+    w = energy_window(run, sensor) if sensor is not None else None
+    if w is None or w.energy_j is None:
+        return None
+    return w.energy_j / run.tokens
+
+
+def energy_mj_per_token(run: Run, sensor: str | None) -> float | None:
+    per_token = energy_j_per_token(run, sensor)
+    return None if per_token is None else per_token * 1000.0
+
+
+def ranked_chip_sensors(results: ResultsFile) -> list[str]:
+    """Chip-scope sensors, best first: one with energy in some run, a counter before a power
+    reading, smaller declared smoothing, earlier in the file. The choice for files that do not
+    record `primary_energy` (written before phase recorded it)."""
+    measured = {w.sensor for r in results.runs for w in r.energy if w.energy_j is not None}
+    ranked = sorted(
+        (s.name not in measured, s.kind != "counter", s.smoothing_s, i, s.name)
+        for i, s in enumerate(results.sensors)
+        if s.scope == "chip"
+    )
+    names: list[str] = []
+    for *_, name in ranked:
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def primary_sensors(results: ResultsFile, fallback: str | None = None) -> list[str]:
+    """The sensors whose summed energy is this file's chip energy: its recorded
+    `primary_energy`; for older files `fallback` (a validator's chip sensor) or the best
+    ranked chip sensor."""
+    if results.primary_energy is not None:
+        return list(results.primary_energy.sensors)
+    if results.primary_energy_reason is not None:
+        return []
+    if fallback is not None:
+        return [fallback]
+    return ranked_chip_sensors(results)[:1]
+
+
+class RejectionOf(Protocol):
+    def rejection_of(self, run_id: str, sensor: str) -> Rejection | None: ...
+
+
+def primary_energy_j(results: ResultsFile, run: Run, judgement: RejectionOf | None = None,
+                     *, fallback: str | None = None) -> tuple[float | None, str | None]:
+    """The run's chip energy: the sum of its primary sensors' windows (J), or None and why
+    (a part missing, without energy, or rejected by validation when `judgement` is given)."""
+    names = primary_sensors(results, fallback)
+    if not names:
+        return None, results.primary_energy_reason or "no chip-level energy sensor was recorded"
+    total = 0.0
+    for name in names:
+        w = energy_window(run, name)
+        if w is None:
+            return None, f"run {run.id} has no window of {name}"
+        if w.energy_j is None:
+            return None, f"{name}: {w.energy_reason}"
+        finding = judgement.rejection_of(run.id, name) if judgement is not None else None
+        if finding is not None:
+            return None, f"{name} rejected by {finding.rule}: {finding.message}"
+        total += w.energy_j
+    return total, None
+
+
+def cpu_ms_per_token(run: Run) -> float:
+    return run.cpu_s / run.tokens * 1000.0
+
+
+# --- which sensors a summary reports -----------------------------------------------------------
+
+
+def board_sensor(raw: ResultsFile, chip: list[str] | None = None) -> str | None:
+    """The sensor of the "board" column: one whose declared `encloses` holds every chip
+    sensor (board before wall), or for files without declarations the first of BOARD_SCOPES."""
+    chip = primary_sensors(raw) if chip is None else chip
+    declared = [s for s in raw.sensors if s.encloses is not None]
+    if declared:
+        for scope in ("board", "wall", "module"):
+            for s in declared:
+                if s.scope == scope and chip and set(chip) <= set(s.encloses or []):
+                    return s.name
+        return None
+    for scope in BOARD_SCOPES:
+        for s in raw.sensors:
+            if s.scope == scope:
+                return s.name
+    return None
+
+
+# --- summaries ---------------------------------------------------------------------------------
+
+
+class Rejection(Protocol):
+    """What a summary needs of a finding that rejects a value (phase.validate.Finding)."""
+
+    @property
+    def rule(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+class Judgement(Protocol):
+    """What a summary needs of a validation report (phase.validate.Report)."""
+
+    @property
+    def chip_sensor(self) -> str | None: ...
+    def rejection_of(self, run_id: str, sensor: str) -> Rejection | None: ...
+
+
+def _window_reason(runs: Sequence[Run], sensor: str) -> str | None:
+    reasons = sorted({w.energy_reason for r in runs for w in r.energy
+                      if w.sensor == sensor and w.energy_reason})
+    return "; ".join(reasons) if reasons else None
+
+
+def _no_sensor_reason(raw: ResultsFile, scope_words: str) -> str:
+    if raw.sensors_unavailable:
+        why = "; ".join(f"{u.backend}: {u.reason}" for u in raw.sensors_unavailable)
+        return f"no {scope_words} energy sensor on this machine ({why})"
+    return f"no {scope_words} energy sensor was recorded in this campaign"
+
+
+def standing_chip_energy(raw: ResultsFile, runs: Sequence[Run], judgement: Judgement,
+                         missing_reason: str) -> tuple[list[float], str | None]:
+    """Standing chip mJ/token values (the primary sensors summed) over a condition's runs."""
+    names = primary_sensors(raw, judgement.chip_sensor)
+    if not names:
+        return [], raw.primary_energy_reason or missing_reason
+    values: list[float] = []
+    reasons: list[str] = []
+    for run in runs:
+        energy, why = primary_energy_j(raw, run, judgement, fallback=judgement.chip_sensor)
+        if energy is None:
+            reasons.append(why or "")
+        else:
+            values.append(energy / run.tokens * 1000.0)
+    if values:
+        return values, None
+    first = reasons[0] if reasons else missing_reason
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return [], f"{first}{more}"
+
+
+def standing_energy(
+    runs: Sequence[Run], sensor: str | None, judgement: Judgement, missing_reason: str
+) -> tuple[list[float], str | None]:
+    """Standing mJ/token values of one sensor over a condition's runs, or why there are none."""
+    if sensor is None:
+        return [], missing_reason
+    values: list[float] = []
+    rejected: list[str] = []
+    for run in runs:
+        value = energy_mj_per_token(run, sensor)
+        if value is None:
+            continue
+        finding = judgement.rejection_of(run.id, sensor)
+        if finding is not None:
+            rejected.append(f"{finding.rule}: {finding.message}")
+            continue
+        values.append(value)
+    if values:
+        return values, None
+    if rejected:
+        first = rejected[0]
+        more = f" (and {len(rejected) - 1} more)" if len(rejected) > 1 else ""
+        return [], f"every reading of {sensor} was rejected by validation: {first}{more}"
+    return [], _window_reason(runs, sensor) or f"sensor {sensor} has no energy for these runs"
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _acceptance_reason(runs: Sequence[Run]) -> str | None:
+    reasons = sorted({r.acceptance_reason for r in runs if r.acceptance_reason})
+    return "; ".join(reasons) if reasons else None
+
+
+def _row(
+    raw: ResultsFile, condition: tuple[str, str], runs: list[Run], judgement: Judgement
+) -> SummaryRow:
+    board = board_sensor(raw, primary_sensors(raw, judgement.chip_sensor))
+    speeds = [r.tokens_per_s for r in runs]
+    accepts = [r.acceptance for r in runs if r.acceptance is not None]
+    chip_values, chip_reason = standing_chip_energy(
+        raw, runs, judgement, _no_sensor_reason(raw, "chip-level")
+    )
+    board_values, board_reason = standing_energy(
+        runs, board, judgement, _no_sensor_reason(raw, "board-level")
+    )
+    ks = {r.k for r in runs}
+    return SummaryRow(
+        prompt=condition[0],
+        strategy=condition[1],
+        k=ks.pop() if len(ks) == 1 else None,
+        n=len(runs),
+        tokens_per_s=statistics.fmean(speeds),
+        tokens_per_s_spread=spread(speeds, RUN_SPREAD),
+        acceptance=_mean(accepts),
+        acceptance_reason=None if accepts else _acceptance_reason(runs),
+        chip_mj_per_token=_mean(chip_values),
+        chip_mj_per_token_reason=chip_reason,
+        chip_energy_spread=spread(chip_values, RUN_SPREAD),
+        energy_ratio_vs_plain=None,
+        run_ids=[r.id for r in runs],
+        cpu_ms_per_token=statistics.fmean(cpu_ms_per_token(r) for r in runs),
+        board_mj_per_token=_mean(board_values),
+        board_mj_per_token_reason=board_reason if board is not None else None,
+    )
+
+
+def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryFile:
+    """The derived summary of one raw file: a pure function of the file and its report."""
+    grouped = runs_by_condition(raw)
+    rows = [
+        _row(raw, condition, grouped[condition], judgement)
+        for condition in conditions(raw)
+        if grouped.get(condition)  # completeness findings say so; a row needs a run
+    ]
+    if not rows:
+        raise PhaseError(f"{raw_name}: no runs yet, so there is nothing to summarize")
+    plain = {r.prompt: r.chip_mj_per_token for r in rows if r.strategy == PLAIN}
+    for row in rows:
+        row.energy_ratio_vs_plain = vs_plain(row.chip_mj_per_token, plain.get(row.prompt))
+    return SummaryFile(
+        schema_version=SCHEMA_VERSION,
+        id=f"summary-{raw.id}",
+        experiment=raw.experiment,
+        note=raw.note,
+        summary_only=False,
+        source=f"derived by `phase build` from {raw_name}: mean of repeats, rejected "
+        "energy values left out",
+        raw_files=[raw_name],
+        machine=machine_label(raw),
+        chip_sensor=" + ".join(primary_sensors(raw, judgement.chip_sensor)) or None,
+        board_sensor=board_sensor(raw, primary_sensors(raw, judgement.chip_sensor)),
+        rows=rows,
+    )

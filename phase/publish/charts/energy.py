@@ -1,0 +1,278 @@
+"""Summary rows -> Altair charts: Vega-Lite specs inlined in pages, PNG fallbacks, Vega JS.
+
+Three charts per results file:
+
+* energy_vs_speed      chip mJ/token against tokens/s, one panel per prompt, colour by strategy;
+* ratio_vs_acceptance  energy ratio vs plain against acceptance (the break-even line at 1);
+* per_k                tokens/s (and chip mJ/token) against draft length k, one line per prompt,
+                       plain decoding as a dashed reference.
+
+A chart that needs energy where none was measured is not drawn with zeros: it is replaced by
+a sentence saying why it is missing. Everything here is deterministic (no random view names,
+no timestamps), so a frozen page and its PNGs stay byte-identical.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+import vl_convert as vlc
+
+from phase.analysis import FIGURES, PLAIN
+from phase.escaping import vega_safe
+from phase.publish.charts.png_worker import draw_png
+from phase.results import SummaryFile, SummaryRow
+
+KINDS = ("energy_vs_speed", "ratio_vs_acceptance", "per_k")
+
+
+def _vl_version() -> str | None:
+    """The Vega-Lite version Altair writes specs for, if vl-convert ships it."""
+    major_minor = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return major_minor if major_minor in vlc.get_vegalite_versions() else None
+
+
+VL_VERSION = _vl_version()
+
+
+@dataclass(frozen=True)
+class Chart:
+    kind: str
+    title: str
+    spec: dict[str, Any] | None
+    missing: str | None  # why the chart is not drawn
+    caption: str
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(canonical_json(self.spec).encode()).hexdigest()[:16]
+
+
+def canonical_json(spec: Any) -> str:
+    """The spec as the page embeds it and vl-convert draws it: data strings made safe for
+    SVG and never a script URL (phase.escaping.vega_safe; a no-op for clean data)."""
+    return json.dumps(vega_safe(spec), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True)
+
+
+def html_safe_json(spec: Any) -> str:
+    """JSON that can sit inside <script type="application/json"> whatever the data says."""
+    text = canonical_json(spec)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
+    return [
+        {
+            "prompt": r.prompt,
+            "strategy": r.strategy,
+            "k": r.k,
+            "tokens_per_s": r.tokens_per_s,
+            "chip_mj_per_token": r.chip_mj_per_token,
+            # The key inside chart specs keeps its first name: specs are embedded in published
+            # pages, which must not change.
+            "ratio_vs_plain": r.energy_ratio_vs_plain,
+            "acceptance": r.acceptance,
+            "n": r.n,
+            "tokens_per_s_spread": r.tokens_per_s_spread,
+            "chip_energy_spread": r.chip_energy_spread,
+        }
+        for r in rows
+    ]
+
+
+def _uncertainty(rows: list[SummaryRow]) -> str:
+    """The caption's sentence on what each point is and how far its runs spread."""
+    ns = sorted({r.n for r in rows if r.n is not None})
+    n = ("n not given" if not ns else f"n = {ns[0]}" if len(ns) == 1
+         else f"n = {ns[0]} to {ns[-1]}")
+    if any(r.tokens_per_s_spread is not None or r.chip_energy_spread is not None for r in rows):
+        return f" Each point is the mean of its runs ({n}); its spread is in the tooltip."
+    return f" Each point is the mean of its runs ({n}); the source published no spread."
+
+
+def _left_out(rows: list[SummaryRow], kept: list[SummaryRow], why: str) -> str:
+    gone = [f"{r.prompt} × {r.strategy}" for r in rows if r not in kept]
+    return f" Not plotted ({why}): {', '.join(gone)}." if gone else ""
+
+
+def _energy_reason(rows: list[SummaryRow]) -> str:
+    reasons = sorted({r.chip_mj_per_token_reason for r in rows if r.chip_mj_per_token_reason})
+    return "; ".join(reasons) or "no chip energy in this results file"
+
+
+def _tip(field: str, name: str) -> alt.Tooltip:
+    """A tooltip line of one registry figure: its label, written as its formatter writes it."""
+    fig = FIGURES[name]
+    return alt.Tooltip(f"{field}:Q", title=fig.label, format=fig.vega_format)
+
+
+def _tooltip() -> list[alt.Tooltip]:
+    n = FIGURES["n"]
+    return [
+        alt.Tooltip("prompt:N"),
+        alt.Tooltip("strategy:N"),
+        _tip("tokens_per_s", "tokens_per_s"),
+        _tip("chip_mj_per_token", "chip_mj_per_token"),
+        _tip("acceptance", "acceptance"),
+        _tip("ratio_vs_plain", "energy_ratio_vs_plain"),
+        alt.Tooltip("n:Q", title=f"{n.label} ({n.unit})"),
+        _tip("tokens_per_s_spread", "tokens_per_s_spread"),
+        _tip("chip_energy_spread", "chip_energy_spread"),
+    ]
+
+
+def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
+    title = "Chip energy per token against speed"
+    kept = [r for r in rows if r.chip_mj_per_token is not None and r.tokens_per_s is not None]
+    if not kept:
+        return Chart("energy_vs_speed", title, None,
+                     f"Not drawn: it needs chip energy, which is missing ({_energy_reason(rows)}).",
+                     "")
+    prompts = list(dict.fromkeys(r.prompt for r in kept))
+    strategies = list(dict.fromkeys(r.strategy for r in rows))
+    chart = (
+        alt.Chart(alt.Data(values=_records(kept)))
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=alt.X("tokens_per_s:Q", title=FIGURES["tokens_per_s"].axis,
+                    scale=alt.Scale(zero=False)),
+            y=alt.Y("chip_mj_per_token:Q", title=FIGURES["chip_mj_per_token"].axis,
+                    scale=alt.Scale(zero=False)),
+            color=alt.Color("strategy:N", sort=strategies, title="strategy"),
+            tooltip=_tooltip(),
+        )
+        .properties(width=200, height=200)
+        .facet(column=alt.Column("prompt:N", sort=prompts, title="prompt"))
+    )
+    caption = ("Lower is cheaper, further right is faster; one panel per prompt."
+               + _uncertainty(kept) + _left_out(rows, kept, "no chip energy"))
+    return Chart("energy_vs_speed", title, chart.to_dict(validate=False), None, caption)
+
+
+def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
+    title = "Energy ratio vs plain against acceptance"
+    speculating = [r for r in rows if r.strategy != PLAIN]
+    if all(r.chip_mj_per_token is None for r in rows):
+        return Chart("ratio_vs_acceptance", title, None,
+                     f"Not drawn: it needs chip energy, which is missing ({_energy_reason(rows)}).",
+                     "")
+    kept = [r for r in speculating
+            if r.energy_ratio_vs_plain is not None and r.acceptance is not None]
+    if not kept:
+        return Chart("ratio_vs_acceptance", title, None,
+                     "Not drawn: no speculative condition has both an acceptance figure and an "
+                     "energy ratio to plain.", "")
+    prompts = list(dict.fromkeys(r.prompt for r in rows))
+    points = (
+        alt.Chart(alt.Data(values=_records(kept)))
+        .mark_point(filled=True, size=70)
+        .encode(
+            x=alt.X("acceptance:Q", title=FIGURES["acceptance"].axis, axis=alt.Axis(format="%"),
+                    scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("ratio_vs_plain:Q", title=FIGURES["energy_ratio_vs_plain"].axis),
+            color=alt.Color("prompt:N", sort=prompts, title="prompt"),
+            shape=alt.Shape("strategy:N", title="strategy"),
+            tooltip=_tooltip(),
+        )
+    )
+    even = (
+        alt.Chart(alt.Data(values=[{"ratio_vs_plain": 1.0}]))
+        .mark_rule(strokeDash=[4, 4], color="gray")
+        .encode(y="ratio_vs_plain:Q")
+    )
+    chart = alt.layer(points, even).properties(width=420, height=260)
+    caption = ("Below the dashed line a strategy used less chip energy per token than plain "
+               "decoding." + _uncertainty(kept)
+               + _left_out(speculating, kept, "no acceptance or energy ratio"))
+    return Chart("ratio_vs_acceptance", title, chart.to_dict(validate=False), None, caption)
+
+
+def per_k(rows: list[SummaryRow]) -> Chart:
+    title = "Speed and energy against draft length k"
+    drafts = [r for r in rows if r.k is not None and r.strategy.startswith("draft")]
+    if not drafts:
+        return Chart("per_k", title, None,
+                     "Not drawn: this results file has no draft-k strategies.", "")
+    prompts = list(dict.fromkeys(r.prompt for r in rows))
+    plain = [r for r in rows if r.strategy == PLAIN]
+    color = alt.Color("prompt:N", sort=prompts, title="prompt")
+    k_axis = alt.X("k:Q", title="draft length k", scale=alt.Scale(type="log", base=2),
+                   axis=alt.Axis(values=sorted({r.k for r in drafts if r.k}), format="d"))
+
+    def panel(
+        field: str, label: str, kept: list[SummaryRow], base: list[SummaryRow]
+    ) -> alt.LayerChart:
+        lines = (
+            alt.Chart(alt.Data(values=_records(kept)))
+            .mark_line(point=True)
+            .encode(x=k_axis, y=alt.Y(f"{field}:Q", title=label), color=color,
+                    tooltip=_tooltip())
+        )
+        layers: list[alt.Chart] = [lines]
+        if base:
+            layers.append(
+                alt.Chart(alt.Data(values=_records(base)))
+                .mark_rule(strokeDash=[4, 4])
+                .encode(y=f"{field}:Q", color=color)
+            )
+        return alt.layer(*layers).properties(width=260, height=220)
+
+    with_energy = [r for r in drafts if r.chip_mj_per_token is not None]
+    panels = [panel("tokens_per_s", FIGURES["tokens_per_s"].axis, drafts, plain)]
+    caption = "Dashed lines: plain decoding for the same prompt." + _uncertainty(drafts)
+    if with_energy:
+        panels.append(
+            panel("chip_mj_per_token", FIGURES["chip_mj_per_token"].axis, with_energy,
+                  [r for r in plain if r.chip_mj_per_token is not None])
+        )
+        caption += _left_out(drafts, with_energy, "no chip energy")
+    else:
+        caption += (" The energy panel is left out: chip energy is missing "
+                    f"({_energy_reason(rows)}).")
+    chart = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
+    return Chart("per_k", title, chart.to_dict(validate=False), None, caption)
+
+
+BUILDERS = {"energy_vs_speed": energy_vs_speed, "ratio_vs_acceptance": ratio_vs_acceptance,
+            "per_k": per_k}
+
+
+def build_chart(summary: SummaryFile, kind: str) -> Chart:
+    try:
+        builder = BUILDERS[kind]
+    except KeyError:
+        raise ValueError(f"unknown chart {kind!r}; known: {', '.join(KINDS)}") from None
+    return builder(list(summary.rows))
+
+
+@functools.lru_cache(maxsize=256)
+def _png(spec_text: str) -> bytes:
+    # In a child process: vl-convert aborts the process it runs in on some input.
+    return draw_png(spec_text, VL_VERSION, 1.5)
+
+
+def render_png(spec: dict[str, Any]) -> bytes:
+    """The static fallback, drawn at build time by vl-convert (no browser, no network)."""
+    return _png(canonical_json(spec))
+
+
+@functools.lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed in one file for the site, so charts need no CDN.
+
+    Wrapped in a function scope: the bundle declares top-level names that would otherwise
+    clash with other scripts on the page; it publishes vegaEmbed/vega/vegaLite on window.
+    """
+    versions = (
+        f"vega {vlc.get_vega_version()}, vega-lite {VL_VERSION or 'latest'}, "
+        f"vega-embed {vlc.get_vega_embed_version()}"
+    )
+    body = vlc.javascript_bundle(vl_version=VL_VERSION)
+    header = f"/* {versions}: bundled by vl-convert {vlc.__version__} */"
+    return f"{header}\n(function () {{\n{body}\n}})();\n"

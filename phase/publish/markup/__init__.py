@@ -1,0 +1,1 @@
+"""Markup helpers every page uses: stable anchors and relative links, HTML islands."""

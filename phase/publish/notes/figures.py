@@ -1,0 +1,251 @@
+"""Figures typed into a note's prose and front matter, computed from data at build time.
+
+    {{ value("code", "draft-4", "tokens_per_s") }}           one condition's figure
+    {{ value_range("speed_vs_plain") }}                      "0.23 to 0.82" over conditions
+    {{ value_range("cpu_vs_plain").high }}                   one end of a range
+    {{ step("propose_ms_per_drafted") }}                     a median from the per-step trace
+    {{ bench("2026-11-30-vm.json", "plain tg128", "reference", vs="llama-bench") }}
+    {{ model_size("draft") }}                                a model file's size from provenance
+    {{ baseline_caveats() }}                                 the unstable-baseline paragraph
+
+Each renders as a span whose title says what it is: the mean of n runs and their range, or
+the median of how many steps. A "vs plain" ratio on a prompt whose plain baseline was
+unstable carries a visible mark linking to the paragraph that says so (appended to the page
+when the note does not place it). tests/test_note_figures.py fails when a note types a
+measured figure outside these calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from markupsafe import Markup
+
+from phase.analysis import FIGURES, PLAIN, Figure, row_value
+from phase.escaping import markdown_safe, safe_url
+from phase.publish.data.datasets import Dataset
+from phase.publish.notes.source import NoteError
+from phase.publish.numbers.bench import BenchResults
+from phase.publish.numbers.bench import figure as bench_figure
+from phase.publish.numbers.spreads import (
+    ConditionSpread,
+    baseline_caveat,
+    condition_spreads,
+    unstable_baselines,
+)
+from phase.publish.numbers.steps import pooled_median
+from phase.results import SummaryRow
+
+CAVEAT_ID = "unstable-baselines"
+WHERE = re.compile(r"(?P<metric>[a-z_]+)\s*(?P<op>[<>])\s*(?P<bound>-?[0-9.]+)")
+MARK = "†"
+# The figures value() and value_range() cite (and a where= filter compares), by registry name.
+METRICS = ("tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
+           "energy_ratio_vs_plain", "board_mj_per_token", "cpu_ms_per_token", "cpu_vs_plain",
+           "tokens_per_s_spread", "chip_energy_spread")
+
+
+@dataclass(frozen=True)
+class Range:
+    """Lowest to highest of one figure over several conditions; str() is "low to high"."""
+
+    low: Markup
+    high: Markup
+
+    def __str__(self) -> str:
+        return str(self.low + Markup(" to ") + self.high)
+
+    def __html__(self) -> str:
+        return str(self)
+
+
+@dataclass
+class Figures:
+    """The figure helpers of one rendered page (one version of one note)."""
+
+    where: str  # the note source, for error messages
+    datasets: list[Dataset]
+    bench: list[BenchResults]
+    root: str  # the page's way back to the site root
+    caveat_href: str = f"#{CAVEAT_ID}"  # where the unstable-baseline paragraph is
+    marked: dict[str, str] = field(default_factory=dict)  # prompt -> caveat, marks rendered
+    caveats_placed: bool = False
+    _spreads: dict[str, dict[tuple[str, str], ConditionSpread]] = field(default_factory=dict)
+
+    def _pick(self, file: str | None) -> list[Dataset]:
+        picked = [d for d in self.datasets if file is None or d.name == file]
+        if not picked:
+            raise NoteError(f"{self.where}: no results file {file} in this version")
+        return picked
+
+    def _metric(self, metric: str) -> Figure:
+        if metric not in METRICS:
+            raise NoteError(f"{self.where}: unknown metric {metric!r}; known: "
+                            f"{', '.join(METRICS)}")
+        return FIGURES[metric]
+
+    def _spread(self, ds: Dataset, row: SummaryRow) -> ConditionSpread:
+        if ds.name not in self._spreads:
+            self._spreads[ds.name] = condition_spreads(ds)
+        return self._spreads[ds.name][(row.prompt, row.strategy)]
+
+    def _title(self, ds: Dataset, row: SummaryRow, fig: Figure) -> str:
+        """What a figure is: the mean of how many runs, their range and spread."""
+        where = f"{row.prompt} × {row.strategy}, {ds.name}"
+        spread = self._spread(ds, row).figures.get(fig.name) if fig.per_run else None
+        if spread is None:
+            n = "n not given" if row.n is None else f"n = {row.n}"
+            extra = "; per-run spread not published" if ds.raw is None else ""
+            return f"{fig.name} of {where}: mean of runs ({n}){extra}"
+        rel = spread.relative
+        return (f"{fig.name} of {where}: mean of {spread.n} runs, lowest {fig.show(spread.low)}, "
+                f"highest {fig.show(spread.high)}"
+                + (f", spread {FIGURES['spread'].show(rel)}" if rel is not None else ""))
+
+    def _mark(self, ds: Dataset, prompt: str, metric: str) -> Markup:
+        if FIGURES[metric].ratio_of is None:  # only a ratio to plain inherits its doubt
+            return Markup("")
+        message = unstable_baselines(ds).get(prompt)
+        if message is None:
+            return Markup("")
+        caveat = baseline_caveat(prompt, message)
+        self.marked[prompt] = caveat
+        return Markup(f'<a class="phase-unstable-mark" href="{safe_url(self.caveat_href)}" '
+                      f'title="{markdown_safe(caveat)}">{MARK}</a>')
+
+    def _span(self, text: str, title: str, mark: Markup | None = None) -> Markup:
+        # Inline HTML in Markdown: the text between the tags is parsed as Markdown.
+        return Markup(f'<span class="phase-figure" title="{markdown_safe(title)}">'
+                      f"{markdown_safe(text)}</span>") + (mark or Markup(""))
+
+    def _none_yet(self) -> Markup | None:
+        """A version that lists no results file yet (a draft) shows a dash, not an error."""
+        if self.datasets:
+            return None
+        return self._span("—", "no results file yet: this figure is computed once there is one")
+
+    def value(self, prompt: str, strategy: str, metric: str, file: str | None = None) -> Markup:
+        fig = self._metric(metric)
+        if (dash := self._none_yet()) is not None:
+            return dash
+        for ds in self._pick(file):
+            rows = ds.summary.rows
+            for row in rows:
+                if row.prompt == prompt and row.strategy == strategy:
+                    return self._span(fig.show(row_value(fig.name, rows, row)),
+                                      self._title(ds, row, fig),
+                                      self._mark(ds, prompt, metric))
+        raise NoteError(f"{self.where}: value(): no row {prompt} × {strategy}")
+
+    def _where(self, where: str | None) -> Callable[[list[SummaryRow], SummaryRow], bool]:
+        """A condition filter written as "metric < number" or "metric > number"."""
+        if where is None:
+            return lambda rows, row: True
+        match = WHERE.fullmatch(where.strip())
+        if match is None:
+            raise NoteError(f"{self.where}: where={where!r}: write it as 'metric < number' or "
+                            "'metric > number'")
+        name = self._metric(match["metric"]).name
+        bound = float(match["bound"])
+        below = match["op"] == "<"
+
+        def keep(rows: list[SummaryRow], row: SummaryRow) -> bool:
+            v = row_value(name, rows, row)
+            return v is not None and (v < bound if below else v > bound)
+        return keep
+
+    def value_range(self, metric: str, strategies: list[str] | None = None,
+                    prompts: list[str] | None = None, file: str | None = None,
+                    where: str | None = None) -> Range:
+        """Lowest and highest over the chosen conditions (default: every speculative one),
+        optionally only those where another figure is below or above a bound."""
+        fig = self._metric(metric)
+        keep = self._where(where)
+        if (dash := self._none_yet()) is not None:
+            return Range(dash, dash)
+        found: list[tuple[float, Dataset, SummaryRow]] = []
+        for ds in self._pick(file):
+            rows = ds.summary.rows
+            for row in rows:
+                chosen = (row.strategy in strategies if strategies is not None
+                          else row.strategy != PLAIN)
+                if chosen and (prompts is None or row.prompt in prompts) and keep(rows, row):
+                    v = row_value(fig.name, rows, row)
+                    if v is not None:
+                        found.append((v, ds, row))
+        if not found:
+            raise NoteError(f"{self.where}: value_range(): no condition has {metric}")
+        found.sort(key=lambda t: t[0])
+        ends = []
+        for v, ds, row in (found[0], found[-1]):
+            title = (f"{'lowest' if (v, ds, row) == found[0] else 'highest'} of {len(found)} "
+                     f"conditions{f' where {where}' if where else ''}; "
+                     + self._title(ds, row, fig))
+            ends.append(self._span(fig.show(v), title, self._mark(ds, row.prompt, metric)))
+        return Range(ends[0], ends[1])
+
+    def step(self, figure: str, strategies: list[str] | None = None,
+             prompt: str | None = None, file: str | None = None) -> Markup:
+        """A median over steps of the per-step trace (see steps.pooled_median)."""
+        if (dash := self._none_yet()) is not None:
+            return dash
+        raws = [d for d in self._pick(file) if d.raw is not None]
+        if not raws:
+            raise NoteError(f"{self.where}: step(): no raw results file with a per-step trace")
+        ds = raws[0]
+        assert ds.raw is not None
+        try:
+            median, count = pooled_median(ds.raw, figure, strategies, prompt)
+        except ValueError as exc:
+            raise NoteError(f"{self.where}: step(): {exc}") from None
+        if median is None:
+            raise NoteError(f"{self.where}: step(): no step has {figure}")
+        title = (f"{figure}: median over {count} steps"
+                 + (f" of {', '.join(strategies)}" if strategies else "")
+                 + (f" on {prompt}" if prompt else "") + f", {ds.name}")
+        return self._span(FIGURES[figure].show(median), title)
+
+    def bench_value(self, file: str, item: str, side: str = "phase",
+                    vs: str | None = None) -> Markup:
+        found = next((b for b in self.bench if b.name == file), None)
+        if found is None:
+            known = ", ".join(b.name for b in self.bench) or "none"
+            raise NoteError(f"{self.where}: bench(): no benchmark results {file}; known: {known}")
+        try:
+            return bench_figure(found, item, side, vs, f"{self.root}bench/index.html")
+        except Exception as exc:  # the bench module's message names the file and the row
+            raise NoteError(f"{self.where}: bench(): {exc}") from None
+
+    def model_size(self, role: str, file: str | None = None) -> Markup:
+        for ds in self._pick(file):
+            raw = ds.raw
+            for m in raw.models if raw is not None else []:
+                if m.role == role:
+                    return self._span(f"{m.size_bytes / 1e6:,.0f}",
+                                      f"{m.name}: {m.size_bytes:,} bytes, sha256 {m.sha256}")
+        raise NoteError(f"{self.where}: model_size(): no {role} model recorded")
+
+    def baseline_caveats(self, file: str | None = None) -> Markup:
+        """The paragraph every unstable-baseline mark links to ("" when no baseline was)."""
+        self.caveats_placed = True
+        lines = []
+        for ds in self._pick(file):
+            for prompt, message in unstable_baselines(ds).items():
+                lines.append(f"{prompt}: {message}")
+        if not lines:
+            return Markup("")
+        return (
+            Markup(f'<p class="phase-caveat" id="{CAVEAT_ID}">{MARK} <strong>Unstable '
+                   "baseline.</strong> Plain decoding, the baseline of every ratio to plain, was "
+                   "itself unstable on ")
+            + markdown_safe("; ".join(lines))
+            + Markup(". A ratio to plain on those prompts is uncertain by at least as much, and "
+                     f"is marked {MARK} wherever it appears.</p>"))
+
+    def leftover_caveats(self) -> Markup:
+        """Appended to a page whose figures carry marks but whose note placed no paragraph."""
+        if not self.marked or self.caveats_placed:
+            return Markup("")
+        return Markup("\n\n") + self.baseline_caveats() + Markup("\n\n")

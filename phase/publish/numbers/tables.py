@@ -1,0 +1,225 @@
+"""Summary rows + findings -> the rows of a note's results table (formatted, linked, marked).
+
+Each column is a figure of the registry (phase.analysis.figures): its heading, hover title,
+value and formatter come from there, so the page, its downloads, the changes table and a
+note's figure calls agree on what a reader sees; each cell also keeps its exact value
+(rendered as `data-value`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from phase.analysis import FIGURES, PLAIN, energy_mj_per_token, row_value, runs_by_condition
+from phase.analysis.figures import ratio_keys
+from phase.publish.data.datasets import Dataset
+from phase.publish.markup.anchors import raw_page, row_anchor, run_anchor
+from phase.publish.numbers.spreads import baseline_caveat, unstable_baselines
+from phase.results import ResultsFile, SummaryRow
+
+RATIO_KEYS = ratio_keys()  # the "vs plain" columns
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    value: float | None = None
+    title: str | None = None  # shown on hover: why a value is missing, struck or partial
+    struck: bool = False
+    caveat: str | None = None  # a ratio to an unstable plain baseline: marked, with why
+
+
+@dataclass(frozen=True)
+class Link:
+    label: str
+    href: str
+    title: str
+
+
+@dataclass(frozen=True)
+class TableRow:
+    prompt: str
+    strategy: str
+    anchor: str  # the row's id on a summary file's data page
+    cells: dict[str, Cell]
+    links: list[Link]
+    unstable: str | None  # the variance finding's message when the condition is unstable
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Table:
+    dataset: str
+    data_page: str
+    columns: list[Column]
+    rows: list[TableRow]
+    notes: list[str] = field(default_factory=list)  # one line each, under the table
+
+
+def _cell(value: float | None, show: Callable[[float | None], str], reason: str | None) -> Cell:
+    return Cell(show(value), value, reason if value is None else None)
+
+
+def _measured(ds: Dataset, row: SummaryRow, sensor: str | None) -> list[tuple[str, float]]:
+    raw = ds.raw
+    if raw is None or sensor is None:
+        return []
+    runs = runs_by_condition(raw).get((row.prompt, row.strategy), [])
+    out = []
+    for run in runs:
+        value = energy_mj_per_token(run, sensor)
+        if value is not None:
+            out.append((run.id, value))
+    return out
+
+
+def _energy_cell(ds: Dataset, row: SummaryRow, sensor: str | None, name: str,
+                 reason: str | None) -> Cell:
+    """Mean of standing values; a fully rejected condition shows its mean struck through."""
+    value, show = row_value(name, ds.summary.rows, row), FIGURES[name].show
+    measured = _measured(ds, row, sensor)
+    rejected = [
+        (run_id, v) for run_id, v in measured
+        if sensor is not None and ds.report.rejection_of(run_id, sensor) is not None
+    ]
+    if value is None and rejected:
+        mean = statistics.fmean(v for _, v in rejected)
+        return Cell(show(mean), mean, reason, struck=True)
+    if value is not None and rejected:
+        return Cell(
+            show(value) + "*",
+            value,
+            f"mean of {len(measured) - len(rejected)} of {len(measured)} readings; "
+            f"{len(rejected)} rejected by validation (see findings)",
+        )
+    return _cell(value, show, reason)
+
+
+# The results table's figures in column order (a column shows only where its file has it).
+TABLE_FIGURES = ("tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
+                 "energy_ratio_vs_plain", "board_mj_per_token", "cpu_ms_per_token",
+                 "cpu_vs_plain", "spread", "n")
+COLUMNS = {FIGURES[name].key: Column(FIGURES[name].key, FIGURES[name].label,
+                                     FIGURES[name].description) for name in TABLE_FIGURES}
+
+
+def _cells(ds: Dataset, row: SummaryRow) -> dict[str, Cell]:
+    """Every column's cell for one summary row, by column key (build_table keeps the columns
+    it shows)."""
+    summary = ds.summary
+    rows = summary.rows
+
+    def cell(name: str, reason: str | None) -> Cell:
+        return _cell(row_value(name, rows, row), FIGURES[name].show, reason)
+
+    energy_spread = row.chip_energy_spread
+    cells = {
+        "tokens_per_s": cell("tokens_per_s", "not in the source"),
+        "speed_vs_plain": cell("speed_vs_plain", "no plain row for this prompt"),
+        "acceptance": cell(
+            "acceptance",
+            row.acceptance_reason
+            or ("plain decoding drafts nothing" if row.strategy == PLAIN else None),
+        ),
+        "chip_mj_per_token": _energy_cell(ds, row, summary.chip_sensor, "chip_mj_per_token",
+                                          row.chip_mj_per_token_reason),
+        "energy_ratio_vs_plain": cell("energy_ratio_vs_plain",
+                                      "needs chip energy for this row and plain"),
+        "board_mj_per_token": _energy_cell(ds, row, summary.board_sensor, "board_mj_per_token",
+                                           row.board_mj_per_token_reason),
+        "cpu_ms_per_token": cell("cpu_ms_per_token", "not recorded"),
+        "cpu_vs_plain": cell("cpu_vs_plain", "needs CPU time for this row and plain"),
+        "spread": (
+            Cell(FIGURES["spread"].show(energy_spread), energy_spread, "of chip energy per token")
+            if energy_spread is not None
+            else cell("spread", "not published" if ds.summary_only else "fewer than two runs")
+        ),
+        "n": Cell(FIGURES["n"].show(row.n), row.n),
+    }
+    return {FIGURES[name].key: c for name, c in cells.items()}
+
+
+def build_table(ds: Dataset, root: str) -> Table:
+    """The results table of one dataset, for a page whose way back to the site root is `root`."""
+    rows = ds.summary.rows
+    page = raw_page(ds.stem, root)
+    baselines = unstable_baselines(ds)
+    unstable = {
+        (f.prompt, f.strategy): f.message for f in ds.report.findings if f.rule == "variance"
+    }
+    show_board = any(
+        r.board_mj_per_token is not None or r.board_mj_per_token_reason for r in rows
+    )
+    show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
+    shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
+             "cpu_vs_plain": show_cpu}
+    keys = [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
+    out_rows = []
+    for row in rows:
+        cells = _cells(ds, row)
+        if row.prompt in baselines and row.strategy != PLAIN:
+            caveat = baseline_caveat(row.prompt, baselines[row.prompt])
+            cells = {k: replace(c, caveat=caveat) if k in RATIO_KEYS and c.value is not None
+                     else c for k, c in cells.items()}
+        out_rows.append(
+            TableRow(
+                prompt=row.prompt,
+                strategy=row.strategy,
+                anchor=row_anchor(row.prompt, row.strategy),
+                cells={k: cells[k] for k in keys},
+                links=_links(ds, row, page),
+                unstable=unstable.get((row.prompt, row.strategy)),
+            )
+        )
+    return Table(
+        dataset=ds.name,
+        data_page=page,
+        columns=[COLUMNS[k] for k in keys],
+        rows=out_rows,
+        notes=_notes(ds),
+    )
+
+
+def _links(ds: Dataset, row: SummaryRow, page: str) -> list[Link]:
+    raw = ds.raw
+    if raw is None:
+        anchor = row_anchor(row.prompt, row.strategy)
+        return [Link("source", f"{page}#{anchor}", "the published figures; raw runs are not "
+                     "in this repository")]
+    repeats = {r.id: r.repeat for r in raw.runs}
+    return [
+        Link(str(repeats.get(run_id, i) + 1), f"{page}#{run_anchor(run_id)}", f"run {run_id}")
+        for i, run_id in enumerate(row.run_ids)
+    ]
+
+
+def _notes(ds: Dataset) -> list[str]:
+    summary = ds.summary
+    notes = []
+    reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
+                      if r.chip_mj_per_token_reason})
+    if reasons and all(r.chip_mj_per_token is None for r in summary.rows):
+        notes.append("Chip energy not available: " + "; ".join(reasons))
+    elif summary.chip_sensor:
+        notes.append(f"Chip energy from sensor {summary.chip_sensor}.")
+    if summary.board_sensor:
+        notes.append(
+            f"Board energy from sensor {summary.board_sensor}, shown only where it passed the "
+            "rules; struck-through values were rejected (reasons under Findings)."
+        )
+    baselines = unstable_baselines(ds)
+    if baselines:
+        notes.append("† Plain decoding was itself unstable on " + "; ".join(
+            f"{p} ({m})" for p, m in baselines.items())
+            + ": every ratio to plain on those prompts is uncertain by at least as much.")
+    if isinstance(ds.header, ResultsFile) and ds.header.status != "complete":
+        notes.append(f"Campaign status: {ds.header.status} ({ds.n_runs} runs).")
+    return notes

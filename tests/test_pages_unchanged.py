@@ -1,0 +1,132 @@
+"""A change of structure changes no byte a reader sees.
+
+The site is built twice from the same inputs (the committed results, bench results, note
+sources and archive of ``REFERENCE``): once by phase's code as it was at ``REFERENCE``, once by
+the code in this checkout. Every generated page, download, chart and archived version must be
+byte for byte the same, and the results schema may only have grown (optional fields added
+by a new schema version), never changed what it defined.
+
+``REFERENCE`` is the commit after which pages are expected to stay put. The structure refactor
+of publish/, decode/ and the figure registry was held to 8200220 (the commit before it); the
+reference then moved to 7465f45, whose schema 6 stamps the derived summaries on the raw data
+pages. A change that alters pages on purpose (a new column, intervals) moves it again, to
+its own commit, and says so in its commit message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = "7465f45884606b41e99f3d026aef4a6b46c81ea7"
+# What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
+# (published/) starts empty, so that every note version is rendered by the code under test
+# rather than served from its frozen bytes.
+# The hand-written pages in docs/ are inputs too: a refactor redraws docs/architecture.md.
+INPUTS = ("results", "bench/results", "phase/notes", "docs")
+# What a build's code is made of: REFERENCE's for the old build, this checkout's for the new.
+CODE = ("phase", "templates", "experiments", "overrides", "mkdocs.yml")
+# mkdocs stamps these with the build's time.
+VOLATILE = {"sitemap.xml.gz"}
+# A frozen version's manifest records when it was frozen and a digest of phase's own code,
+# which a refactor changes by definition; every other field must match.
+MANIFEST_VOLATILE = ("frozen_at", "code_sha256")
+RUN_CLI = "import sys; from phase.cli import main; sys.argv[0] = 'phase'; main()"
+
+pytestmark = pytest.mark.slow
+
+
+def _git_tree(ref: str, dest: Path) -> None:
+    data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", ref],
+                          check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def _checkout_code(dest: Path) -> None:
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+         "--", *CODE], check=True, capture_output=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = REPO / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+
+
+def _build(root: Path, inputs: Path, cache: Path) -> None:
+    shutil.rmtree(root / "published", ignore_errors=True)
+    for rel in INPUTS:
+        shutil.rmtree(root / rel, ignore_errors=True)
+        if (inputs / rel).exists():
+            shutil.copytree(inputs / rel, root / rel)
+    env = {**os.environ, "PYTHONPATH": str(root), "PHASE_CACHE": str(cache)}
+    done = subprocess.run([sys.executable, "-c", RUN_CLI, "site"], cwd=root, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, f"build in {root} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def _content(path: Path) -> bytes:
+    if path.name != "manifest.json":
+        return path.read_bytes()
+    manifest = json.loads(path.read_bytes())
+    for key in MANIFEST_VOLATILE:
+        assert key in manifest, f"{path}: no {key}"
+        del manifest[key]
+    return json.dumps(manifest, sort_keys=True).encode()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): _content(p) for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name not in VOLATILE}
+
+
+def _schema(root: Path, cache: Path) -> str:
+    env = {**os.environ, "PYTHONPATH": str(root), "PHASE_CACHE": str(cache)}
+    return subprocess.run([sys.executable, "-c", RUN_CLI, "schema"], cwd=root, env=env,
+                          check=True, capture_output=True, text=True).stdout
+
+
+def _assert_schema_extends(before: dict, after: dict) -> None:
+    """The results contract may grow (a new schema version adds optional fields, so every
+    older file still reads) but never change what it already defined."""
+    for name, model in before["$defs"].items():
+        now = after["$defs"].get(name)
+        assert now is not None, f"results schema: {name} is gone"
+        for field, definition in model.get("properties", {}).items():
+            if field != "schema_version":
+                assert now["properties"].get(field) == definition, f"{name}.{field} changed"
+        added = set(now.get("required", [])) - set(model.get("required", []))
+        assert not added, f"{name}: new required fields {sorted(added)}"
+
+
+def test_pages_and_schema_unchanged_since_reference(tmp_path: Path) -> None:
+    inputs = tmp_path / "inputs"
+    _git_tree(REFERENCE, inputs)
+    reference = tmp_path / "reference"
+    shutil.copytree(inputs, reference)
+    current = tmp_path / "current"
+    _checkout_code(current)
+    cache = tmp_path / "cache"
+    _build(reference, inputs, cache / "reference")
+    _build(current, inputs, cache / "current")
+
+    _assert_schema_extends(json.loads(_schema(reference, cache)),
+                           json.loads(_schema(current, cache)))
+    for version in ("v1", "v2"):
+        assert (current / "published" / "speculative-decoding-cpu" / version).is_dir()
+    for part in ("docs", "site", "published"):
+        before, after = _tree(reference / part), _tree(current / part)
+        assert len(before) > 20, f"{part}/: the reference build wrote almost nothing"
+        assert sorted(after) == sorted(before), f"{part}/: files added or missing"
+        changed = [name for name in before if before[name] != after[name]]
+        assert not changed, f"{part}/: {len(changed)} files differ, e.g. {changed[:5]}"
