@@ -28,10 +28,10 @@ QUICK ?=
 MEASURE_ARGS ?=
 PORT ?= 8000
 
-.PHONY: help setup measure site serve test bench lint clean screenshots
+.PHONY: help setup measure site serve test test-fast bench lint clean screenshots
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 setup: $(STAMP) $(if $(ACCEL),$(VENV)/.phase-accel-$(ACCEL)) ## create .venv with uv (ACCEL=cuda|metal: GPU build)
 
@@ -66,8 +66,18 @@ serve: site ## browse the built site on http://127.0.0.1:$(PORT)
 screenshots: site ## full-page PNGs of the home page and each note at 1280 px -> docs/screenshots/
 	$(PY) tests/screenshots.py --site-dir site --out docs/screenshots
 
-test: setup ## run the test suite (fetches the small test model on first run)
-	$(PY) -m pytest
+# Both run in pytest-xdist workers, one per core; tests/conftest.py keeps a module's shared
+# fixtures on one worker and the `serial` tests one after another. PYTEST_ARGS adds options
+# (make test PYTEST_ARGS="-k site -x"); pytest's exit status is make's (5: no tests ran).
+PYTEST := $(PY) -m pytest -n auto --dist loadgroup
+PYTEST_ARGS ?=
+FAST := not (model or browser or slurm or slow)
+
+test: setup ## the whole suite, in parallel (fetches the small test model on first run)
+	$(PYTEST) $(PYTEST_ARGS)
+
+test-fast: setup ## the edit-run loop: no model, browser, Slurm nor full site build (< 1 min)
+	$(PYTEST) -m "$(FAST)" $(PYTEST_ARGS)
 
 bench: setup ## performance benchmarks (not tests) -> bench/results/
 	$(PY) -m bench.run

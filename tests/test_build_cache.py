@@ -147,6 +147,7 @@ def test_a_new_citing_version_or_template_change_renders_the_data_page_again(
     assert "## Findings here" in after and "## Findings here" not in before
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_an_island_reaches_the_page_exactly_as_markdown_passes_html(tmp_path: Path) -> None:
     """The same page built by mkdocs with the island markers (lifted out and put back) and
     without them (Markdown parses the block): the article HTML is the same."""

@@ -39,16 +39,26 @@ def on_host(raw: ResultsFile, label: str, identity: HostIdentity, speed: float, 
     (with a chip counter reading CHIP_W over each decode window when `energy`)."""
     sensors = [make_sensor("nvml:0:energy", scope="chip", kind="counter")] if energy else []
     runs = []
-    for run in raw.runs:
+    # The runs happen `days` later, one after another in their order, each as long as it
+    # takes at this speed (a slower host's run ends later, and the next starts after it).
+    by_order = sorted(raw.runs, key=lambda r: r.order)
+    clock = by_order[0].started_unix_s + days * 86400.0
+    for run in by_order:
         decode_s = run.decode_s / speed
-        start = run.started_unix_s + run.prefill_s
+        start = clock + run.prefill_s
         windows = [make_window(s.name, start_unix_s=start, window_s=decode_s,
                                energy_j=CHIP_W * decode_s) for s in sensors]
+        overhead = run.ended_unix_s - run.started_unix_s - run.prefill_s - run.decode_s
+        ended = start + decode_s + max(overhead, 0.0)
+        # Every step of the trace as much faster as the decode it was timed in.
+        trace = [step.model_copy(update={"propose_ms": step.propose_ms / speed,
+                                         "verify_ms": step.verify_ms / speed})
+                 for step in run.trace]
         runs.append(run.model_copy(update={
             "decode_s": decode_s, "tokens_per_s": run.tokens_per_s * speed, "energy": windows,
-            "samples": [], "host": f"{label}-node",
-            # A slower host's run ends later: prefill and decode must fit between the edges.
-            "ended_unix_s": max(run.ended_unix_s, start + decode_s)}))
+            "samples": [], "host": f"{label}-node", "started_unix_s": clock,
+            "ended_unix_s": ended, "trace": trace}))
+        clock = ended + 2.0
     provenance = raw.provenance.model_copy(update={
         "hostname": f"{label}-node", "host_class": label, "cpu_model": identity.cpu_model,
         "cpu_cores": identity.cpu_cores, "gpus": identity.gpus})
@@ -123,6 +133,7 @@ def _mean_speed(raw: ResultsFile, prompt: str, strategy: str) -> float:
                             if r.prompt == prompt and r.strategy == strategy)
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_three_host_classes_side_by_side_in_the_built_site(
     three_hosts: Path, tmp_path: Path, committed: ResultsFile
 ) -> None:

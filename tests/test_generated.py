@@ -8,6 +8,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from factories import replaced, write_results
 from test_publish_inputs import REPO, cpu_results, make_inputs, parse_tables, site_paths
@@ -56,6 +57,7 @@ def _home(paths: SitePaths) -> str:
     return (paths.docs_dir / "notes/_list.md").read_text()
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> None:
     paths = _paths(tmp_path)
     _write(paths, "speculative-a", campaign("speculative-a", 1))
@@ -97,6 +99,7 @@ def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> N
         in home
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_an_incomplete_campaign_is_a_draft_without_headline(tmp_path: Path) -> None:
     paths = _paths(tmp_path)
     _write(paths, "speculative-cut", interrupted("speculative-cut", 1, finished=5))
@@ -156,6 +159,7 @@ def test_authored_notes_keep_their_campaigns_and_can_take_a_note_over(tmp_path: 
     assert "# My own note" in page and "Written by hand." in page
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_quick_campaigns_are_previews_only_on_request(tmp_path: Path) -> None:
     paths = _paths(tmp_path)
     paths.quick_dir.mkdir()
@@ -172,6 +176,7 @@ def test_quick_campaigns_are_previews_only_on_request(tmp_path: Path) -> None:
     assert "$(if $(QUICK),--include-quick)" in (REPO / "Makefile").read_text()
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_make_site_says_what_became_of_each_campaign(tmp_path: Path) -> None:
     paths = _paths(tmp_path)
     _write(paths, "speculative-a", campaign("speculative-a", 1))
@@ -191,6 +196,7 @@ def test_make_site_says_what_became_of_each_campaign(tmp_path: Path) -> None:
     shutil.rmtree(paths.site_dir)
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_a_published_campaign_must_stay_and_data_is_escaped(tmp_path: Path) -> None:
     paths = _paths(tmp_path)
     hostile = "<script>alert(2)</script>"

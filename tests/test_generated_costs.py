@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from factories import replaced, write_results
 from test_generated import _paths
 from test_publish_costs import costs_results
@@ -26,6 +27,7 @@ def _note_page(tmp_path: Path, results: ResultsFile) -> str:
     return (paths.docs_dir / f"notes/{note.slug}/index.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_a_campaign_with_a_profile_shows_the_cost_model(tmp_path: Path) -> None:
     page = _note_page(tmp_path, costs_results())
     assert SECTION in page
@@ -37,6 +39,7 @@ def test_a_campaign_with_a_profile_shows_the_cost_model(tmp_path: Path) -> None:
     assert "expected tokens per unit time" in page
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_without_auto_runs_there_is_no_choices_table(tmp_path: Path) -> None:
     full = costs_results()
     # Without auto the schedule has fewer slots: the remaining runs take its places in order.
@@ -48,6 +51,7 @@ def test_without_auto_runs_there_is_no_choices_table(tmp_path: Path) -> None:
     assert 'data-kind="auto_choices"' not in page
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_a_campaign_without_a_profile_has_no_cost_section(tmp_path: Path) -> None:
     page = _note_page(tmp_path, replaced(costs_results(), profile=None))
     assert SECTION not in page

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -59,7 +59,7 @@ def _campaign(name: str, day: int, attack: list[str]) -> object:
         replaced(p, name=prompt) if p.name == "code" else p for p in base.config.prompts])
     return replaced(
         base, id=f"{name}", runs=runs, references=refs, config=config,
-        created=datetime(2026, 3, day, 12, tzinfo=UTC),
+        created=base.created - timedelta(days=day),  # before its runs, as a real file is
         provenance=replaced(base.provenance, host_class=attack[1], hostname=attack[2],
                             cpu_model=attack[3], gpus=[attack[4]]),
         models=[make_model(name=attack[5], quant=attack[6])],

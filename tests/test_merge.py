@@ -191,6 +191,7 @@ def test_unreadable_inputs_are_bad_input(tmp_path: Path) -> None:
     assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_a_merged_file_publishes_like_a_single_host_campaign(tmp_path: Path) -> None:
     results = tmp_path / "results"
     results.mkdir()

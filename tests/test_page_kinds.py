@@ -68,6 +68,7 @@ def _repository_layout(tmp_path: Path) -> SitePaths:
                              published_dir=tmp_path / "pub")
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_a_new_page_kind_is_built_into_the_site(tmp_path: Path) -> None:
     paths = _repository_layout(tmp_path)
     hand_written = _tree(paths.docs_dir)

@@ -16,8 +16,11 @@ from phase.results import dump_json, load_raw
 
 pytestmark = pytest.mark.model
 
-SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
-         "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
+# --no-profile: the cost profile (most of a small campaign's time) is not what these tests are
+# about; test_campaign.py and test_profile_campaign.py run campaigns with it.
+SMALL = ["--quick", "--no-sensor", "--no-profile", "--prompts", "code", "--strategies",
+         "plain,draft-2", "--tokens", "8", "--repeats", "2", "--cooldown", "0",
+         "--idle-window", "0"]
 
 
 def test_generate_that_does_not_fit_is_refused_before_loading(test_model_path: Path) -> None:

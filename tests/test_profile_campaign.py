@@ -91,6 +91,7 @@ def test_profile_command_bad_input(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "unknown experiment" in result.output
 
 
+@pytest.mark.serial  # joules per ms: the writer thread's pace against the passes' time
 def test_energy_per_pass_from_a_counter_and_auto_minimising_energy(tmp_path: Path) -> None:
     """The real RAPL backend on a sysfs-shaped tree whose counter a thread advances at about
     10 W: every profiled block is a sampler window, so each pass gets joules, and auto can

@@ -25,7 +25,7 @@ from factories import (
     write_results,
 )
 
-from phase.publish.site.build import BuildResult, SitePaths, build_site
+from phase.publish.site.build import SitePaths, build_site
 from phase.results import ResultsFile, UnavailableBackend
 from phase.validate import validate_results
 
@@ -202,15 +202,24 @@ def site_paths(base: Path, inputs: Inputs, published: Path | None = None) -> Sit
 
 @dataclass
 class BuiltSite:
+    """A built site's directories. (Not its BuildResult: the `built_site` fixture's build may
+    have run in another pytest-xdist worker; a test that needs the result builds its own.)"""
+
     paths: SitePaths
     inputs: Inputs
-    result: BuildResult
 
 
 def build_test_site(base: Path) -> BuiltSite:
     inputs = make_inputs(base / "in")
     paths = site_paths(base, inputs)
-    return BuiltSite(paths, inputs, build_site(paths))
+    build_site(paths)
+    return BuiltSite(paths, inputs)
+
+
+def built_test_site(base: Path) -> BuiltSite:
+    """The site build_test_site(base) built earlier (maybe in another process)."""
+    inputs = Inputs(base / "in" / "results", base / "in" / "notes")
+    return BuiltSite(site_paths(base, inputs), inputs)
 
 
 # --- the inputs do what the other tests rely on -------------------------------------------

@@ -13,8 +13,11 @@ from sandbox import as_interrupted, assert_one_line_error, run_phase
 from phase.campaign.identity import differences
 from phase.results import ResultsFile, load_raw
 
-SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
-         "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
+# --no-profile: the cost profile (most of a small campaign's time) is not what these tests are
+# about; test_campaign.py and test_profile_campaign.py run campaigns with it.
+SMALL = ["--quick", "--no-sensor", "--no-profile", "--prompts", "code", "--strategies",
+         "plain,draft-2", "--tokens", "8", "--repeats", "2", "--cooldown", "0",
+         "--idle-window", "0"]
 
 
 def _base() -> ResultsFile:

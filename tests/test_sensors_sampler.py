@@ -1,6 +1,11 @@
 """The sampler and the window energy computation, on real files: fixture sysfs trees whose
-values the test changes while the sampler thread reads them, a replayed NVML-shaped trace,
-and a meter CSV written with real timestamps during a run."""
+values the test changes while the sampler reads them, a replayed NVML-shaped trace, and a
+meter CSV written with real timestamps during a run.
+
+Most tests drive the sampler's time with a ManualClock (tests/manual_clock.py): its sleeps
+pass at once and its ticks fire at exact times, so they are fast and do not depend on the
+machine's load. The tests marked `real` below run on the real clock and thread as well (the
+meter test only there), which is what production uses."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from manual_clock import ManualClock
 
 from phase.errors import PhaseError
 from phase.results import SensorInfo
@@ -30,6 +36,7 @@ from phase.sensors import (
     rapl,
 )
 from phase.sensors.base import UNIX_OFFSET
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.energy import WindowSpec, counter_energy, power_energy, window_result
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sensors"
@@ -45,17 +52,19 @@ class ReplaySensor(Sensor):
     backend = "replay"
     synthetic = True
 
-    def __init__(self, path: Path, column: str, kind: str, scale: float, offset_s: float) -> None:
+    def __init__(self, path: Path, column: str, kind: str, scale: float, offset_s: float,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         super().__init__(f"replay:{column}", scope="chip", kind=kind,  # type: ignore[arg-type]
                          smoothing_s=1.0 if kind == "power" else 0.0, max_power_w=None)
         lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
         rows = list(csv.DictReader(lines))
         self.t = [float(r["t_s"]) for r in rows]
         self.v = [float(r[column]) * scale for r in rows]
-        self.origin = time.monotonic() - offset_s
+        self.clock = clock
+        self.origin = clock.monotonic() - offset_s
 
     def read_value(self) -> float:
-        x = time.monotonic() - self.origin
+        x = self.clock.monotonic() - self.origin
         k = max(0, int(np.searchsorted(self.t, x, side="right")) - 1)
         return self.v[k]  # a register that holds its value between updates
 
@@ -70,13 +79,32 @@ def set_counter(path: Path, microjoules: int) -> None:
         os.close(fd)
 
 
+@pytest.fixture(params=["manual"])
+def clock(request: pytest.FixtureRequest) -> Clock:
+    """The sampler's time: a ManualClock, or (for tests parametrized with REAL_TOO) also the
+    real clock, whose sleeps take that long while the sampler's thread ticks."""
+    return ManualClock() if request.param == "manual" else SYSTEM_CLOCK
+
+
+# The real clock and thread as well as the manual one, for the tests that prove the real
+# sampler works: a test's sleep then really passes while the thread samples.
+# (serial: the thread must get the CPU on time for the counts the asserts expect.)
+REAL = pytest.param("real", marks=pytest.mark.serial)
+REAL_TOO = pytest.mark.parametrize("clock", ["manual", REAL], indirect=True)
+
+
 @pytest.fixture
-def running() -> Iterator[Callable[..., Sampler]]:
-    """Start samplers and make sure each is closed, even when a test fails."""
+def running(clock: Clock) -> Iterator[Callable[..., Sampler]]:
+    """Start samplers on the test's clock and make sure each is closed, even when a test
+    fails."""
     made: list[Sampler] = []
 
+    # On the real clock a counter that barely changes is watched for up to 5 s more (the slow
+    # probe); these tests do not need that answer, and the manual clock's 5 s take no time.
+    real = {"slow_probe_s": QUICK["probe_s"]} if clock is SYSTEM_CLOCK else {}
+
     def start(sensors: list[Sensor], **kw: float) -> Sampler:
-        sampler = Sampler(sensors, **{"hz": 50.0, **QUICK, **kw})
+        sampler = Sampler(sensors, **{"hz": 50.0, **QUICK, **real, **kw}, clock=clock)
         made.append(sampler)
         sampler.start()
         return sampler
@@ -98,16 +126,18 @@ def psys_zone(powercap: Path, *, wrap_uj: int, max_power_w: float | None = None)
 # --- live sampling of sysfs files ----------------------------------------------------------
 
 
-def test_rapl_counter_wraps_during_the_window(powercap: Path, running: Callable[..., Sampler]):
+@REAL_TOO
+def test_rapl_counter_wraps_during_the_window(powercap: Path, running: Callable[..., Sampler],
+                                              clock: Clock):
     wrap = 1_000_000_000  # 1000 J
     energy_uj = powercap / "intel-rapl:1" / "energy_uj"
     sampler = running([psys_zone(powercap, wrap_uj=wrap)])
     win = sampler.begin(idle_s=0.05)
     win.start()  # reads wrap - 500_000 exactly here
     for value in (wrap - 200_000, 100_000, 400_000):  # passes the wrap point on the way
-        time.sleep(0.06)
+        clock.sleep(0.06)
         set_counter(energy_uj, value)
-    time.sleep(0.06)
+    clock.sleep(0.06)
     win.stop()  # reads 400_000 exactly here
     [window], [trace] = win.result()
     # 0.5 J up to the wrap, 0.4 J after it, read at the edges; the counter only moved when
@@ -121,15 +151,21 @@ def test_rapl_counter_wraps_during_the_window(powercap: Path, running: Callable[
     assert trace.values[-1] == pytest.approx(0.4)  # the raw trace keeps the wrapped values
     # the counter stood still through the idle window: no idle power, and it says why
     assert window.idle_power_w is None and "did not change" in window.idle_power_reason
+    if isinstance(clock, ManualClock):
+        # ticks at 50 Hz through 0.05 s idle + 0.24 s: the wrap's last value was sampled
+        # before the end edge read it, and the window's samples are every tick's plus edges
+        assert clock.ticks >= 14 and window.samples >= 12
+        assert trace.values.count(pytest.approx(0.1)) >= 2
 
 
 def test_rapl_wrap_that_could_go_unseen_is_detected(powercap: Path,
-                                                    running: Callable[..., Sampler]) -> None:
+                                                    running: Callable[..., Sampler],
+                                                    clock: Clock) -> None:
     # 1 J range at 1 kW: the counter can wrap every millisecond, far faster than 50 Hz.
     sampler = running([psys_zone(powercap, wrap_uj=1_000_000, max_power_w=1000.0)])
     win = sampler.begin(idle_s=0.0)
     win.start()
-    time.sleep(0.1)
+    clock.sleep(0.1)
     win.stop()
     [window], _ = win.result()
     assert window.energy_j is None and window.mean_power_w is None
@@ -137,26 +173,29 @@ def test_rapl_wrap_that_could_go_unseen_is_detected(powercap: Path,
 
 
 def test_frozen_counter_has_no_energy_and_no_update_period(powercap: Path,
-                                                           running: Callable[..., Sampler]):
+                                                           running: Callable[..., Sampler],
+                                                           clock: Clock):
     zone = next(s for s in rapl.probe(powercap).sensors if s.name == "rapl:package-0")
     sampler = running([zone])
     [info] = sampler.sensor_infos()
     assert info.update_period_s is None and "did not change" in info.update_period_reason
     win = sampler.begin(idle_s=0.05)
     win.start()
-    time.sleep(0.1)
+    clock.sleep(0.1)
     win.stop()
     [window], _ = win.result()
     assert window.energy_j is None and "did not change" in window.energy_reason
     assert window.samples >= 2  # read, but never moved: a frozen sensor is not a zero
 
 
-def test_jetson_rails_window_and_idle_power(hwmon: Path, running: Callable[..., Sampler]):
+@REAL_TOO
+def test_jetson_rails_window_and_idle_power(hwmon: Path, running: Callable[..., Sampler],
+                                            clock: Clock):
     sensors = jetson.probe(hwmon).sensors
     sampler = running(sensors)
     win = sampler.begin(idle_s=0.1)
     win.start()
-    time.sleep(0.15)
+    clock.sleep(0.15)
     win.stop()
     windows, traces = win.result()
     by_name = {w.sensor: w for w in windows}
@@ -172,14 +211,15 @@ def test_jetson_rails_window_and_idle_power(hwmon: Path, running: Callable[..., 
         assert trace.values == pytest.approx([expected[trace.sensor]] * len(trace.values))
 
 
-def test_failed_reads_are_gaps_and_void_the_window(hwmon: Path, running: Callable[..., Sampler]):
+def test_failed_reads_are_gaps_and_void_the_window(hwmon: Path, running: Callable[..., Sampler],
+                                                   clock: Clock):
     vdd_in = next(s for s in jetson.probe(hwmon).sensors if s.name == "ina3221:VDD_IN")
     current = hwmon / "hwmon1" / "curr1_input"
     sampler = running([vdd_in])
     win = sampler.begin(idle_s=0.1)
     win.start()
     current.write_text("EIO\n")  # from here on every read fails to parse
-    time.sleep(0.2)
+    clock.sleep(0.2)
     win.stop()
     current.write_text("1200\n")
     [window], [trace] = win.result()
@@ -193,18 +233,19 @@ def test_failed_reads_are_gaps_and_void_the_window(hwmon: Path, running: Callabl
 # --- a replayed NVML-shaped trace ----------------------------------------------------------
 
 
-def test_replayed_nvml_like_trace(running: Callable[..., Sampler]) -> None:
+def test_replayed_nvml_like_trace(running: Callable[..., Sampler], clock: Clock) -> None:
     trace_file = FIXTURES / "nvml_like_trace.csv"
     # Start 1.2 s in: after the 0.5 s probe the idle window sees 70 W, the decode window
-    # the step to 300 W (if the machine is slow the phases shift; nothing below depends on it).
-    energy = ReplaySensor(trace_file, "energy_mj", "counter", 1e-3, offset_s=1.2)
-    power = ReplaySensor(trace_file, "power_mw", "power", 1e-3, offset_s=1.2)
+    # the step to 300 W (on the real clock a slow machine shifts the phases; nothing below
+    # depends on it).
+    energy = ReplaySensor(trace_file, "energy_mj", "counter", 1e-3, offset_s=1.2, clock=clock)
+    power = ReplaySensor(trace_file, "power_mw", "power", 1e-3, offset_s=1.2, clock=clock)
     sampler = running([energy, power], probe_s=0.5)
     infos = {i.name: i for i in sampler.sensor_infos()}
     assert infos["replay:energy_mj"].update_period_s is not None  # it changes every 50 ms
     win = sampler.begin(idle_s=0.3)
     win.start()
-    time.sleep(0.4)
+    clock.sleep(0.4)
     win.stop()
     windows, traces = win.result()
     w_energy, w_power = windows
@@ -239,6 +280,7 @@ def test_synthetic_sensors_are_refused_for_publishing(powercap: Path) -> None:
 # --- a meter trace -------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("clock", [REAL], indirect=True)  # the meter's rows: real time
 def test_meter_csv_written_during_the_run_is_aligned(tmp_path: Path,
                                                      running: Callable[..., Sampler]) -> None:
     path = tmp_path / "wall.csv"

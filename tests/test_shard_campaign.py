@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from shard_files import structure
+from shared_run import once_per_run
 
 from phase.results import load_raw
 from phase.validate import validate_file
@@ -36,15 +37,14 @@ def clean_env(**extra: str) -> dict[str, str]:
 def unsharded_quick_fixture(tmp_path_factory: pytest.TempPathFactory,
                             test_model_path: Path) -> Path:
     """The QUICK campaign run whole, in its own process: what merged shards must equal. Run once
-    per session (test_slurm imports this fixture: the file under the session's base temp
-    directory is reused)."""
-    out = tmp_path_factory.getbasetemp() / "unsharded-quick.json"
-    if out.is_file():
-        return out
-    done = subprocess.run([*PHASE, *QUICK, "-o", str(out)], capture_output=True, text=True,
-                          env=clean_env(), timeout=600)
-    assert done.returncode == 0, done.stderr
-    return out
+    per test run (test_slurm imports this fixture; whichever worker asks first runs it)."""
+
+    def run(directory: Path) -> None:
+        done = subprocess.run([*PHASE, *QUICK, "-o", str(directory / "unsharded-quick.json")],
+                              capture_output=True, text=True, env=clean_env(), timeout=600)
+        assert done.returncode == 0, done.stderr
+
+    return once_per_run(tmp_path_factory, "unsharded-quick", run) / "unsharded-quick.json"
 
 
 def test_shards_in_separate_processes_merge_into_the_unsharded_campaign(

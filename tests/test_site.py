@@ -153,6 +153,7 @@ def test_served_over_http(built_site) -> None:
             assert b"phase-chart" in response.read()
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_strict_mode_fails_the_build_on_a_broken_link(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
     note = inputs.notes_dir / "2026-01-fixture-versions.md"

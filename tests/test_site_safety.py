@@ -16,6 +16,7 @@ from factories import replaced, write_results
 from test_publish_inputs import (
     GPU_FILE,
     REPO,
+    Inputs,
     gpu_results,
     make_inputs,
     site_paths,
@@ -113,6 +114,7 @@ def test_directories_phase_did_not_make_are_refused(tmp_path: Path, flag: str,
     assert not list(REPO.glob(f"{STAGING_PREFIX}*"))
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_a_marked_directory_is_replaced_and_an_empty_one_used(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
     paths = site_paths(tmp_path, inputs)
@@ -126,10 +128,26 @@ def test_a_marked_directory_is_replaced_and_an_empty_one_used(tmp_path: Path) ->
     assert _leftovers(tmp_path) == []
 
 
-def _built(tmp_path: Path) -> tuple[SitePaths, dict[str, str], dict[str, str]]:
-    inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
-    paths = site_paths(tmp_path, inputs)
-    build_site(paths)
+def _one_version_site(base: Path) -> SitePaths:
+    return site_paths(base, Inputs(base / "in" / "results", base / "in" / "notes"))
+
+
+@pytest.fixture(scope="module")
+def one_version_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The one-version fixture note built once for the module (inputs, docs, site, archive)."""
+    base = tmp_path_factory.mktemp("one-version")
+    make_inputs(base / "in", versions=1, repo_notes=False)
+    build_site(_one_version_site(base))
+    return base
+
+
+@pytest.fixture
+def built(one_version_site: Path,
+          tmp_path: Path) -> tuple[SitePaths, dict[str, str], dict[str, str]]:
+    """This test's own copy of that build (it breaks and rebuilds it), with its docs and site
+    trees as they were."""
+    shutil.copytree(one_version_site, tmp_path, symlinks=True, dirs_exist_ok=True)
+    paths = _one_version_site(tmp_path)
     return paths, _tree(paths.docs_dir), _tree(paths.site_dir)
 
 
@@ -151,9 +169,11 @@ def _break_link(paths: SitePaths) -> None:
 
 @pytest.mark.parametrize(("breaks", "error"), [
     (_break_results, BlockedError), (_break_template, NoteError), (_break_link, PhaseError)])
-def test_a_failed_build_leaves_the_previous_docs_and_site(tmp_path: Path, breaks,
-                                                          error: type) -> None:
-    paths, docs, site = _built(tmp_path)
+@pytest.mark.slow  # a whole site: mkdocs build
+def test_a_failed_build_leaves_the_previous_docs_and_site(
+        tmp_path: Path, built: tuple[SitePaths, dict[str, str], dict[str, str]], breaks,
+        error: type) -> None:
+    paths, docs, site = built
     # A second campaign would add pages; the failure must keep them out too.
     write_results(replaced(gpu_results(), id="fixture-gpu-2"),
                   paths.results_dir / "speculative-second.json")
@@ -166,6 +186,7 @@ def test_a_failed_build_leaves_the_previous_docs_and_site(tmp_path: Path, breaks
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_generated_parts_next_to_hand_written_pages(tmp_path: Path) -> None:
     """The repository layout: docs/ holds hand-written pages; phase owns docs/notes, docs/raw
     and docs/assets/vendor, each marked, and refuses one it did not make."""
@@ -195,6 +216,7 @@ def test_generated_parts_next_to_hand_written_pages(tmp_path: Path) -> None:
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_site_writes_nothing_under_results(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=2, repo_notes=True)
     before = _tree(inputs.results_dir)
@@ -211,6 +233,7 @@ def test_site_writes_nothing_under_results(tmp_path: Path) -> None:
 EVIL_TITLE = "x</title><script>alert(1)</script>"
 
 
+@pytest.mark.slow  # a whole site: mkdocs build
 def test_relative_dirs_and_an_escaped_title(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Relative --site-dir/--docs-dir are taken from the working directory by phase and by

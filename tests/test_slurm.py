@@ -26,7 +26,8 @@ from test_shard_campaign import (  # the unsharded campaign: run once, shared by
 from phase.results import load_raw
 from phase.validate import validate_file
 
-pytestmark = [pytest.mark.model, pytest.mark.slurm]
+# serial: its array tasks and merge job load both cores while the timing tests run elsewhere.
+pytestmark = [pytest.mark.model, pytest.mark.slurm, pytest.mark.serial]
 
 REPO = Path(__file__).resolve().parent.parent
 SBATCH_SCRIPT = REPO / "deploy" / "slurm" / "phase-array.sbatch"

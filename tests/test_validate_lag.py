@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -118,7 +119,11 @@ def test_an_intended_twenty_tau_window_on_real_unix_timestamps_passes() -> None:
         results = make_results(sensors=[board], repeats=1, decode_s=window)
         run = results.runs[0]
         w = replaced(run.energy[0], start_unix_s=start, end_unix_s=start + window)
-        results = replaced(results, runs=[replaced(run, energy=[w])])
+        # The run on the same real clock as its window (rule clocks holds them together).
+        moved = replaced(run, energy=[w], started_unix_s=start - run.prefill_s,
+                         ended_unix_s=start + window)
+        results = replaced(results, runs=[moved], created=datetime.fromtimestamp(
+            moved.started_unix_s, UTC))
         assert validate_results(results, "lag.json").findings == []
     # ... while a window short by more than the tolerance is still rejected.
     short = make_results(sensors=[board], repeats=1, decode_s=20.0 - 0.002)
@@ -127,7 +132,9 @@ def test_an_intended_twenty_tau_window_on_real_unix_timestamps_passes() -> None:
 
 def test_a_counter_with_no_smoothing_never_trips() -> None:
     results = make_results(sensors=[make_sensor("rapl")], decode_s=0.01)
-    assert validate_results(results, "r.json").findings == []
+    # (Its 1 ms updates leave a 10 ms window uncertain at the edges: rule counter-edges.)
+    assert [f for f in validate_results(results, "r.json").findings
+            if f.rule == "sensor-lag"] == []
 
 
 # --- lag confound ---------------------------------------------------------------------------

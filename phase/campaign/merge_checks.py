@@ -2,18 +2,22 @@
 
 Each check returns problems, one phrase each naming what differs and in which files; the
 merge refuses (exit 2) with all of them on one line. Nothing here reads or writes a file.
+What can be told from one merged or shard file alone (host class, coverage, each shard's
+part, sensors matched by place) is defined once in phase.validate.sharding, which the
+`shards` validation rule uses too.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phase.results import HostIdentity, Provenance, ResultsFile, ShardInfo
+from phase.results import Provenance, ResultsFile, ShardInfo
 from phase.results.schedule import schedule
+from phase.validate import sharding
+from phase.validate.sharding import differ_named
 
 
 @dataclass(frozen=True)
@@ -34,23 +38,9 @@ class ShardFile:
         return self.results.shard
 
 
-def _differ_named(pairs: Sequence[tuple[str, Any]], what: str,
-                  show: Callable[[Any], str] = repr) -> list[str]:
-    """One problem when the values of (name, value) pairs are not all equal: each distinct
-    value (as `show` writes it) and the names that hold it."""
-    groups: dict[str, tuple[str, list[str]]] = {}
-    for name, v in pairs:
-        key = json.dumps(v, sort_keys=True, default=str)
-        groups.setdefault(key, (show(v), []))[1].append(name)
-    if len(groups) < 2:
-        return []
-    parts = [f"{shown} in {', '.join(names)}" for shown, names in groups.values()]
-    return [f"{what} differs: " + "; ".join(parts)]
-
-
 def _differ(files: Sequence[ShardFile], what: str, value: Callable[[ShardFile], Any],
             show: Callable[[Any], str] = repr) -> list[str]:
-    return _differ_named([(f.name, value(f)) for f in files], what, show)
+    return differ_named([(f.name, value(f)) for f in files], what, show)
 
 
 def not_shards(files: Sequence[ShardFile]) -> list[str]:
@@ -73,16 +63,7 @@ def campaign(files: Sequence[ShardFile]) -> list[str]:
 
 def coverage(files: Sequence[ShardFile]) -> list[str]:
     """Every shard index 0..N-1 exactly once."""
-    count = files[0].shard.count
-    by_index: dict[int, list[str]] = {}
-    for f in files:
-        by_index.setdefault(f.shard.index, []).append(f.name)
-    out = [f"shard {i} given twice: {', '.join(names)}"
-           for i, names in sorted(by_index.items()) if len(names) > 1]
-    missing = [str(i) for i in range(count) if i not in by_index]
-    if missing:
-        out.append(f"shard(s) {', '.join(missing)} of {count} missing")
-    return out
+    return sharding.coverage([(f.shard.index, f.name) for f in files], files[0].shard.count)
 
 
 def _config_keys(files: Sequence[ShardFile]) -> list[str]:
@@ -131,25 +112,11 @@ def host_class(files: Sequence[ShardFile]) -> list[str]:
     if missing:
         return [f"{', '.join(missing)} record(s) no host identity (`hosts`)"]
     hosts = [(f"{f.name} ({h.hostname})", h.identity) for f in files for h in f.results.hosts]
-    out = []
-    for field in HostIdentity.model_fields:
-        out += _differ_named([(name, getattr(identity, field)) for name, identity in hosts],
-                             f"host class ({field})")
-    return out
-
-
-def neutral_name(name: str, device: str | None) -> str:
-    """A sensor's name with its device's identity (a GPU's UUID, whole or as the prefix the
-    name uses) replaced by `<device>`: hosts of one class differ there and nowhere else."""
-    if device:
-        for k in range(len(device), 7, -1):
-            if device[:k] in name:
-                return name.replace(device[:k], "<device>")
-    return name
+    return [problem for _, problem in sharding.identity_fields_differ(hosts)]
 
 
 def neutral_names(f: ShardFile) -> dict[str, str]:
-    return {s.name: neutral_name(s.name, s.device) for s in f.results.sensors}
+    return {s.name: sharding.neutral_name(s.name, s.device) for s in f.results.sensors}
 
 
 def _declared(f: ShardFile) -> list[dict[str, Any]]:
@@ -187,13 +154,14 @@ def primary_energy(files: Sequence[ShardFile]) -> list[str]:
 
 
 def parts(files: Sequence[ShardFile]) -> list[str]:
-    """Shards split the plan the same way, and each holds only runs of its own part."""
+    """Shards split the plan the same way, each the part the plan gives its index, and each
+    holds only runs of its own part."""
     out = _differ(files, "split", lambda f: f.shard.split, str)
     seen: dict[str, str] = {}
     for f in files:
-        prompts, repeats = set(f.shard.prompts), set(f.shard.repeats)
-        stray = [r.id for r in f.results.runs
-                 if r.prompt not in prompts or r.repeat not in repeats]
+        out += [f"{f.name}: {problem}"
+                for _, problem in sharding.planned_part(f.results.config, f.shard)]
+        stray = sharding.stray_runs(f.results.runs, f.shard)
         if stray:
             out.append(f"{f.name} holds run(s) outside its shard's part: {', '.join(stray[:3])}")
         for run in f.results.runs:

@@ -27,12 +27,14 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
 
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun
 from phase.errors import UsageProblem, env_value
 from phase.results import ShardInfo
+
+# `split` lives with the results contract (validation re-derives each shard's part from it).
+from phase.results.schedule import split as split
 
 # Where a Kubernetes Indexed Job's shard count comes from: the Job sets JOB_COMPLETION_INDEX in
 # every pod but not the number of completions, so the manifest sets this to `completions`.
@@ -141,27 +143,6 @@ def job_id(given: str | None, env: Mapping[str, str]) -> tuple[str | None, str |
         if value is not None:
             return value, name
     return None, None
-
-
-Split = tuple[Literal["prompts", "repeats"], list[list[str]], list[list[int]]]
-
-
-def split(prompts: Sequence[str], repeats: int, count: int) -> Split:
-    """("prompts" | "repeats", prompts per shard, repeats per shard): whole prompts when there
-    are at least as many prompts as shards, else whole repeats; contiguous, balanced blocks."""
-    if len(prompts) >= count:
-        blocks = [list(prompts[i * len(prompts) // count:(i + 1) * len(prompts) // count])
-                  for i in range(count)]
-        return "prompts", blocks, [list(range(repeats))] * count
-    if repeats >= count:
-        blocks_r = [list(range(i * repeats // count, (i + 1) * repeats // count))
-                    for i in range(count)]
-        return "repeats", [list(prompts)] * count, blocks_r
-    raise UsageProblem(
-        f"{count} shards, but the plan has {len(prompts)} prompt(s) and {repeats} repeat(s): "
-        f"a shard holds whole prompts or whole repeats, so use at most "
-        f"{max(len(prompts), repeats)} shards"
-    )
 
 
 def campaign_id(experiment: str, plan: CampaignPlan, count: int, job: str | None) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import itertools
 import statistics
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.sensors.base import Sensor
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.energy import Series
 
 DEFAULT_PROBE_S = 1.0
@@ -49,20 +49,20 @@ def post_hoc_update_period(series: Series) -> UpdatePeriod:
 
 
 def measure_periods(live: Sequence[Sensor], probe_s: float, slow_probe_s: float,
-                    probe_hz: float) -> dict[str, UpdatePeriod]:
+                    probe_hz: float, clock: Clock = SYSTEM_CLOCK) -> dict[str, UpdatePeriod]:
     """Poll every live sensor at ~probe_hz for probe_s, then the counters that changed
     fewer than 3 times for up to slow_probe_s in all; median interval between changes."""
     n = len(live)
     if n == 0:
         return {}
     seen = _Changes(n)
-    start = time.monotonic()
-    _poll(live, range(n), start + probe_s, seen, probe_hz)
+    start = clock.monotonic()
+    _poll(live, range(n), start + probe_s, seen, probe_hz, clock)
     slow = [i for i, s in enumerate(live)
             if s.kind == "counter" and seen.reads[i] and len(seen.changes[i]) < 3]
     if slow and slow_probe_s > probe_s:
-        _poll(live, slow, start + slow_probe_s, seen, probe_hz, until_changes=3)
-    span = time.monotonic() - start
+        _poll(live, slow, start + slow_probe_s, seen, probe_hz, clock, until_changes=3)
+    span = clock.monotonic() - start
     what = f"polling at up to {probe_hz:g} Hz"
     out = {}
     for i, sensor in enumerate(live):
@@ -75,24 +75,24 @@ def measure_periods(live: Sequence[Sensor], probe_s: float, slow_probe_s: float,
 
 
 def _poll(live: Sequence[Sensor], indices: Sequence[int], deadline: float, seen: _Changes,
-          probe_hz: float, until_changes: int | None = None) -> None:
+          probe_hz: float, clock: Clock, until_changes: int | None = None) -> None:
     pause = 1.0 / probe_hz
     active = list(indices)
-    while active and time.monotonic() < deadline:
+    while active and clock.monotonic() < deadline:
         for i in active:
             try:
                 value = live[i].read_value()
             except Exception as exc:
                 seen.errors[i] = str(exc)
                 continue
-            t = time.monotonic()
+            t = clock.monotonic()
             seen.reads[i] += 1
             if seen.last[i] is not None and value != seen.last[i]:
                 seen.changes[i].append(t)
             seen.last[i] = value
         if until_changes is not None:
             active = [i for i in active if len(seen.changes[i]) < until_changes]
-        time.sleep(pause)
+        clock.sleep(pause)
 
 
 class _Changes:

@@ -12,7 +12,8 @@ The thread only reads while a window is open and sleeps otherwise. Each tick rea
 live sensor once (pre-opened files, pread) and appends two floats per sensor to an array:
 no per-tick objects beyond the floats themselves, so its cost at 20 Hz stays far below the
 0.5% throughput budget. Sensor reads and edge reads share one lock, so a window edge never
-interleaves with a tick.
+interleaves with a tick. All of its time (reads' stamps, the idle window, the thread's ticks)
+comes from one Clock (phase.sensors.clock): the real one in production, a driven one in tests.
 
 Counters are not exact at window edges: a read returns the value of the counter's last
 update (NVML every 20-100 ms, Apple IOReport about every 2 s). `start()` measures each
@@ -27,14 +28,14 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.errors import PhaseError
 from phase.results import SensorInfo, SensorTrace, SensorWindow
-from phase.sensors.base import UNIX_OFFSET, PostHocSensor, ReadError, Sensor, now
+from phase.sensors.base import UNIX_OFFSET, PostHocSensor, ReadError, Sensor
+from phase.sensors.clock import SYSTEM_CLOCK, Clock, Ticker
 from phase.sensors.energy import Limits, Series, WindowSpec, window_result
 from phase.sensors.periods import (
     DEFAULT_PROBE_S,
@@ -78,7 +79,8 @@ class Sampler:
 
     def __init__(self, sensors: Sequence[Sensor], hz: float, *,
                  limits: Limits | None = None, probe_s: float = DEFAULT_PROBE_S,
-                 probe_hz: float = 1000.0, slow_probe_s: float = SLOW_PROBE_S) -> None:
+                 probe_hz: float = 1000.0, slow_probe_s: float = SLOW_PROBE_S,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         if not (math.isfinite(hz) and hz > 0):
             raise PhaseError(f"sampling rate must be a positive number of Hz, got {hz}")
         names = [s.name for s in sensors]
@@ -92,12 +94,13 @@ class Sampler:
         self.probe_s = probe_s
         self.probe_hz = probe_hz
         self.slow_probe_s = slow_probe_s
+        self.clock = clock
         self.periods: dict[str, UpdatePeriod] = {}
         self._lock = threading.Lock()
         self._armed = threading.Event()
         self._closing = threading.Event()
         self._tracks: list[_Track] | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: Ticker | None = None
         self._window: Window | None = None
         self._closed = False
 
@@ -108,14 +111,14 @@ class Sampler:
         if self._thread is not None:
             raise PhaseError("the sampler is already started")
         self.periods = measure_periods(self.live, self.probe_s, self.slow_probe_s,
-                                       self.probe_hz)
+                                       self.probe_hz, self.clock)
         for sensor in self.post_hoc:
             try:
                 self.periods[sensor.name] = post_hoc_update_period(sensor.series())
             except PhaseError as exc:
                 self.periods[sensor.name] = UpdatePeriod(None, str(exc))
-        self._thread = threading.Thread(target=self._loop, name="phase-sampler", daemon=True)
-        self._thread.start()
+        self._thread = self.clock.start_ticker(1.0 / self.hz, self._tick, self._armed,
+                                               self._closing)
 
     def close(self, *, close_sensors: bool = True) -> None:
         """Stop the thread and (by default) close the sensors; later calls do nothing."""
@@ -165,11 +168,11 @@ class Sampler:
         with self._lock:
             idle_edges = self._read_all(tracks)
             self._tracks = tracks
-        window = Window(self, tracks, idle_edges, now())
+        window = Window(self, tracks, idle_edges, self.clock.now())
         self._window = window
         self._armed.set()
         if idle_s > 0:
-            time.sleep(idle_s)
+            self.clock.sleep(idle_s)
         return window
 
     def _end(self, window: Window) -> list[float]:
@@ -177,7 +180,7 @@ class Sampler:
             edges = self._read_all(window.tracks)
             self._tracks = None
             self._armed.clear()
-            end = max(edges, default=now())
+            end = max(edges, default=self.clock.now())
             self._follow(window.tracks, end)
         self._window = None
         return edges
@@ -185,7 +188,7 @@ class Sampler:
     def _read_one(self, sensor: Sensor, track: _Track) -> float:
         """Read one sensor into its track (a failure is a gap); return when it was read (for a
         self-stamped sensor the track keeps the time its reading applies to instead)."""
-        t0 = time.monotonic()
+        t0 = self.clock.monotonic()
         read_at = UNIX_OFFSET + t0
         try:
             if sensor.self_stamped:
@@ -193,7 +196,7 @@ class Sampler:
                 t, value = reading.t_unix_s, reading.value
             else:
                 value = sensor.read_value()
-                t = read_at = UNIX_OFFSET + (t0 + time.monotonic()) / 2
+                t = read_at = UNIX_OFFSET + (t0 + self.clock.monotonic()) / 2
             if not math.isfinite(value):
                 raise ReadError(f"{sensor.name}: read a non-finite value ({value})")
         except Exception as exc:  # any failure is a gap; the sampler must keep going
@@ -228,12 +231,12 @@ class Sampler:
         for i, sensor in enumerate(self.live):
             wait = self._follow_deadline(sensor)
             if wait is not None:
-                pending[i] = now() + wait
+                pending[i] = self.clock.now() + wait
         last: dict[int, tuple[float, float]] = {}
         while pending:
             for i in list(pending):
                 sensor, track = self.live[i], tracks[i]
-                if now() > pending[i]:
+                if self.clock.now() > pending[i]:
                     del pending[i]
                     continue
                 if sensor.self_stamped:
@@ -245,7 +248,7 @@ class Sampler:
                     value = sensor.read_value()
                 except Exception:  # a gap; keep trying until the deadline
                     continue
-                t = now()
+                t = self.clock.now()
                 if track.values and value != track.values[-1]:
                     if i in last and last[i][0] > track.times[-1]:
                         track.times.append(last[i][0])
@@ -256,25 +259,13 @@ class Sampler:
                 else:
                     last[i] = (t, value)
             if pending:
-                time.sleep(FOLLOW_POLL_S)
+                self.clock.sleep(FOLLOW_POLL_S)
 
-    def _loop(self) -> None:
-        period = 1.0 / self.hz
-        while True:
-            self._armed.wait()
-            if self._closing.is_set():
-                return
-            next_tick = time.monotonic()
-            while self._armed.is_set() and not self._closing.is_set():
-                with self._lock:
-                    if self._tracks is not None:
-                        self._read_all(self._tracks)
-                next_tick += period
-                delay = next_tick - time.monotonic()
-                if delay <= 0:  # fell behind (a slow read): skip ticks rather than burst
-                    next_tick = time.monotonic()
-                    continue
-                self._closing.wait(delay)
+    def _tick(self) -> None:
+        """One sample of every live sensor into the open window (the ticker calls this)."""
+        with self._lock:
+            if self._tracks is not None:
+                self._read_all(self._tracks)
 
     # --- update periods ------------------------------------------------------------------
 
@@ -298,7 +289,7 @@ class Window:
             raise PhaseError("this window was already started")
         with self.sampler._lock:
             self._start_edges = self.sampler._read_all(self.tracks)
-        self._start = now()
+        self._start = self.sampler.clock.now()
 
     def stop(self) -> None:
         """The decode ends: every counter is read exactly now; sampling stops.
@@ -308,7 +299,7 @@ class Window:
         if self._end_edges is not None:
             raise PhaseError("this window was already stopped")
         self._end_edges = self.sampler._end(self)
-        self._end = now()
+        self._end = self.sampler.clock.now()
 
     @property
     def edges(self) -> WindowEdges:

@@ -10,6 +10,7 @@ build).
     rules/     one module per rule and the ordered registry (rules/__init__.py says how to add one)
     lag        b(T), the lag model the sensor-lag rule uses
     enclosures which sensor's reading physically includes which other's
+    sharding   what makes files parts of one campaign (shared with `phase merge`)
     chip       which sensor "chip energy" means
     apply      validate_results / validate_file / exit_code
     format     reports as terminal text
@@ -18,19 +19,30 @@ The rules and their severities (each module's docstring gives the details):
 
     schema        blocking  shape, types, cross-references
     backend       blocking  a sensor backend outside the publishable allow-list
-    consistency   blocking  a run disagreeing with its own data or the config
+    consistency   blocking  a run disagreeing with its own data or the config (its trace too:
+                            proposals within the tokens left, the steps' time within decode_s)
+    decisions     blocking  `auto`'s recorded decisions replayed from its trace and the profile;
+                            a decision field on any other strategy's step
+    profile       blocking  the cost profile against its blocks, its units and physics
+    shards        blocking  hosts, shards and merged files: what `phase merge` checks, again
     completeness  warning   missing or extra repeats, campaign not complete
-    equivalence   blocking  a recorded flag or digest that disagrees with the token ids, or a
-                            divergence classed mismatch; warning for a near-tie or unclassified
+    equivalence   blocking  a recorded flag or digest that disagrees with the token ids, a
+                            divergence classed mismatch, or divergence evidence on a run that
+                            matches; warning for a near-tie or unclassified
+    clocks        blocking  a run outside the campaign's span, order or host's one-at-a-time;
+                  rejected  a window outside its run, samples on another clock
+    samples       rejected  a window's energy its own samples contradict (a wrap counted twice)
     plausibility  rejected  power above the sensor's own bound (declared, or per scope)
     impossible    rejected  energy <= 0
     frozen        rejected  a counter that barely moved, power below the scope's floor
     sensor-lag    rejected  a window too short for the sensor's smoothing
-    counter-edges rejected  a counter window whose edge error is too large a share of it
-    enclosure     rejected  an enclosing sensor not above what it encloses
+    counter-edges rejected  a counter window whose edge error (recorded, or from its declared
+                            update period) is too large a share of it
+    enclosure     rejected  an enclosing sensor not above what it encloses: the reading the
+                            evidence (lag, each sensor's history) blames, or both
     lag-confound  rejected  campaign-wide: an enclosing sensor's rest power falling with 1/T
     variance      warning   speed or energy spread too wide (marks a condition unstable)
-    host-spread   warning   one condition measured differently by hosts of one class (merged)
+    host-spread   warning   one condition measured differently by the machines of one class
 
 A rejected chip value is left out of the later rules; a rejected enclosing value still
 counts for the confound rule (its error is exactly what that rule looks at).

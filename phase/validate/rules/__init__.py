@@ -4,8 +4,9 @@ A raw-file rule is `check(results, settings, ctx) -> list[Finding]`: it reads th
 and the settings, asks `ctx` which values the rules before it rejected (and which sensor is the
 chip), and returns its findings; it never writes. Order matters only through rejections: the
 rules that reject single values (sensor-lag, impossible) come before those that leave rejected
-values out (enclosure, lag-confound, variance). Each sensor is judged against its own bounds
-(plausibility, impossible, frozen, sensor-lag) before any comparison between sensors.
+values out (enclosure, lag-confound, variance). Each sensor is judged against its own
+timestamps, samples and bounds (clocks, samples, plausibility, impossible, frozen,
+sensor-lag, counter-edges) before any comparison between sensors.
 
 Adding a rule: a module here with a docstring saying what it checks and its severity, a
 `check` function, one line in RAW_RULES (or SUMMARY_RULES), its name in RULES, and a test in
@@ -20,9 +21,11 @@ from phase.results import ResultsFile, SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.rules import (
     backend,
+    clocks,
     completeness,
     consistency,
     counter_edges,
+    decisions,
     enclosure,
     equivalence,
     frozen,
@@ -30,8 +33,11 @@ from phase.validate.rules import (
     impossible,
     lag_confound,
     plausibility,
+    profile,
+    samples,
     schema,
     sensor_lag,
+    shards,
     summary,
     variance,
 )
@@ -44,8 +50,13 @@ RAW_RULES: tuple[RawRule, ...] = (
     schema.check,
     backend.check,
     consistency.check,
+    decisions.check,
+    profile.check,
+    shards.check,
     completeness.check,
     equivalence.check,
+    clocks.check,
+    samples.check,
     plausibility.check,
     impossible.check,
     frozen.check,
@@ -63,8 +74,13 @@ RULES = (
     "schema",
     "backend",
     "consistency",
+    "decisions",
+    "profile",
+    "shards",
     "completeness",
     "equivalence",
+    "clocks",
+    "samples",
     "plausibility",
     "impossible",
     "frozen",

@@ -3,13 +3,16 @@
 Recomputed, never trusted: a run generated the configured number of tokens; it ends after it
 starts, and its prefill and decode fit between the two; `steps` is the length of its trace and
 `drafted`/`accepted` the sums over it; every target pass yields its accepted proposals plus
-one token of its own (tokens = steps + accepted); tokens/s is tokens / decode_s; acceptance is
-accepted / drafted (and absent exactly when nothing was drafted); `k` is the strategy's and no
-step proposes more than k (plain proposes nothing; an adaptive `ngram` run no more than the
-length its earlier steps left in force); its prompt and strategy are declared in
-the config; its id and order are its place in the campaign's schedule
-(phase.results.schedule). A file whose runs disagree with themselves cannot be published: any
-figure computed from it would depend on which of two contradicting fields a reader trusted.
+one token of its own (tokens = steps + accepted), so no step proposes more than the tokens
+left minus one, and a `draft-K` run that drafted proposes exactly k or that many at every
+step (the draft model always drafts as many as it may); the steps' proposing and verifying
+time fits in `decode_s`; tokens/s is tokens / decode_s; acceptance is accepted / drafted
+(and absent exactly when nothing was drafted); `k` is the strategy's and no step proposes
+more than k (plain proposes nothing; an adaptive `ngram` run no more than the length its
+earlier steps left in force); its prompt and strategy are declared in the config; its id and
+order are its place in the campaign's schedule (phase.results.schedule). A file whose runs
+disagree with themselves cannot be published: any figure computed from it would depend on
+which of two contradicting fields a reader trusted.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             *_timing(run, settings),
             *_accounting(run),
             *_strategy(run, results),
+            *_steps(run, results, settings),
             *_placement(run, planned),
         ]
         if run.order in orders:
@@ -134,6 +138,44 @@ def _strategy(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
                          f"{GROW} after a proposal kept whole, shrinks by {SHRINK} after a "
                          f"rejection, from {START})", f"trace[{j}].proposed")]
     return []
+
+
+def _steps(run: Run, results: ResultsFile, settings: RuleSettings) -> list[tuple[str, str]]:
+    """Each step against the tokens left when it ran, and the trace's time against the decode
+    window it was timed in."""
+    config = results.config
+    try:
+        strategy = parse_strategy(run.strategy, ngram_n_min=config.ngram_n_min,
+                                  ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k,
+                                  ngram_adaptive=config.ngram_adaptive)
+    except UsageProblem:
+        strategy = None
+    out = []
+    done = 0
+    for j, step in enumerate(run.trace):
+        # The target's pass adds a token of its own, so a step proposes at most left - 1.
+        most = max(run.tokens - done - 1, 0)
+        if step.proposed > most:
+            out.append((f"step {j} proposes {step.proposed} tokens with {run.tokens - done} "
+                        f"left to generate; at most {most} fit before the target's own token",
+                        f"trace[{j}].proposed"))
+            break
+        if (strategy is not None and strategy.name == "draft" and strategy.k is not None
+                and run.drafted > 0 and step.proposed <= strategy.k
+                and step.proposed != min(strategy.k, most)):
+            # The draft model always drafts as many tokens as it may (DraftProposer). A run
+            # that drafted nothing at all is judged by the bounds alone.
+            out.append((f"step {j} proposes {step.proposed} tokens; {run.strategy!r} drafts "
+                        f"exactly {min(strategy.k, most)} there (k, or the tokens left - 1)",
+                        f"trace[{j}].proposed"))
+            break
+        done += step.accepted + 1
+    timed_s = sum(s.propose_ms + s.verify_ms for s in run.trace) / 1e3
+    if timed_s > run.decode_s + settings.clock_tolerance_s:
+        out.append((f"the trace's steps took {timed_s:.6g} s (proposing and verifying), more "
+                    f"than the {run.decode_s:.6g} s decode window they were timed in",
+                    "trace"))
+    return out
 
 
 def _planned(results: ResultsFile) -> dict[tuple[int, str, str], ScheduledRun]:

@@ -5,8 +5,14 @@ every 2 s). Where a window's edges fall between updates, its energy can be off b
 window's recorded `edge_error_j` (phase.sensors.edges), most of one update's energy at the
 end edge. Like the under-read of a lagged power reading (sensor-lag), that value is rejected
 when the error exceeds `lag_bias_max` of the energy, so short windows on coarse counters
-are rejected instead of published. Windows without a recorded edge error (older files,
-power sensors) are not judged here.
+are rejected instead of published. A window without a recorded edge error (older files, a
+backend that did not estimate one) is judged by the bound its sensor's declared update
+period gives: the read at each edge may be up to one period stale, and the two edges' errors
+cancel but for the difference in power across them, so the energy is uncertain by at most
+one period's energy at the highest power near the edges (the sampler's own edge bound: a
+margin over the window's and the idle window's mean power, capped by the sensor's maximum;
+phase.sensors.energy.edge_power). Power sensors, and counters that declare no period, are
+not judged here.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from __future__ import annotations
 import math
 
 from phase.analysis import measured_windows, sensors_by_name, window_s
-from phase.results import ResultsFile
+from phase.results import ResultsFile, SensorInfo, SensorWindow
+from phase.sensors.energy import WindowSpec, edge_power
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -22,26 +29,34 @@ from phase.validate.settings import RuleSettings
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     sensors = sensors_by_name(results)
+    index = {id(run): i for i, run in enumerate(results.runs)}
     for run, w, info in measured_windows(results):
-        if info.kind != "counter" or w.edge_error_j is None or w.energy_j is None:
+        if info.kind != "counter" or w.energy_j is None:
             continue
-        share = w.edge_error_j / w.energy_j if w.energy_j > 0 else math.inf
+        edge_error, derived = _edge_error(w, info)
+        if edge_error is None or (derived and ctx.is_rejected(run.id, info.name)):
+            continue  # nothing to judge, or a value already rejected on firmer ground
+        share = edge_error / w.energy_j if w.energy_j > 0 else math.inf
         if share <= settings.lag_bias_max:
             continue
         window = window_s(w)
         needed = window * share / settings.lag_bias_max if math.isfinite(share) else math.inf
         period = sensors[w.sensor].update_period_s
         every = f"updates every {period:.3g} s, so " if period else ""
+        how = (" (no edge error recorded: the bound its declared update period gives)"
+               if derived else "")
         out.append(ctx.finding(
             "counter-edges",
             "rejected",
             f"the counter {every}this {window:.3g} s window's energy is uncertain by "
-            f"±{w.edge_error_j:.3g} J ({share:.1%} of it; limit {settings.lag_bias_max:.1%}); "
-            f"about {needed:.3g} s or more would pass",
+            f"±{edge_error:.3g} J{how} ({share:.1%} of it; limit "
+            f"{settings.lag_bias_max:.1%}); about {needed:.3g} s or more would pass",
             run=run,
             sensor=info.name,
+            json_path=(f"$.runs[{index[id(run)]}].energy[{run.energy.index(w)}]."
+                       f"{'energy_j' if derived else 'edge_error_j'}"),
             numbers={
-                "edge_error_j": w.edge_error_j,
+                "edge_error_j": edge_error,
                 "energy_j": w.energy_j,
                 "share": share,
                 "limit": settings.lag_bias_max,
@@ -50,3 +65,16 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             },
         ))
     return out
+
+
+def _edge_error(w: SensorWindow, info: SensorInfo) -> tuple[float | None, bool]:
+    """(the window's edge error, whether it was derived from the declared update period)."""
+    if w.edge_error_j is not None:
+        return w.edge_error_j, False
+    period = info.update_period_s
+    if not period or w.energy_j is None:
+        return None, False
+    spec = WindowSpec(name=info.name, kind="counter", max_power_w=info.max_power_w,
+                      update_period_s=period)
+    near = edge_power(spec, w.energy_j, window_s(w), w.idle_power_w).bound_w
+    return (None, False) if near is None else (near * period, True)

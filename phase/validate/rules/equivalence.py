@@ -4,7 +4,9 @@ Nothing recorded is trusted. Blocking: a reference or run whose `output_sha256` 
 digest of its `token_ids`; a reference of the wrong length, or with a `top2_gaps` list that
 does not have one gap per token; a prompt with two references, or a run whose prompt has
 none; a recorded `matches_plain` / `first_divergence` that disagrees with the recomputation;
-divergence evidence that disagrees with the reference's own record.
+divergence evidence that disagrees with the reference's own record, and any divergence
+evidence (`first_divergence`, `divergence_gap_*`) on a run whose tokens match the reference:
+nothing diverged there, so what it records is not evidence of anything.
 
 Each divergence (recomputed) is classed by the gaps between the two best logits of both
 passes at its first differing token: `near-tie` when both are below `near_tie_gap` (the two
@@ -94,8 +96,23 @@ def _run(run: Run, ref: PlainReference, where: str, settings: RuleSettings,
             run=run, numbers=numbers, json_path=f"{where}.matches_plain",
         )]
     if index is None:
-        return []
+        return _no_evidence(run, where, ctx)
     return [_divergence(run, ref, index, where, numbers, settings, ctx)]
+
+
+# What a run records only where its output left plain decoding's.
+_EVIDENCE = ("first_divergence", "divergence_gap_verify", "divergence_gap_reference")
+
+
+def _no_evidence(run: Run, where: str, ctx: Context) -> list[Finding]:
+    """A run identical to the reference has no divergence, so no evidence of one: a
+    recorded first divergence or logit gap there is fabricated or copied from another run."""
+    return [ctx.finding(
+        "equivalence", "blocking",
+        f"{field} is recorded ({getattr(run, field):.6g}), but the token ids are identical to "
+        "the plain reference: there is no divergence for it to be evidence of",
+        run=run, json_path=f"{where}.{field}",
+    ) for field in _EVIDENCE if getattr(run, field) is not None]
 
 
 def _divergence(run: Run, ref: PlainReference, index: int, where: str,

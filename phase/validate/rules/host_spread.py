@@ -8,25 +8,30 @@ earlier rules did not reject), else tokens/s. When (max - min) / mean of the per
 exceeds `host_spread_max`, the hosts do not measure alike (a throttled node, a noisy
 neighbour, a different BIOS setting) and the condition's figures mix machines; the finding
 names each host's mean. Shards split by prompts keep every condition on one host, so the rule
-has nothing to compare there.
+has nothing to compare there. Runs are grouped by the machine that ran them: the host, told
+apart by shard where one host name ran several shards (two containers or pods can share a
+name); that the hosts are of one class is rule shards' (blocking).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 
 from phase.analysis import energy_j_per_token, runs_by_condition, spread
 from phase.results import ResultsFile, Run
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
+from phase.validate.sharding import machine_of
 
 
-def _per_host(runs: list[Run]) -> dict[str, list[Run]]:
+def _per_host(runs: list[Run], machine: Callable[[Run], str | None]) -> dict[str, list[Run]]:
     grouped: dict[str, list[Run]] = defaultdict(list)
     for run in runs:
-        if run.host is not None:
-            grouped[run.host].append(run)
+        name = machine(run)
+        if name is not None:
+            grouped[name].append(run)
     return grouped
 
 
@@ -47,8 +52,9 @@ def _chip_means(by_host: dict[str, list[Run]], ctx: Context) -> dict[str, float]
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
+    machine = machine_of(results)
     for (prompt, strategy), runs in runs_by_condition(results).items():
-        by_host = _per_host(runs)
+        by_host = _per_host(runs, machine)
         if len(by_host) < 2:
             continue
         chip = _chip_means(by_host, ctx)
