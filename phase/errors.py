@@ -1,6 +1,9 @@
-"""The one error type the CLI catches: a message a user can act on, and an exit code."""
+"""The one error type the CLI catches: a message a user can act on, and an exit code; and
+`env_value`, the one way phase reads an environment variable (empty is not unset)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 
 class PhaseError(Exception):
@@ -20,3 +23,19 @@ class PhaseError(Exception):
 
 class UsageProblem(PhaseError):
     exit_code = 2
+
+
+def env_value(env: Mapping[str, str], name: str) -> str | None:
+    """The value of environment variable `name`, None when it is unset.
+
+    Set but empty or blank is an error (exit 2), never "unset": that is what an unset
+    variable expands to in a job script (`--shard "$SLURM_ARRAY_TASK_ID"`, `PHASE_CACHE=$X`),
+    and reading it as absent would silently do something else (the whole campaign on every
+    node, the default cache)."""
+    value = env.get(name)
+    if value is None:
+        return None
+    if not value.strip():
+        raise UsageProblem(f"environment variable {name} is set but empty; give it a value, "
+                           f"or unset it (`unset {name}`)")
+    return value

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from phase.errors import PhaseError, UsageProblem
+from phase.errors import PhaseError, UsageProblem, env_value
 
 Progress = Callable[[str], None]
 
@@ -133,7 +133,7 @@ class ModelError(PhaseError):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("PHASE_CACHE") or Path.home() / ".cache" / "phase"
+    root = env_value(os.environ, "PHASE_CACHE") or Path.home() / ".cache" / "phase"
     return Path(root)
 
 

@@ -8,7 +8,8 @@ citing note or a template is a miss, never a stale page.
 
 from __future__ import annotations
 
-import pickle
+import hashlib
+import json
 import shutil
 import textwrap
 from dataclasses import replace
@@ -93,7 +94,7 @@ def _cached_cpu_file(tmp_path: Path) -> tuple[Path, DatasetCache]:
 def test_an_unreadable_entry_is_a_miss_and_lost_runs_are_read_again(tmp_path: Path) -> None:
     path, cache = _cached_cpu_file(tmp_path)
     for entry in cache.dir.glob("*.head"):
-        entry.write_bytes(b"not a pickle")
+        entry.write_bytes(b"not an entry")
     again = DatasetCache(tmp_path / "cache")
     _, ds = again.load(path, RuleSettings())
     assert again.misses == 1 and ds is not None
@@ -185,11 +186,13 @@ def test_island_blocks_stay_out_of_the_search_index_and_prose_stays_in(built_sit
     assert "phase:island" not in note and 'class="phase-table"' in note
 
 
-def test_pickled_entries_hold_no_runs_in_the_head(tmp_path: Path) -> None:
+def test_entries_are_json_and_hold_no_runs_in_the_head(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", repo_notes=False)
     cache = DatasetCache(tmp_path / "cache")
     cache.load(inputs.results_dir / CPU_FILE, RuleSettings())
     (head,) = cache.dir.glob("*.head")
-    entry = pickle.loads(head.read_bytes())
-    assert entry["header"].runs == [] and entry["report"].results.runs == []
-    assert entry["n_runs"] > 0
+    meta, body = head.read_bytes().split(b"\n", 1)
+    entry = json.loads(body)  # JSON: nothing in an entry can run code when it is read
+    assert json.loads(meta)["bound"]["results_sha256"] == hashlib.sha256(
+        (inputs.results_dir / CPU_FILE).read_bytes()).hexdigest()
+    assert entry["header"]["runs"] == [] and entry["n_runs"] > 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from phase import REPO_ROOT, __version__
 from phase.decode.cpu_buffers import ExtraBuffers
 from phase.decode.placement import ModelPlacement
+from phase.errors import env_value
 from phase.hosts import accelerator_build, ram_gib
 from phase.results import HostIdentity, HostInfo, Provenance
 from phase.sensors.nvml import gpu_driver_version, gpu_names
@@ -71,7 +72,7 @@ def host_identity(llama_system_info: str | None, gpus: list[str] | None = None) 
 def hostname() -> str:
     """This machine's name as runs record it; PHASE_HOSTNAME overrides it where the process's
     own hostname is not the machine's (a Kubernetes pod: set it to the node's name)."""
-    return os.environ.get("PHASE_HOSTNAME") or socket.gethostname()
+    return env_value(os.environ, "PHASE_HOSTNAME") or socket.gethostname()
 
 
 def host_info(llama_system_info: str | None, shards: list[int] | None = None) -> HostInfo:

@@ -17,9 +17,6 @@ inputs are only read; OUT is created exclusively (an existing file is never repl
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,6 +38,8 @@ from phase.results import (
     dump_json,
     parse,
 )
+from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
+from phase.results.outputs import NewFile
 
 
 class MergeRefused(UsageProblem):
@@ -48,18 +47,12 @@ class MergeRefused(UsageProblem):
 
 
 def read_shard(path: Path) -> ShardFile:
-    """Read one input once: the sha256 is of the very bytes that were parsed."""
+    """Read one input once, as every results file is read (phase.results.jsonread: a regular
+    UTF-8 file, no duplicate key, NaN or runaway nesting; strict types): the sha256 is of the
+    very bytes that were parsed."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise MergeRefused(f"{path}: no such file") from None
-    except OSError as exc:
-        raise MergeRefused(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        results = parse(json.loads(data), path)
-    except json.JSONDecodeError as exc:
-        raise MergeRefused(f"{path}: $: not valid JSON at line {exc.lineno} column "
-                           f"{exc.colno}: {exc.msg}") from None
+        data = read_regular_bytes(path)
+        results = parse(parse_json(decode_utf8(data, path), path), path)
     except ResultsError as exc:
         raise MergeRefused(str(exc)) from None
     if not isinstance(results, ResultsFile):
@@ -198,10 +191,15 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
     provenance = first.provenance.model_copy(
         update={"hostname": ", ".join(h.hostname for h in hosts)})
     devices = _devices_differ(files)
+    # Complete only with every run of the whole plan (merge_checks.planned refuses a shard
+    # that lacks one; this is the rule itself, whatever the checks let through).
+    whole = first.model_copy(update={"shard": None})
+    status = ("complete" if set(merge_checks.planned_ids(whole)) <= {r.id for r in runs}
+              else "interrupted")
     return first.model_copy(update={
         "id": out_id,
         "created": min(f.results.created for f in files),
-        "status": "complete",
+        "status": status,
         "provenance": provenance,
         "sensors": _sensors(files),
         "sensors_unavailable": _unavailable(files),
@@ -215,31 +213,6 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
     })
 
 
-def write_new(path: Path, text: str) -> None:
-    """Create `path` with `text`, never replacing a file: a complete temporary file in the same
-    directory is hard-linked to the name (which fails if the name exists), then unlinked."""
-    if not path.parent.is_dir():
-        raise MergeRefused(f"{path}: directory {path.parent} does not exist; create it first")
-    if path.exists():
-        raise MergeRefused(f"{path}: already exists; results files are never overwritten")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise MergeRefused(f"{path}: already exists; results files are never "
-                               "overwritten") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
 def merge_files(out: Path, paths: Sequence[Path]) -> ResultsFile:
     """Check the shard files, then write their merged file to `out` (exclusively)."""
     if not paths:
@@ -247,10 +220,11 @@ def merge_files(out: Path, paths: Sequence[Path]) -> ResultsFile:
     resolved = {p.resolve() for p in paths}
     if out.resolve() in resolved:
         raise MergeRefused(f"{out}: is one of the inputs; the output must be a new file")
-    files = [read_shard(p) for p in paths]
-    found = merge_checks.problems(files)
-    if found:
-        raise MergeRefused("cannot merge: " + "; ".join(found))
-    result = merged(files, out.stem)
-    write_new(out, dump_json(result))
+    with NewFile.claim(out, "OUT") as target:
+        files = [read_shard(p) for p in paths]
+        found = merge_checks.problems(files)
+        if found:
+            raise MergeRefused("cannot merge: " + "; ".join(found))
+        result = merged(files, out.stem)
+        target.write(dump_json(result))
     return result

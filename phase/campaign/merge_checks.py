@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from phase.results import Provenance, ResultsFile, ShardInfo
+from phase.results.schedule import schedule
 from phase.validate import sharding
 from phase.validate.sharding import differ_named
 
@@ -170,6 +171,31 @@ def parts(files: Sequence[ShardFile]) -> list[str]:
     return out
 
 
+def planned_ids(results: ResultsFile) -> list[str]:
+    """The ids of every run of the plan `results` records (its shard's part, if a shard)."""
+    config = results.config
+    runs = schedule([p.name for p in config.prompts], config.strategies, config.repeats,
+                    config.seed, config.shuffle)
+    shard = results.shard
+    return [r.run_id for r in runs
+            if shard is None or (r.prompt in shard.prompts and r.repeat in shard.repeats)]
+
+
+def planned(files: Sequence[ShardFile]) -> list[str]:
+    """A shard marked complete holds every run of its part of the plan: `status` alone is
+    not trusted, or a merged "complete" campaign would lack planned runs."""
+    out = []
+    for f in files:
+        have = {r.id for r in f.results.runs}
+        missing = [i for i in planned_ids(f.results) if i not in have]
+        if missing:
+            shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more"
+                                               if len(missing) > 3 else "")
+            out.append(f"{f.name} is marked complete but lacks {len(missing)} planned run(s) "
+                       f"({shown}); it was cut short or edited: measure that shard again")
+    return out
+
+
 def references(files: Sequence[ShardFile]) -> list[str]:
     """Shards that decoded the same prompt's plain reference must agree on it."""
     out = []
@@ -186,7 +212,7 @@ def references(files: Sequence[ShardFile]) -> list[str]:
 # In order: a file that is not a complete shard stops the rest (they read its shard info).
 FIRST = (not_shards,)
 CHECKS = (campaign, coverage, config, models, versions, host_class, sensors, primary_energy,
-          parts, references)
+          parts, planned, references)
 
 
 def problems(files: Sequence[ShardFile]) -> list[str]:

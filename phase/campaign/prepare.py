@@ -35,7 +35,7 @@ from phase.results import (
     PromptSpec,
     ResultsFile,
     claim_existing,
-    claim_new,
+    claim_new_results,
     claim_numbered,
     load_raw,
 )
@@ -139,7 +139,7 @@ def _claim(destination: Destination) -> Claim:
         return claim_existing(destination.path)
     if destination.numbered:
         return claim_numbered(destination.path)
-    return claim_new(destination.path)
+    return claim_new_results(destination.path)
 
 
 def _previous(destination: Destination, claim: Claim) -> ResultsFile | None:

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from phase import REPO_ROOT
 from phase.errors import UsageProblem
-from phase.results import PromptSpec
+from phase.results import PromptSpec, ResultsError
+from phase.results.jsonread import read_regular_bytes
+from phase.results.names import is_clean_name
+from phase.results.safepath import confined
 
 _INCLUDE = re.compile(r"\{\{include:([^}]+)\}\}")
 
@@ -17,10 +20,14 @@ def load_prompt(path: Path) -> PromptSpec:
     """A prompt file; `{{include:FILE}}` pulls in a file relative to the prompt's experiment."""
     if not path.is_file():
         raise UsageProblem(f"{path}: prompt file not found")
+    if not is_clean_name(path.stem):
+        raise UsageProblem(f"{path}: a prompt's name (its file name) holds a control "
+                           "character; rename the file")
     text = _read(path)
 
     def include(match: re.Match[str]) -> str:
-        target = path.parent.parent / match.group(1).strip()
+        # Relative to the experiment's directory, and inside it.
+        target = confined(path.parent.parent, match.group(1).strip(), f"{path}: include")
         if not target.is_file():
             raise UsageProblem(f"{path}: includes {target}, which does not exist")
         return _read(target)
@@ -33,12 +40,14 @@ def load_prompt(path: Path) -> PromptSpec:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_regular_bytes(path)  # a FIFO or device is refused, never waited on
+    except ResultsError as exc:
+        raise UsageProblem(str(exc)) from None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageProblem(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+        raise UsageProblem(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
                            f"offset {exc.start}); save it as UTF-8") from None
-    except OSError as exc:
-        raise UsageProblem(f"{path}: cannot read: {exc.strerror}") from None
 
 
 def load_prompts(prompts_dir: Path, names: Sequence[str]) -> list[PromptSpec]:

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun
-from phase.errors import UsageProblem
+from phase.errors import UsageProblem, env_value
 from phase.results import ShardInfo
 
 # `split` lives with the results contract (validation re-derives each shard's part from it).
@@ -71,7 +71,10 @@ def _checked(index: int, count: int, source: str) -> ShardRequest:
 
 
 def shard_request(text: str, source: str = "--shard") -> ShardRequest:
-    """`I/N` -> shard I (0-based) of N."""
+    """`I/N` -> shard I (0-based) of N. An empty value is an error, not "no shard"."""
+    if not text.strip():
+        raise UsageProblem(f"{source}: the value is empty (an unset variable?); give I/N, "
+                           "or leave the option out")
     match = _SHARD.match(text)
     if not match:
         raise UsageProblem(f"{source}: {text!r} is not I/N (e.g. 0/4: the first of four shards)")
@@ -79,8 +82,8 @@ def shard_request(text: str, source: str = "--shard") -> ShardRequest:
 
 
 def _int_env(env: Mapping[str, str], name: str) -> int | None:
-    value = env.get(name)
-    if value is None or value == "":
+    value = env_value(env, name)  # set but empty is an error, never "not a shard"
+    if value is None:
         return None
     try:
         return int(value)
@@ -131,11 +134,14 @@ def shard_from_env(env: Mapping[str, str]) -> ShardRequest | None:
 
 def job_id(given: str | None, env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """(job id, where it came from): `--job-id`, else PHASE_JOB_ID, else SLURM_ARRAY_JOB_ID."""
-    if given:
+    if given is not None:
+        if not given.strip():
+            raise UsageProblem("--job-id: the value is empty; give one, or leave it out")
         return given, "--job-id"
     for name in (JOB_ID_ENV, "SLURM_ARRAY_JOB_ID"):
-        if env.get(name):
-            return env[name], name
+        value = env_value(env, name)
+        if value is not None:
+            return value, name
     return None, None
 
 

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
-from phase.errors import PhaseError
+from phase.errors import PhaseError, UsageProblem
 
 
 def say(message: str) -> None:
@@ -34,8 +34,35 @@ def reporting_errors() -> Iterator[None]:
         raise click.exceptions.Exit(1) from None
 
 
+def refuse_empty_values(args: Sequence[str]) -> None:
+    """An empty or blank value of any option or argument is an error (exit 2), never "not
+    given": it is what an unset variable expands to (`--shard "$SLURM_ARRAY_TASK_ID"`), and
+    taking it as absent silently does something else (the whole campaign on every node).
+    Checked on the raw command line, before click turns "" into a default or a Path(".")."""
+    options = True
+    for i, token in enumerate(args):
+        if options and token == "--":
+            options = False
+            continue
+        if options and token.startswith("--") and "=" in token:
+            name, value = token.split("=", 1)
+            if not value.strip():
+                raise UsageProblem(f"{name}: the value is empty (an unset variable?); give a "
+                                   "value, or leave the option out")
+        elif not token.strip():
+            before = args[i - 1] if i and options and args[i - 1].startswith("-") else None
+            where = before or f"argument {i + 1}"
+            raise UsageProblem(f"{where}: the value is empty (an unset variable?); give a "
+                               "value, or leave it out")
+
+
 class PhaseGroup(click.Group):
     """Reports domain errors of every subcommand the same way."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        with reporting_errors():
+            refuse_empty_values(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         with reporting_errors():
@@ -79,6 +106,11 @@ class LazyGroup(PhaseGroup):
 class PhaseCommand(click.Command):
     """A command that may run outside the `phase` group (an experiment script), reporting
     domain errors the same way."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        with reporting_errors():
+            refuse_empty_values(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         with reporting_errors():

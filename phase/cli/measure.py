@@ -25,6 +25,7 @@ from phase.campaign import (
     prepare,
     ui,
 )
+from phase.campaign.machine import hostname
 from phase.campaign.shards import (
     ShardRequest,
     identify,
@@ -195,8 +196,9 @@ def _callback(exp: Experiment) -> Any:
         if sum(x is not None for x in (output_arg, output, resume)) > 1:
             raise click.UsageError("give the output once: OUTPUT, -o or --resume")
         plan = plan_from_options(exp, quick, opts)
-        request = shard_request(shard) if shard else shard_from_env(os.environ)
+        request = shard_request(shard) if shard is not None else shard_from_env(os.environ)
         job = job_id(job_id_opt, os.environ)
+        hostname()  # an empty PHASE_HOSTNAME is refused now, not after the models load
         given = resume or output_arg or output
         # A default name is claimed atomically (numbered -2, -3... when taken); a shard's
         # name is its identity, so a second writer of it is refused instead.

@@ -11,8 +11,7 @@ import click
 from phase.campaign import SensorOptions, load_experiment
 from phase.campaign.profiling import run_standalone, table_lines
 from phase.cli.common import say
-from phase.errors import UsageProblem
-from phase.results import atomic_write_text
+from phase.results.outputs import NewFile
 
 
 @click.command("profile", epilog="Exit status: 0 profiled; 1 a model or decoding failure; "
@@ -56,13 +55,16 @@ def profile_command(experiment: str, target: str | None, draft: str | None, no_d
         plan = replace(plan, prompts=names)
     if no_draft:
         plan = replace(plan, draft=None)
-    if output is not None and output.exists():
-        raise UsageProblem(f"{output}: already exists; choose another -o")
-    if output is not None and not output.parent.is_dir():
-        raise UsageProblem(f"{output}: directory {output.parent} does not exist")
-    result = run_standalone(exp, plan, SensorOptions(use=use_sensors), say)
-    for line in table_lines(result):
-        click.echo(line)
-    if output is not None:
-        atomic_write_text(output, result.model_dump_json(indent=1) + "\n")
-        say(f"wrote {output}")
+    # Claimed before the minutes of profiling: a second writer or an existing file is
+    # refused now, and a file that appears meanwhile is never replaced (exit 2 at the end).
+    out = NewFile.claim(output, "-o") if output is not None else None
+    try:
+        result = run_standalone(exp, plan, SensorOptions(use=use_sensors), say)
+        for line in table_lines(result):
+            click.echo(line)
+        if out is not None:
+            out.write(result.model_dump_json(indent=1) + "\n")
+            say(f"wrote {output}")
+    finally:
+        if out is not None:
+            out.release()

@@ -11,7 +11,7 @@ import click
 
 from phase.campaign import DEFAULT_PLAN, SensorOptions, discover_sensors
 from phase.errors import UsageProblem
-from phase.results import atomic_write_text
+from phase.results.outputs import NewFile
 from phase.sensors import discover, replay, snapshot
 from phase.sensors.meter import parse_meter_spec
 from phase.sensors.report import format_survey, survey
@@ -26,13 +26,10 @@ def _this_build() -> str:
 
 
 def _take_snapshot(path: Path, roots: dict[str, Path]) -> None:
-    if path.exists():
-        raise UsageProblem(f"{path}: already exists; snapshots are never overwritten")
-    if not path.parent.is_dir():
-        raise UsageProblem(f"{path}: directory {path.parent} does not exist")
-    build = {"accelerator": _this_build()}
-    data = snapshot.take(roots, build)
-    atomic_write_text(str(path), json.dumps(data, indent=1) + "\n")
+    with NewFile.claim(path, "--snapshot") as out:
+        build = {"accelerator": _this_build()}
+        data = snapshot.take(roots, build)
+        out.write(json.dumps(data, indent=1) + "\n")
     click.echo(f"wrote {path}: attach it to a bug report, or try `phase sensors --replay "
                f"{path}`", err=True)
 

@@ -10,6 +10,7 @@
     io          load / parse (strict) / dump, the JSON Schema
     claim       one writer per file: the lock a campaign holds, default names chosen atomically
     writing     exclusive creation, atomic replacement, the run-by-run CampaignWriter
+    outputs     every file or directory phase creates: claimed first, created exclusively
     llama_build what llama.cpp's system-info string says: the build's accelerator, features
 """
 
@@ -19,6 +20,7 @@ from phase.results.claim import (
     Holder,
     claim_existing,
     claim_new,
+    claim_new_results,
     claim_numbered,
 )
 from phase.results.config import CampaignConfig, PromptSpec
@@ -99,6 +101,7 @@ __all__ = [
     "atomic_write_text",
     "claim_existing",
     "claim_new",
+    "claim_new_results",
     "claim_numbered",
     "create_exclusive",
     "dump_json",

@@ -78,10 +78,10 @@ def _write_holder(fd: int) -> None:
     os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
 
 
-def _cannot_write(path: Path, exc: OSError) -> UsageProblem:
+def _cannot_write(path: Path, exc: OSError, option: str = "-o") -> UsageProblem:
     return UsageProblem(
         f"{path}: cannot write in {path.parent} ({exc.strerror or exc}); choose a directory "
-        "you can write to (-o)"
+        f"you can write to ({option})"
     )
 
 
@@ -102,8 +102,9 @@ class Claim:
         self._fd: int | None = fd
 
     @classmethod
-    def take(cls, path: Path | str) -> Claim:
-        """Lock `path`'s sidecar; FileBusy when another process holds it."""
+    def take(cls, path: Path | str, option: str = "-o") -> Claim:
+        """Lock `path`'s sidecar; FileBusy when another process holds it (`option` is the
+        one that names the file, for the message)."""
         path = Path(path)
         target = _real(path)
         sidecar = lock_path(target)
@@ -111,19 +112,19 @@ class Claim:
             try:
                 fd = os.open(sidecar, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except OSError as exc:
-                raise _cannot_write(path, exc) from None
+                raise _cannot_write(path, exc, option) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = _read_holder(fd)
                 os.close(fd)
                 raise FileBusy(
-                    f"{path}: another campaign is writing this file: {holder.describe()}; "
-                    "wait for it to finish, or choose another -o"
+                    f"{path}: another phase process is writing this file: "
+                    f"{holder.describe()}; wait for it to finish, or choose another {option}"
                 ) from None
             except OSError as exc:
                 os.close(fd)
-                raise _cannot_write(path, exc) from None
+                raise _cannot_write(path, exc, option) from None
             # The previous holder unlinks the sidecar before unlocking it: if we locked an
             # unlinked sidecar, a newer one may be held by someone else; try again.
             try:
@@ -137,7 +138,7 @@ class Claim:
             _write_holder(fd)
         except OSError as exc:
             os.close(fd)
-            raise _cannot_write(path, exc) from None
+            raise _cannot_write(path, exc, option) from None
         return cls(path, target, fd)
 
     @property
@@ -163,19 +164,23 @@ class Claim:
         self.release()
 
 
-def claim_new(path: Path | str) -> Claim:
-    """The lock on a results file that must not exist yet."""
+def claim_new(path: Path | str, option: str = "-o", advice: str | None = None) -> Claim:
+    """The lock on a file phase is to create, which must not exist yet (`option` names it on
+    the command line; `advice` replaces the default what-to-do)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise UsageProblem(f"{path}: directory {path.parent} does not exist; create it first")
-    claim = Claim.take(path)
+    claim = Claim.take(path, option)
     if os.path.lexists(path):
         claim.release()
-        raise UsageProblem(
-            f"{path}: already exists; results files are never overwritten. "
-            f"Choose another -o, or continue it with --resume {path}"
-        )
+        raise UsageProblem(f"{path}: already exists; phase never replaces a file. "
+                           + (advice or f"Choose another {option}"))
     return claim
+
+
+def claim_new_results(path: Path | str) -> Claim:
+    """The lock on a new results file (`-o`); an existing one may be continued instead."""
+    return claim_new(path, "-o", f"Choose another -o, or continue it with --resume {path}")
 
 
 def claim_existing(path: Path | str) -> Claim:

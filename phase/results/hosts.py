@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from phase.results.base import NonNegInt, PosInt, Sha256, Strict
+from phase.results.base import FileName, NonNegInt, PosInt, Sha256, Strict
 
 
 class HostIdentity(Strict):
@@ -70,7 +70,7 @@ class MergedShard(Strict):
     """One shard file `phase merge` read: its name and sha256 (as read), the part of the plan
     it ran and the host that ran it."""
 
-    file: str
+    file: FileName
     sha256: Sha256
     shard: ShardInfo
     hostname: str

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from phase.results.jsonread import parse_json, read_regular_text
 from phase.results.migrations import ResultsError, migrate
+from phase.results.names import control_characters
 from phase.results.schema import SCHEMA_VERSION, ResultsFile, SummaryFile
 
 
@@ -31,6 +32,7 @@ def parse(data: Any, path: Path | str = "<data>") -> ResultsFile | SummaryFile:
     if not isinstance(data, dict):
         raise ResultsError(f"{path}: $: expected a JSON object, found {type(data).__name__}")
     data = migrate(data, path)
+    control_characters(data, path)  # names are printable, before any reaches a page or chart
     model: type[ResultsFile] | type[SummaryFile] = (
         SummaryFile if data.get("kind") == "summary" else ResultsFile
     )
@@ -42,10 +44,15 @@ def parse(data: Any, path: Path | str = "<data>") -> ResultsFile | SummaryFile:
     except ValueError as exc:
         if not isinstance(exc, ValidationError):
             raise ResultsError(f"{path}: $: {exc}") from None
-        first = exc.errors()[0]
-        more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-        loc = tuple(p for p in first["loc"] if not str(p).startswith("function-after"))
-        raise ResultsError(f"{path}: {_json_path(loc)}: {first['msg']}{more}") from None
+        raise ResultsError(first_problem(exc, path)) from None
+
+
+def first_problem(exc: ValidationError, path: Path | str) -> str:
+    """A pydantic error as one line: `<file>: <JSON path>: <problem> (and N more problems)`."""
+    first = exc.errors()[0]
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    loc = tuple(p for p in first["loc"] if not str(p).startswith("function-after"))
+    return f"{path}: {_json_path(loc)}: {first['msg']}{more}"
 
 
 def load(path: Path | str) -> ResultsFile | SummaryFile:

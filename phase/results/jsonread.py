@@ -9,6 +9,7 @@ different values (`"status": "complete", "status": "running"`). A FIFO or a devi
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import math
 import os
@@ -29,8 +30,14 @@ def file_kind(mode: int) -> str:
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def read_regular_text(path: Path | str) -> str:
-    """The UTF-8 text of a regular file; anything else is one ResultsError line."""
+# No results file, snapshot or manifest comes near this; a larger "file" (a sparse file, a
+# special file posing as a regular one) would only exhaust memory.
+MAX_BYTES = 1 << 30
+
+
+def read_regular_bytes(path: Path | str, limit: int = MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; anything else (missing, a FIFO,
+    a device such as /dev/zero, a directory, too large) is one ResultsError line."""
     p = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
@@ -42,23 +49,50 @@ def read_regular_text(path: Path | str) -> str:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ResultsError(f"{p}: is {file_kind(mode)}; results are read from regular "
-                               "files only")
+            raise ResultsError(f"{p}: is {file_kind(mode)}, not a regular file; phase never "
+                               "waits on a pipe or reads a device")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read()
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise ResultsError(f"{p}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
+    if len(data) > limit:
+        raise ResultsError(f"{p}: larger than {limit} bytes; not a file phase wrote")
+    return data
+
+
+def read_same_bytes(path: Path | str, sha256: str) -> bytes:
+    """A file read again (to copy or to parse in full), insisting it is still the file whose
+    sha256 was taken before: one that changed or was swapped for a FIFO is an error."""
+    data = read_regular_bytes(path)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ResultsError(f"{path}: changed while the site was being built; build again")
+    return data
+
+
+def decode_utf8(data: bytes, path: Path | str) -> str:
+    """`data` as UTF-8 text, or one ResultsError line saying where it is not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ResultsError(
-            f"{p}: $: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
-            f"(line {line}); a results file is UTF-8 JSON"
+            f"{path}: $: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            f"(line {line}); save it as UTF-8"
         ) from None
+
+
+def read_regular_text(path: Path | str) -> str:
+    """The UTF-8 text of a regular file; anything else is one ResultsError line."""
+    return decode_utf8(read_regular_bytes(path), path)
+
+
+def read_json(path: Path | str) -> Any:
+    """The one strict way phase reads a JSON file it did not just make in memory: a regular
+    UTF-8 file, no BOM, NaN, duplicate key or runaway nesting (see parse_json)."""
+    return parse_json(read_regular_text(path), path)
 
 
 class _Duplicates:
@@ -104,16 +138,18 @@ def _non_finite(text: str, path: Path | str) -> ResultsError:
                         f"Infinity{more}")
 
 
+class _NonFinite(ValueError):
+    pass
+
+
 def _number(text: str) -> float | int:
     """A JSON number written with a fraction or exponent. JSON has one number type, and the
     JSON Schema's "integer" is any integral number, so 16.0 is an integer there: read it as
     one, so that strict validation agrees with the schema."""
     value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(text)  # 1e400: too large for a float, arrives as Infinity
     return int(value) if value.is_integer() else value
-
-
-class _NonFinite(ValueError):
-    pass
 
 
 def _reject_constant(name: str) -> float:

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from phase.results.base import (
+    FileName,
     FiniteFloat,
     Fraction,
     NonNegFloat,
@@ -384,7 +385,7 @@ class SummaryFile(Strict):
     note: str | None
     summary_only: bool
     source: str
-    raw_files: list[str]
+    raw_files: list[FileName]
     raw_runs_note: str | None = None
     machine: str | None = None
     # Which declared sensors the chip and board figures come from (derived summaries only).

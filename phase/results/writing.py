@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from phase.errors import UsageProblem
-from phase.results.claim import Claim, claim_existing, claim_new
+from phase.results.claim import Claim, claim_existing, claim_new_results
 from phase.results.io import dump_json, load_raw
 from phase.results.migrations import ResultsError
 from phase.results.schema import ResultsFile, Run
@@ -95,7 +95,8 @@ def atomic_write_text(path: Path | str, text: str) -> None:
 def create_exclusive(path: Path | str, text: str) -> None:
     """Create `path` holding `text`, failing if the name exists (O_EXCL semantics). The
     complete first version is hard-linked into place, so no empty or partial file is ever
-    visible; where the filesystem has no hard links, O_CREAT|O_EXCL and a direct write."""
+    visible; where the filesystem has no hard links, O_CREAT|O_EXCL and a direct write.
+    Every file phase creates for a user ends here (phase.results.outputs)."""
     p = Path(path)
     try:
         tmp = _temp_copy(p, text, _umask_mode())
@@ -109,8 +110,9 @@ def create_exclusive(path: Path | str, text: str) -> None:
             tmp.unlink(missing_ok=True)
         _fsync_dir(p.parent)
     except FileExistsError:
-        raise UsageProblem(f"{p}: already exists (it appeared while this campaign was being "
-                           "prepared); results files are never overwritten") from None
+        raise UsageProblem(f"{p}: already exists (it appeared while phase was working); phase "
+                           "never replaces a file: move it away and run again, or choose "
+                           "another name") from None
     except OSError as exc:
         raise write_failed(p, exc) from None
 
@@ -134,7 +136,7 @@ class CampaignWriter:
     def __init__(self, target: Path | str | Claim, results: ResultsFile, *,
                  exists: bool = False) -> None:
         self.claim = target if isinstance(target, Claim) else (
-            claim_existing(target) if exists else claim_new(target))
+            claim_existing(target) if exists else claim_new_results(target))
         self.path = self.claim.path
         self.results = results
         self._on_disk = exists

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -25,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from phase.errors import PhaseError
-from phase.results import SensorKind
+from phase.results import ResultsError, SensorKind
+from phase.results.jsonread import parse_json, read_regular_bytes
 
 
 class MeterError(PhaseError):
@@ -114,12 +114,10 @@ def value_column(path: Path, keys: list[str], unit: str | None) -> Column:
 def read_text(path: Path) -> str:
     if not path.exists():
         raise MeterError(f"{path}: no such meter trace file")
-    if not path.is_file():
-        raise MeterError(f"{path}: not a regular file; a meter trace is a CSV or JSON file")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MeterError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = read_regular_bytes(path)  # a FIFO or device is refused, never waited on
+    except ResultsError as exc:
+        raise MeterError(f"{exc}; a meter trace is a CSV or JSON file") from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -130,11 +128,9 @@ def read_text(path: Path) -> str:
 def rows(path: Path, text: str) -> list[dict[str, Any]]:
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise MeterError(f"{path}: not valid JSON at line {exc.lineno}: {exc.msg}") from None
-        except RecursionError:
-            raise MeterError(f"{path}: JSON nested too deeply to be a meter trace") from None
+            data = parse_json(text, path)
+        except ResultsError as exc:
+            raise MeterError(str(exc)) from None
         if isinstance(data, dict):
             data = data.get("samples")
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):

@@ -139,6 +139,8 @@ def _gpu_sensors(sensors: Sequence[Sensor], placement: Placement,
     labels: list[str] = []
     if not used:  # nothing logged: every GPU CUDA can see
         order = _visible_order(groups, env)
+        if not order:  # CUDA_VISIBLE_DEVICES="" (or only commas): CUDA sees no GPU at all
+            raise _NoMatch("CUDA_VISIBLE_DEVICES is empty, so CUDA sees no GPU")
         used = [GpuUse(f"CUDA{i}") for i in range(len(order))]
     for gpu in used:
         key = pci_key(gpu.pci_bus_id)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno as errno_names
 import itertools
-import json
 import plistlib
 import statistics
 import time
@@ -25,6 +24,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from phase.errors import PhaseError
+from phase.results import ResultsError
+from phase.results.jsonread import read_json
+from phase.sensors import snapshot_schema
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import ReadError
 from phase.sensors.discovery import Machine
@@ -298,18 +300,19 @@ def _apple_host(rec: dict[str, Any], origin: float) -> AppleHost:
 def load(path: Path) -> dict[str, Any]:
     """Read a snapshot file; a bad one is a one-line error (exit 2)."""
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise SnapshotError(f"{path}: no such snapshot file") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise SnapshotError(f"{path}: not a readable snapshot ({type(exc).__name__}: "
-                            f"{str(exc)[:120]})") from None
+        data = read_json(path)  # as results are read: a FIFO or device is refused, not read
+    except ResultsError as exc:
+        raise SnapshotError(f"{exc} (not a readable snapshot)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise SnapshotError(f"{path}: not a phase sensors snapshot (no \"format\": \"{FORMAT}\")")
     if data.get("version") != VERSION:
         raise SnapshotError(f"{path}: snapshot version {data.get('version')!r}; this phase "
                             f"reads version {VERSION}")
-    return data
+    try:
+        return snapshot_schema.check(data, path)  # every field's type before any is used
+    except ResultsError as exc:
+        raise SnapshotError(f"{exc} (not a snapshot phase wrote; take it again with "
+                            "`phase sensors --snapshot FILE`)") from None
 
 
 def machine(data: dict[str, Any]) -> tuple[Machine, dict[str, Path]]:

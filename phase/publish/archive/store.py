@@ -21,19 +21,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phase import REPO_ROOT, __version__
 from phase.errors import PhaseError
+from phase.results import ResultsError
+from phase.results.jsonread import read_json
+from phase.results.outputs import place_dir, staging_dir
+from phase.results.safepath import FILE_NAME_PATTERN, REL_PATH_PATTERN, confined
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -57,21 +59,32 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# Every name and path a manifest holds is checked on read: a manifest is data, and an entry
+# like `assets/../../x` with a correct sha256 would otherwise be read and served from outside
+# the version's directory (phase.results.safepath).
+_SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+_SLUG = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=200)]
+_FILE_NAME = Annotated[str, Field(pattern=FILE_NAME_PATTERN, max_length=255)]
+_REL_PATH = Annotated[str, Field(pattern=REL_PATH_PATTERN, max_length=1000)]
+_FILE_KEY = Annotated[str, Field(
+    pattern=r"^(index\.md|latest\.md|assets/(sources/)?[A-Za-z0-9][A-Za-z0-9._-]*)$")]
+
+
 class ArchivedResults(_Model):
-    name: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    name: _FILE_NAME
+    sha256: _SHA256
     size_bytes: int = Field(ge=0)
 
 
 class ArchivedSource(_Model):
     kind: Literal["authored", "generated"]
-    file: str  # a note source's file name, or the experiment template under templates/
-    sha256: str
+    file: _REL_PATH  # a note source's file name, or the experiment template under templates/
+    sha256: _SHA256
 
 
 class Manifest(_Model):
     format: Literal[1] = FORMAT
-    note: str
+    note: _SLUG
     version: int = Field(ge=1)
     title: str
     date: str
@@ -79,11 +92,11 @@ class Manifest(_Model):
     phase_version: str
     source: ArchivedSource
     results: list[ArchivedResults]
-    templates: dict[str, str]
+    templates: dict[_REL_PATH, _SHA256]
     rule_settings: dict[str, Any]
-    rule_settings_sha256: str
-    code_sha256: str
-    files: dict[str, str]
+    rule_settings_sha256: _SHA256
+    code_sha256: _SHA256
+    files: dict[_FILE_KEY, _SHA256]
 
 
 @dataclass(frozen=True)
@@ -177,10 +190,10 @@ class Archive:
     def manifest(self, slug: str, number: int) -> Manifest:
         path = self.version_dir(slug, number) / MANIFEST
         try:
-            return Manifest.model_validate_json(path.read_bytes())
-        except OSError as exc:
-            raise ArchiveError(f"{path}: cannot read the archived manifest: "
-                               f"{exc.strerror}") from None
+            return Manifest.model_validate(read_json(path), strict=True)
+        except ResultsError as exc:
+            raise ArchiveError(f"{exc} (an archived manifest; restore it, e.g. "
+                               "`git checkout -- published/`)") from None
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "manifest"
@@ -191,13 +204,13 @@ class Archive:
     def load(self, slug: str, number: int) -> FrozenVersion:
         """A version as archived, every file checked against the manifest's sha256."""
         manifest = self.manifest(slug, number)
-        base = self.version_dir(slug, number)
+        base = confined(self.root, f"{slug}/v{number}", f"{self.root}: archived version")
         if (manifest.note, manifest.version) != (slug, number):
             raise ArchiveError(f"{base / MANIFEST}: names note {manifest.note} "
                                f"v{manifest.version}, not {slug} v{number}")
         data: dict[str, bytes] = {}
         for rel, digest in manifest.files.items():
-            path = base / rel
+            path = confined(base, rel, f"{base / MANIFEST}: files")  # checked again: links
             try:
                 data[rel] = path.read_bytes()
             except OSError:
@@ -219,7 +232,7 @@ class Archive:
             raise ArchiveError(f"{target} already exists; a published version is never "
                                "rewritten")
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".phase-tmp-v{m.version}-", dir=target.parent))
+        staging = staging_dir(target.parent, f"v{m.version}-")
         try:
             (staging / ASSETS).mkdir()
             (staging / PAGE).write_bytes(frozen.page)
@@ -229,7 +242,7 @@ class Archive:
                 (staging / ASSETS / name).write_bytes(data)
             text = json.dumps(m.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
             (staging / MANIFEST).write_text(text, encoding="utf-8")
-            os.rename(staging, target)
+            place_dir(staging, target, "a published version")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return target

@@ -24,6 +24,8 @@ import altair as alt
 import vl_convert as vlc
 
 from phase.analysis import FIGURES, PLAIN
+from phase.escaping import vega_safe
+from phase.publish.charts.png_worker import draw_png
 from phase.results import SummaryFile, SummaryRow
 
 KINDS = ("energy_vs_speed", "ratio_vs_acceptance", "per_k")
@@ -52,7 +54,10 @@ class Chart:
 
 
 def canonical_json(spec: Any) -> str:
-    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """The spec as the page embeds it and vl-convert draws it: data strings made safe for
+    SVG and never a script URL (phase.escaping.vega_safe; a no-op for clean data)."""
+    return json.dumps(vega_safe(spec), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True)
 
 
 def html_safe_json(spec: Any) -> str:
@@ -248,7 +253,8 @@ def build_chart(summary: SummaryFile, kind: str) -> Chart:
 
 @functools.lru_cache(maxsize=256)
 def _png(spec_text: str) -> bytes:
-    return vlc.vegalite_to_png(json.loads(spec_text), vl_version=VL_VERSION, scale=1.5)
+    # In a child process: vl-convert aborts the process it runs in on some input.
+    return draw_png(spec_text, VL_VERSION, 1.5)
 
 
 def render_png(spec: dict[str, Any]) -> bytes:

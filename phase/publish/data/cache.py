@@ -9,36 +9,39 @@ derived part (findings, summary, header) is kept under the phase cache, keyed by
     the rule settings
     a fingerprint of phase's own code (any change to phase starts a fresh cache)
 
-and the runs themselves in a second entry, loaded only when a page needs them. A file whose
-bytes differ, or a build with other settings or another phase, misses and is read in full,
-exactly as without the cache. Entries are written atomically and read best-effort: an
-unreadable entry is a miss, and a cache that cannot be written costs only speed.
+The runs themselves are not cached: a page that needs them reads the file again (checked
+against the sha256 the header was derived from), as fast as reading a cached copy would be.
 
-The entries are pickles, read only from the user's own cache directory (PHASE_CACHE or
-~/.cache/phase), which phase created; the directory is removed with `rm -rf`, never by phase
-except for its older fingerprints (`_prune`).
+Entries are JSON bound to the file's sha256 and phase's code fingerprint with a digest over
+their content (phase.results.cache_entry): an entry that does not match, or whose content was
+altered, is removed and read as a miss, never served into a table or a published page. A
+cache that cannot be written costs only speed and leaves no temporary file; the directory is
+removed with `rm -rf`, never by phase except for its older fingerprints (`_prune`).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
 import os
-import pickle
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from phase.publish.archive.store import code_digest, tree_digest
 from phase.publish.data.datasets import Dataset, load_dataset
-from phase.results import ResultsError, ResultsFile, SummaryFile
-from phase.results.jsonread import read_regular_text
-from phase.validate import Report, RuleSettings
+from phase.results import ResultsError, ResultsFile, SummaryFile, parse
+from phase.results.cache_entry import read_entry, sweep_temporaries, write_entry
+from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes, read_same_bytes
+from phase.validate import Finding, Report, RuleSettings
 
 SUBDIR = "build-cache"
 KEEP_FINGERPRINTS = 3
@@ -69,26 +72,6 @@ def _entry_key(path: Path, sha256: str, settings: RuleSettings) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _read(entry: Path) -> Any | None:
-    try:
-        with entry.open("rb") as fh:
-            return pickle.load(fh)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
-            IndexError, TypeError, ValueError):
-        return None
-
-
-def _write(entry: Path, value: Any) -> None:
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.replace(entry)
-    except (OSError, pickle.PicklingError):
-        return
-
-
 def tree_fingerprint(directory: Path) -> str:
     """One sha256 over every file under a directory (archive.tree_digest): the templates."""
     return hashlib.sha256(json.dumps(tree_digest(directory, "*"), sort_keys=True).encode()
@@ -96,7 +79,9 @@ def tree_fingerprint(directory: Path) -> str:
 
 
 def _trim(directory: Path, max_bytes: int) -> None:
-    """Least recently used entries out until the directory holds at most max_bytes."""
+    """Temporary files of writers that are gone out, then least recently used entries out
+    until the directory holds at most max_bytes."""
+    sweep_temporaries(directory)
     try:
         entries = [(e.stat(), e) for e in directory.iterdir() if not e.name.endswith(".tmp")]
     except OSError:
@@ -124,6 +109,41 @@ def _prune(root: Path, keep: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
+def _encode_head(ds: Dataset) -> dict[str, Any]:
+    """What a hit needs, as JSON values: the header, findings and summary (never the runs)."""
+    report = ds.report
+    return {"header": ds.header.model_dump(mode="json"), "n_runs": ds.n_runs,
+            "summary": ds.summary.model_dump(mode="json"),
+            "schema_version": ds.schema_version,
+            "report": {"file": report.file, "findings": [asdict(f) for f in report.findings],
+                       "chip_sensor": report.chip_sensor,
+                       "chip_candidates": report.chip_candidates}}
+
+
+def _decode_head(data: Any, path: Path, settings: RuleSettings
+                 ) -> tuple[ResultsFile | SummaryFile, Report, SummaryFile, int, int]:
+    """The entry's values, validated as strictly as the file they came from (the schema for
+    header and summary); ValueError/KeyError/TypeError for anything else."""
+    header = parse(data["header"], path)
+    summary = parse(data["summary"], path)
+    if not isinstance(summary, SummaryFile):
+        raise TypeError("summary")
+    r = data["report"]
+    report = Report(file=str(r["file"]), settings=settings,
+                    findings=[Finding(**f) for f in r["findings"]], results=header,
+                    chip_sensor=r["chip_sensor"], chip_candidates=list(r["chip_candidates"]))
+    n_runs, version = data["n_runs"], data["schema_version"]
+    if not (isinstance(n_runs, int) and isinstance(version, int)):
+        raise TypeError("counts")
+    return header, report, summary, n_runs, version
+
+
+def _read_results(path: Path, sha256: str) -> ResultsFile | SummaryFile:
+    """The whole file again, insisting it is the file the cached header came from."""
+    data = read_same_bytes(path, sha256)
+    return parse(parse_json(decode_utf8(data, path), path), path)
+
+
 class DatasetCache:
     """load(path) -> (Report, Dataset | None), from the cache where the file is unchanged."""
 
@@ -135,69 +155,63 @@ class DatasetCache:
         self.misses = 0
         self._pruned = False
 
+    def _bound(self, key: str, sha256: str) -> dict[str, str]:
+        return {"key": key, "results_sha256": sha256, "code": code_fingerprint()}
+
     def load(self, path: Path, settings: RuleSettings) -> tuple[Report, Dataset | None]:
         try:
-            data = read_regular_text(path).encode("utf-8")
+            data = read_regular_bytes(path)
         except ResultsError:
             return load_dataset(path, settings)  # the blocking report, naming the problem
         sha256 = hashlib.sha256(data).hexdigest()
         key = _entry_key(path, sha256, settings)
         head = self.dir / f"{key}.head"
-        full = self.dir / f"{key}.runs"
-        cached = _read(head)
-        if isinstance(cached, dict) and cached.get("sha256") == sha256:
-            self.hits += 1
-            _touch(head, full)
-            return cached["report"], self._dataset(path, sha256, len(data), cached, full,
-                                                   settings)
+        cached = read_entry(head, self._bound(key, sha256))
+        if cached is not None:
+            try:
+                header, report, summary, n_runs, version = _decode_head(cached, path, settings)
+            except (ResultsError, ValidationError, ValueError, KeyError, TypeError):
+                head.unlink(missing_ok=True)  # bound and intact, but not what phase writes
+            else:
+                self.hits += 1
+                _touch(head)
+                return report, Dataset(
+                    path=path, name=path.name, sha256=sha256, size_bytes=len(data),
+                    header=header, n_runs=n_runs, report=report, summary=summary,
+                    schema_version=version, load_results=lambda: _read_results(path, sha256))
         self.misses += 1
         report, ds = load_dataset(path, settings)
         if ds is not None and ds.sha256 == sha256:
-            self._store(head, full, ds)
+            self._store(head, self._bound(key, sha256), ds)
         return report, ds
 
-    def memo(self, kind: str, key: Any, make: Callable[[], T]) -> T:
+    def memo(self, kind: str, key: Any, make: Callable[[], T], *, sha256: str,
+             encode: Callable[[T], Any], decode: Callable[[Any], T]) -> T:
         """make(), or what it returned for the same kind and key before (a page rendered from
-        the same inputs). The key must hold every input the value depends on besides phase's
-        own code; it is JSON-encoded (other values by repr)."""
+        the same inputs), for the results file with `sha256`. The key must hold every input
+        the value depends on besides phase's own code; it is JSON-encoded (other values by
+        repr). `encode`/`decode` turn the value into JSON values and back."""
         text = json.dumps([kind, key], sort_keys=True, default=repr)
-        entry = self.dir / f"{hashlib.sha256(text.encode()).hexdigest()}.{kind}"
-        cached = _read(entry)
-        if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == text:
-            self.hits += 1
-            _touch(entry)
-            return cast(T, cached[1])
+        name = hashlib.sha256(text.encode()).hexdigest()
+        entry = self.dir / f"{name}.{kind}"
+        bound = self._bound(name, sha256)
+        cached = read_entry(entry, bound)
+        if cached is not None:
+            try:
+                value = decode(cached)
+            except (ValueError, KeyError, TypeError, IndexError):
+                entry.unlink(missing_ok=True)
+            else:
+                self.hits += 1
+                _touch(entry)
+                return value
         self.misses += 1
         value = make()
-        _write(entry, (text, value))
+        write_entry(entry, encode(value), bound)
         return value
 
-    def _dataset(self, path: Path, sha256: str, size: int, cached: dict[str, Any],
-                 full: Path, settings: RuleSettings) -> Dataset:
-        def load_results() -> ResultsFile | SummaryFile:
-            results = _read(full)
-            if isinstance(results, ResultsFile | SummaryFile):
-                return results
-            # No usable runs entry: read the file again, and insist it is the same file.
-            _, again = load_dataset(path, settings)
-            if again is None or again.sha256 != sha256:
-                raise ResultsError(f"{path}: changed while the site was being built; "
-                                   "build again")
-            return again.results
-
-        return Dataset(path=path, name=path.name, sha256=sha256, size_bytes=size,
-                       header=cached["header"], n_runs=cached["n_runs"],
-                       report=cached["report"], summary=cached["summary"],
-                       schema_version=cached["schema_version"], load_results=load_results)
-
-    def _store(self, head: Path, full: Path, ds: Dataset) -> None:
-        _write(full, ds.results)
-        # The report refers to the file it judged; kept with the header, not the runs (the
-        # build reads its findings, never its runs).
-        report = replace(ds.report, results=ds.header)
-        _write(head, {"sha256": ds.sha256, "header": ds.header, "n_runs": ds.n_runs,
-                      "report": report, "summary": ds.summary,
-                      "schema_version": ds.schema_version})
+    def _store(self, head: Path, bound: dict[str, str], ds: Dataset) -> None:
+        write_entry(head, _encode_head(ds), bound)
         if not self._pruned:
             self._pruned = True
             _prune(self.root, self.dir)
@@ -209,3 +223,13 @@ def _touch(*entries: Path) -> None:
     for entry in entries:
         with contextlib.suppress(OSError):
             os.utime(entry)
+
+
+def encode_bytes(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode_bytes(text: Any) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError("bytes")
+    return base64.b64decode(text.encode("ascii"), validate=True)

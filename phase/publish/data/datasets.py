@@ -7,7 +7,7 @@ What a build needs of most files is small: the findings, the summary rows and th
 (who, where, when, how many runs). The runs themselves (megabytes of per-step traces) are
 needed only to draw a page that is not published yet. So a Dataset holds the header, and
 loads `results` the first time something asks for it; with the build cache
-(phase.publish.data.cache) an unchanged file is then never parsed again.
+(phase.publish.data.cache) an unchanged file is not parsed again until a page needs its runs.
 """
 
 from __future__ import annotations

@@ -21,9 +21,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from phase.analysis import FIGURES, PLAIN, Figure, row_value
+from phase.escaping import markdown_safe, safe_url
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.source import NoteError
 from phase.publish.numbers.bench import BenchResults
@@ -111,12 +112,13 @@ class Figures:
             return Markup("")
         caveat = baseline_caveat(prompt, message)
         self.marked[prompt] = caveat
-        return Markup(f'<a class="phase-unstable-mark" href="{escape(self.caveat_href)}" '
-                      f'title="{escape(caveat)}">{MARK}</a>')
+        return Markup(f'<a class="phase-unstable-mark" href="{safe_url(self.caveat_href)}" '
+                      f'title="{markdown_safe(caveat)}">{MARK}</a>')
 
     def _span(self, text: str, title: str, mark: Markup | None = None) -> Markup:
-        return Markup(f'<span class="phase-figure" title="{escape(title)}">{escape(text)}'
-                      f"</span>") + (mark or Markup(""))
+        # Inline HTML in Markdown: the text between the tags is parsed as Markdown.
+        return Markup(f'<span class="phase-figure" title="{markdown_safe(title)}">'
+                      f"{markdown_safe(text)}</span>") + (mark or Markup(""))
 
     def _none_yet(self) -> Markup | None:
         """A version that lists no results file yet (a draft) shows a dash, not an error."""
@@ -238,7 +240,7 @@ class Figures:
             Markup(f'<p class="phase-caveat" id="{CAVEAT_ID}">{MARK} <strong>Unstable '
                    "baseline.</strong> Plain decoding, the baseline of every ratio to plain, was "
                    "itself unstable on ")
-            + escape("; ".join(lines))
+            + markdown_safe("; ".join(lines))
             + Markup(". A ratio to plain on those prompts is uncertain by at least as much, and "
                      f"is marked {MARK} wherever it appears.</p>"))
 

@@ -37,7 +37,8 @@ from phase.publish.notes.source import (
     split_front_matter,
 )
 from phase.publish.numbers.headline import bests, headline
-from phase.results import ResultsFile
+from phase.results import ResultsError, ResultsFile
+from phase.results.jsonread import read_regular_text
 
 TEMPLATES_SUBDIR = "experiments"
 DEFAULT_TEMPLATE = "default.md.j2"
@@ -170,10 +171,10 @@ def load_template(templates_dir: Path, experiment: str) -> Template:
     if not path.is_file():
         path = base / DEFAULT_TEMPLATE
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise NoteError(f"{path}: cannot read the note template for experiment {experiment} "
-                        f"({exc.strerror}); every campaign needs one to become a note") from None
+        text = read_regular_text(path)
+    except ResultsError as exc:
+        raise NoteError(f"{exc} (the note template for experiment {experiment}: every "
+                        "campaign needs one to become a note)") from None
     data, body = split_front_matter(text, path)
     title = data.get("title")
     if not isinstance(title, str) or not title.strip():

@@ -10,6 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from phase.publish.notes.source import NoteError
+from phase.results import ResultsError
+from phase.results.jsonread import read_regular_bytes
+from phase.results.safepath import PathEscapes, confined
 
 SOURCES_DIR = "sources"
 ROOT_GLOBAL = "phase_repo_root"  # set on the Jinja environment by the site build
@@ -19,10 +22,9 @@ def source_file(root: object, path: str, where: str) -> tuple[str, bytes]:
     """(file name, bytes) of a repository file; a bad path is the note's error."""
     if not isinstance(root, Path):
         raise NoteError(f"{where}: file_url(): this build has no repository root to read from")
-    rel = Path(path)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise NoteError(f"{where}: file_url({path!r}): name a file relative to the repository")
-    source = root / rel
-    if not source.is_file():
-        raise NoteError(f"{where}: file_url({path!r}): no such file in {root}")
-    return rel.name, source.read_bytes()
+    try:
+        source = confined(root, path, f"{where}: file_url()")  # inside the repository
+        return source.name, read_regular_bytes(source)
+    except (PathEscapes, ResultsError) as exc:
+        raise NoteError(f"{where}: file_url({path!r}): {exc}; name a file relative to the "
+                        "repository") from None

@@ -37,6 +37,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from phase.escaping import finalize, markdown_safe, markdown_text, safe_url
+from phase.escaping import join as md_join
 from phase.publish.charts.energy import KINDS as ENERGY_KINDS
 from phase.publish.charts.energy import Chart, build_chart
 from phase.publish.charts.strategy import KINDS as STRATEGY_KINDS
@@ -67,22 +69,23 @@ def environment(templates_dir: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # Every value is escaped for Markdown, not only for HTML (phase.escaping): the pages
+        # are Markdown, and `[x](javascript:...)` or `{: onclick=... }` survive HTML escaping.
+        finalize=finalize,
     )
     env.filters["pre"] = preformatted
     env.filters["md"] = markdown_text
+    env.filters["join"] = md_join
+    env.filters["url"] = safe_url
+    env.filters["authored"] = authored_markdown
     env.filters["island"] = island
     return env
 
 
-# Inline Markdown syntax (the text sits mid-line, so line-start markers like # - + need none).
-_MD_SPECIAL = {c: f"&#{ord(c)};" for c in "\\`*_{}[]()|~<>&\"'!"}
-
-
-def markdown_text(text: str) -> Markup:
-    """Text placed where Markdown is parsed: HTML-escaped and with every character Markdown
-    could treat as syntax turned into a character reference, so it shows exactly as given."""
-    plain = text.unescape() if isinstance(text, Markup) else str(text)
-    return Markup("".join(_MD_SPECIAL.get(c, c) for c in plain))
+def authored_markdown(text: str) -> Markup:
+    """Markdown a note's author wrote (a version's changes): HTML-escaped only, so that its
+    Markdown renders. Never for data: a generated note's texts are data."""
+    return Markup(escape(text))
 
 
 def preformatted(text: str) -> Markup:
@@ -217,8 +220,8 @@ class _Calls:
         """The file as a download link named by its repository path, with its sha256."""
         href = self.file_url(path)
         data = self.assets.read(f"{SOURCES_DIR}/{Path(path).name}")
-        return Markup(f'<a class="phase-source-link" href="{escape(href)}" download>'
-                      f"<code>{escape(path)}</code></a> (sha256 <code>"
+        return Markup(f'<a class="phase-source-link" href="{safe_url(href)}" download>'
+                      f"<code>{markdown_safe(path)}</code></a> (sha256 <code>"
                       f"{hashlib.sha256(data).hexdigest()}</code>)")
 
     def context(self) -> dict[str, Any]:
@@ -308,7 +311,7 @@ def render_version(
         context.update(note.context(number))
     # A generated note's finding is computed from data (names included), so it is text, never
     # a template; an authored note's may call the figure functions.
-    finding = (Markup(escape(note.finding_of(number))) if note.kind == "generated" else
+    finding = (markdown_safe(note.finding_of(number)) if note.kind == "generated" else
                _template(env, note, note.finding_of(number), number, context, "the finding"))
     body = _template(env, note, note.body, number, context, "the body")
     body_markup = body + calls.figures.leftover_caveats() + calls.missing_sections()

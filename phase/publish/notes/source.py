@@ -35,6 +35,8 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from phase.errors import PhaseError
+from phase.results import ResultsError
+from phase.results.jsonread import read_regular_text
 
 FILE_NAME = re.compile(r"^(?P<ym>\d{4}-\d{2})-(?P<slug>[a-z0-9][a-z0-9-]*)\.md$")
 DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
@@ -164,7 +166,11 @@ def parse_note(path: Path) -> NoteSource:
     match = FILE_NAME.match(path.name)
     if not match:
         raise NoteError(f"{path}: a note file is named <yyyy-mm>-<slug>.md (lowercase slug)")
-    data, body = split_front_matter(path.read_text(encoding="utf-8"), path)
+    try:
+        text = read_regular_text(path)  # a FIFO named *.md is refused, never waited on
+    except ResultsError as exc:
+        raise NoteError(str(exc)) from None
+    data, body = split_front_matter(text, path)
     try:
         meta = FrontMatter.model_validate(data)
     except ValidationError as exc:

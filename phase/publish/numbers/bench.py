@@ -10,18 +10,20 @@ and the field.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phase.analysis import BENCH_SPREAD, FIGURES, spread
 from phase.analysis.bench_rows import BenchRow
 from phase.errors import PhaseError
+from phase.escaping import markdown_safe, safe_url
 from phase.publish.markup.anchors import _safe
+from phase.results import ResultsError
+from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
 
 BENCH_GLOBAL = "phase_bench"  # the loaded results, set on the Jinja environment by the build
 
@@ -75,11 +77,12 @@ def load_bench(bench_dir: Path) -> list[BenchResults]:
         return []
     out = []
     for path in sorted(bench_dir.glob("*.json")):
-        data = path.read_bytes()
         try:
-            parsed = BenchFile.model_validate(json.loads(data))
-        except json.JSONDecodeError as exc:
-            raise PhaseError(f"{path}: not valid JSON ({exc}); rerun `make bench`") from None
+            # Read as every results file is (regular, UTF-8, no duplicate key or NaN).
+            data = read_regular_bytes(path)
+            parsed = BenchFile.model_validate(parse_json(decode_utf8(data, path), path))
+        except ResultsError as exc:
+            raise PhaseError(f"{exc}; rerun `make bench`") from None
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
@@ -122,5 +125,5 @@ def figure(results: BenchResults, item: str, side: str, vs: str | None, href: st
              + (f" (lowest {min(samples):.1f}, highest {max(samples):.1f}, spread "
                 f"{FIGURES['bench_spread'].show(relative)})" if relative is not None else "")
              + f"; {results.name}")
-    return Markup(f'<a class="phase-figure phase-bench-figure" href="{escape(href)}#'
-                  f'{row_anchor(row)}" title="{escape(title)}">{escape(text)}</a>')
+    return Markup(f'<a class="phase-figure phase-bench-figure" href="{safe_url(href)}#'
+                  f'{row_anchor(row)}" title="{markdown_safe(title)}">{markdown_safe(text)}</a>')

@@ -12,11 +12,14 @@ from typing import Any
 
 from phase.analysis import FIGURES
 from phase.analysis.bench_rows import NOISY, BenchRow
+from phase.errors import PhaseError
 from phase.publish.notes.page import Page
 from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.bench import BenchResults, row_anchor, show
 from phase.publish.numbers.downloads import TableDownloads, cells_frame, frame_files
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
+from phase.results import ResultsError
+from phase.results.jsonread import read_same_bytes
 
 PAGE_DIR = "bench"
 HEADER = ["item", "phase", "reference", "vs", "ratio", "target", "result", "spread", "n",
@@ -85,7 +88,10 @@ class BenchKind(PageKind):
             downloads = table_downloads(r)
             for f in downloads.files:
                 assets[f"{PAGE_DIR}/{f.name}"] = f.data
-            assets[f"{PAGE_DIR}/{r.name}"] = r.path.read_bytes()
+            try:  # strictly, and the bytes load_bench validated
+                assets[f"{PAGE_DIR}/{r.name}"] = read_same_bytes(r.path, r.sha256)
+            except ResultsError as exc:
+                raise PhaseError(str(exc)) from None
             files.append({"results": r, "machine": machine_line(r), "rows": table_rows(r),
                           "header": HEADER, "downloads": downloads})
         text = build.env.get_template("bench_page.md.j2").render(files=files)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment
 
 from phase.analysis.formatting import DASH, fmt, pct
 from phase.errors import PhaseError
-from phase.publish.data.cache import DatasetCache, tree_fingerprint
+from phase.publish.data.cache import DatasetCache, decode_bytes, encode_bytes, tree_fingerprint
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page, run_anchor
 from phase.publish.notes.page import Page
@@ -35,6 +36,7 @@ from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
 from phase.publish.numbers.tables import Cell, Table, build_table
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import ResultsFile, Run, SummaryFile, dump_json
+from phase.results.jsonread import read_same_bytes
 
 ROOT = "../"  # data pages live in raw/
 # Longer texts (model outputs, prompts) are cut on the page, with a pointer to the raw file:
@@ -250,7 +252,20 @@ class RawPageMemo:
 
         key = [ds.sha256, str(ds.path), ds.report.settings.as_dict(), extra, used, summary,
                self.templates]
-        return self.cache.memo("raw-page", key, make)
+        return self.cache.memo("raw-page", key, make, sha256=ds.sha256, encode=_encode_page,
+                               decode=_decode_page)
+
+
+def _encode_page(page: tuple[str, list[tuple[str, bytes]]]) -> dict[str, Any]:
+    text, files = page
+    return {"text": text, "files": [[name, encode_bytes(data)] for name, data in files]}
+
+
+def _decode_page(data: Any) -> tuple[str, list[tuple[str, bytes]]]:
+    text = data["text"]
+    if not isinstance(text, str):
+        raise TypeError("text")
+    return text, [(str(name), decode_bytes(blob)) for name, blob in data["files"]]
 
 
 class RawKind(PageKind):
@@ -269,7 +284,8 @@ class RawKind(PageKind):
             summary = _summary_download(ds, assets)
             text, table_files = memo.page(build.env, ds, _extra_provenance(ds, build.cited_by),
                                           build.used_by.get(ds.path, []), summary)
-            assets[f"raw/{ds.name}"] = ds.path.read_bytes()
+            # Strictly, and the very bytes that were validated (not a file swapped since).
+            assets[f"raw/{ds.name}"] = read_same_bytes(ds.path, ds.sha256)
             assets.update({f"raw/{name}": data for name, data in table_files})
             pages.append(Page(f"raw/{ds.stem}.md", text, assets))
         index = build.env.get_template("raw_index.md.j2").render(datasets=published)

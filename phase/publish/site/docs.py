@@ -33,6 +33,7 @@ from phase.publish.numbers.bench import BENCH_GLOBAL, load_bench
 from phase.publish.pages import PAGE_KINDS
 from phase.publish.pages.base import BuildInputs, PageKind, Rendered
 from phase.publish.site.paths import GENERATED, VENDOR_DIR, SitePaths
+from phase.results.safepath import confined
 from phase.validate import Report, RuleSettings
 
 VEGA_JS = f"{VENDOR_DIR}/vega.js"
@@ -75,7 +76,10 @@ def results_files(results_dir: Path) -> list[Path]:
     return sorted(p for p in results_dir.glob("*.json") if p.name != "schema.json")
 
 
-def _write(path: Path, data: str | bytes) -> None:
+def _write(root: Path, rel: str, data: str | bytes) -> None:
+    # Every page, download and asset lands in the staging docs dir under a name made from
+    # data (a slug, a file name, an archived asset): none may climb out of it.
+    path = confined(root, Path(rel).as_posix(), "generated file")
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(data, bytes):
         path.write_bytes(data)
@@ -151,7 +155,7 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     bench = load_bench(paths.bench_dir)
     # Notes cite bench figures and link repository files from any page: the templates carry them.
     env.globals.update({BENCH_GLOBAL: bench, ROOT_GLOBAL: paths.root})
-    _write(docs_dir / VEGA_JS, vega_bundle())
+    _write(docs_dir, VEGA_JS, vega_bundle())
     build = BuildInputs(env=env, settings=settings, templates_dir=paths.templates_dir,
                         archive=archive, cache=cache, notes=notes, versions=versions,
                         datasets=by_path, cited_by=cited_by, bench=bench, freeze=freeze)
@@ -173,7 +177,7 @@ def _write_rendered(docs_dir: Path, kind: PageKind, out: Rendered, result: Build
         if not kind.owns(rel):
             raise ValueError(f"page kind {kind.name!r} wrote {rel}, outside its dirs "
                              f"{', '.join(kind.dirs)}")
-        _write(docs_dir / rel, data)
+        _write(docs_dir, rel, data)
     result.to_freeze += out.to_freeze
     result.states.update(out.states)
     result.lines += out.lines

@@ -11,6 +11,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 
+from phase.escaping import active_markup
 from phase.publish.markup.islands import PATTERN
 
 
@@ -49,4 +50,11 @@ class IslandsPlugin(BasePlugin):  # type: ignore[type-arg]
                                   "markers inside another block?)")
             parts += [before, html]
         parts.append(rest)
-        return "".join(parts)
+        html = "".join(parts)
+        # Denied in the output, whatever produced it (data escaping is the first line; an
+        # author's raw HTML, a theme or an extension is this one's).
+        found = active_markup(html)
+        if found:
+            raise PluginError(f"{page.file.src_uri}: the page would hold an event handler or "
+                              f"a script URL ({found[0]}); phase never publishes one")
+        return html

@@ -17,20 +17,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from phase.errors import UsageProblem
+from phase.results.outputs import STAGING_PREFIX as STAGING_PREFIX
+from phase.results.outputs import place_dir, staging_dir
 
 MARKER = ".phase-generated"
 MARKER_TEXT = (
     "This directory was made by phase (`phase site` / `phase build`): every build deletes and\n"
     "rewrites it. Keep nothing else here.\n"
 )
-STAGING_PREFIX = ".phase-tmp-"
 
 
 class OutputDirError(UsageProblem):
@@ -96,7 +96,7 @@ class Staging:
     def stage(self, target: Path) -> Path:
         """A fresh directory to build `target` in, on the same file system as `target`."""
         target.parent.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target.parent))
+        root = staging_dir(target.parent)
         self.roots.append(root)
         staged = root / "new"
         staged.mkdir()
@@ -106,7 +106,7 @@ class Staging:
     def scratch(self, near: Path) -> Path:
         """A fresh directory next to `near` that is removed, never swapped in."""
         near.mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=near))
+        root = staging_dir(near)
         self.roots.append(root)
         return root
 
@@ -120,7 +120,12 @@ class Staging:
             if target.exists():
                 os.rename(target, old)
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(staged, target)
+            try:
+                place_dir(staged, target, "an output directory")
+            except BaseException:
+                if old.exists() and not target.exists():
+                    os.rename(old, target)  # the previous build stays where it was
+                raise
         self.pairs = []
         self.cleanup()
 
