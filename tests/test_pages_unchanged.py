@@ -9,8 +9,9 @@ by a new schema version), never changed what it defined.
 ``REFERENCE`` is the commit after which pages are expected to stay put. The structure refactor
 of publish/, decode/ and the figure registry was held to 8200220 (the commit before it); the
 reference then moved to 7465f45, whose schema 6 stamps the derived summaries on the raw data
-pages, and to 9b228c3 for schema 7 (a run's foreign load) likewise. A change that alters pages on purpose (a new column, intervals) moves it again, to
-its own commit, and says so in its commit message.
+pages, and to 9b228c3 for schema 7 (a run's foreign load) likewise. A change that alters
+pages on purpose (a new column, intervals) moves it again, to its own commit, and says so in
+its commit message.
 """
 
 from __future__ import annotations
