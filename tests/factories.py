@@ -468,3 +468,18 @@ def make_summary(rows: Sequence[SummaryRow] | None = None, **overrides: Any) -> 
     }
     fields.update(overrides)
     return SummaryFile(**fields)
+
+
+def shifted(model: M, seconds: float) -> M:
+    """`model` with every Unix timestamp it holds (`*_unix_s`) moved by `seconds`: a file made
+    from another one's runs at another date still has its runs after its `created`."""
+
+    def move(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: (v + seconds if k.endswith("_unix_s") and isinstance(v, int | float)
+                        else move(v)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [move(v) for v in node]
+        return node
+
+    return type(model).model_validate(move(model.model_dump(mode="json")))

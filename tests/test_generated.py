@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from factories import replaced, write_results
+from factories import replaced, shifted, write_results
 from test_publish_inputs import REPO, cpu_results, make_inputs, parse_tables, site_paths
 
 from phase.cli import main
@@ -31,9 +31,11 @@ def campaign(name: str, day: int, host: str = HOST, slower: float = 1.0, **chang
                      tokens_per_s=r.tokens / (r.decode_s * slower),
                      ended_unix_s=r.ended_unix_s + r.decode_s * (slower - 1))
             for r in base.runs]
-    return replaced(base, id=name, runs=runs,
-                    created=datetime(2026, 3, day, 12, tzinfo=UTC),
-                    provenance=replaced(base.provenance, host_class=host), **changes)
+    created = datetime(2026, 3, day, 12, tzinfo=UTC)
+    moved = replaced(base, id=name, runs=runs, created=created,
+                     provenance=replaced(base.provenance, host_class=host), **changes)
+    # Its runs are measured after it was created, as the clocks rule requires.
+    return shifted(moved, (created - base.created).total_seconds())
 
 
 def interrupted(name: str, day: int, finished: int) -> ResultsFile:
