@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 from cost_factories import make_profile
-from factories import make_results, make_run, write_results
+from factories import T0, make_results, make_run, write_results
 from test_publish_inputs import XSS_PROMPT, site_paths
 
+from phase.costmodel import CostTable, cost_table
+from phase.decode.ngram import MAX_CONTEXT
 from phase.publish.site.build import build_docs
 from phase.results import ResultsFile, Run, Step
 
 TOKENS = 16
+PROMPT_TOKENS = 12  # make_run's
 FILE = "speculative-fixture-costs.json"
 BARE = "speculative-fixture-bare.json"
 NOTE = """---
@@ -41,11 +44,24 @@ errata: []
 """
 
 
-def _steps(pattern: list[tuple[int, int]], verify_ms: float, proposer: str | None) -> list[Step]:
-    return [Step(proposed=p, accepted=a, propose_ms=0.05, verify_ms=verify_ms,
-                 proposer=proposer, expected_tokens=1.0 + a if proposer else None,
-                 expected_gain=1.1 if proposer else None, match_tokens=8 if proposer else None)
-            for p, a in pattern]
+def _steps(pattern: list[tuple[int, int]], verify_ms: float, proposer: str | None,
+           table: CostTable | None = None, generated: int = 0) -> list[Step]:
+    """Steps as a loop records them; `auto`'s (with `proposer`) carry the decision fields it
+    would have written at `table`'s costs, which the decisions rule replays."""
+    steps = []
+    for p, a in pattern:
+        fields: dict[str, float | int | str | None] = {"proposer": proposer}
+        if proposer is not None and table is not None:
+            tokens = 1.0 if p == 0 else (p + 2) / 2  # strictly between 1 and p + 1
+            fields |= {"expected_tokens": tokens,
+                       "expected_gain": tokens * table.plain() / (table.lookup
+                                                                  + table.target(p + 1)),
+                       "match_tokens": 0 if p == 0 else min(MAX_CONTEXT,
+                                                            PROMPT_TOKENS + generated - 1)}
+        steps.append(Step(proposed=p, accepted=a, propose_ms=0.05, verify_ms=verify_ms,
+                          **fields))
+        generated += a + 1
+    return steps
 
 
 def _run(prompt: str, strategy: str, repeat: int, order: int, steps: list[Step],
@@ -53,7 +69,9 @@ def _run(prompt: str, strategy: str, repeat: int, order: int, steps: list[Step],
     drafted = sum(s.proposed for s in steps)
     accepted = sum(s.accepted for s in steps)
     decode_s = sum(s.verify_ms + s.propose_ms for s in steps) / 1e3
+    # One run after another, in their order, as one host runs them.
     return make_run(prompt=prompt, strategy=strategy, repeat=repeat, order=order, k=k,
+                    started_unix_s=T0 + 2.0 * order,
                     tokens=TOKENS, decode_s=decode_s, steps=len(steps), drafted=drafted,
                     accepted=accepted, acceptance=accepted / drafted if drafted else None,
                     acceptance_reason=None if drafted else "nothing proposed", trace=steps)
@@ -64,6 +82,7 @@ def costs_results() -> ResultsFile:
     verifications cost 5 ms a row over a 10 ms base; runs take what the profile says, except
     the XSS prompt's ngram runs, whose verifications took twice as long."""
     profile = make_profile(lambda b: 10.0 + 5.0 * b)
+    table = cost_table(profile, PROMPT_TOKENS + TOKENS // 2)
     runs = []
     order = 0
     # In the schedule's order (unshuffled: repeat by repeat, prompt by prompt, strategy by
@@ -74,11 +93,13 @@ def costs_results() -> ResultsFile:
                 if strategy == "plain":
                     steps = _steps([(0, 0)] * TOKENS, 15.0, None)
                 elif strategy == "ngram":
+                    # The rejected proposal first: at the end, fewer tokens are left than
+                    # it proposes.
                     slow = 2.0 if prompt == XSS_PROMPT else 1.0
-                    steps = _steps([(4, 4)] * 3 + [(4, 0)], 35.0 * slow, None)
+                    steps = _steps([(4, 0)] + [(4, 4)] * 3, 35.0 * slow, None)
                 else:
-                    steps = (_steps([(0, 0)] * 6, 15.0, "none")
-                             + _steps([(4, 4)] * 2, 35.0, "ngram"))
+                    steps = (_steps([(0, 0)] * 6, 15.0, "none", table)
+                             + _steps([(4, 4)] * 2, 35.0, "ngram", table, generated=6))
                 k = {"plain": None, "ngram": 4, "auto": 16}[strategy]
                 runs.append(_run(prompt, strategy, repeat, order, steps, k))
                 order += 1
