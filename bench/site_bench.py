@@ -13,7 +13,6 @@ pages -> `mkdocs build --strict`. Nothing in the repository is written.
 from __future__ import annotations
 
 import importlib
-import math
 import shutil
 import sys
 import time
@@ -58,13 +57,16 @@ def _trace(f: ModuleType, k: int | None, acceptance: float | None, decode_s: flo
         ms = 1e3 * decode_s / TOKENS
         return [Step(proposed=0, accepted=0, propose_ms=0.0, verify_ms=ms)] * TOKENS
     kept = min(k, round(acceptance * k))
-    steps = math.ceil(TOKENS / (1 + kept))
-    ms = 1e3 * decode_s / steps
-    full, last = divmod(TOKENS, 1 + kept)
-    trace = [Step(proposed=k, accepted=kept, propose_ms=0.3 * ms, verify_ms=0.7 * ms)] * full
-    if last:  # the last step yields exactly the tokens still to generate, as the engine's does
-        trace.append(Step(proposed=last - 1, accepted=last - 1, propose_ms=0.3 * ms,
-                          verify_ms=0.7 * ms))
+    # As the engine proposes: never more than the tokens left before the target's own one.
+    pattern, left = [], TOKENS
+    while left > 0:
+        proposed = min(k, left - 1)
+        accepted = min(kept, proposed)
+        pattern.append((proposed, accepted))
+        left -= accepted + 1
+    ms = 1e3 * decode_s / len(pattern)
+    trace = [Step(proposed=p, accepted=a, propose_ms=0.3 * ms, verify_ms=0.7 * ms)
+             for p, a in pattern]
     return trace
 
 

@@ -225,11 +225,13 @@ def tmp_dirs(tmp_path: Path) -> Path:
 def test_changes_table_sees_speed_and_spread(tmp_dirs: Path) -> None:
     before = gpu_results()
     first = next(r for r in before.runs if (r.prompt, r.strategy, r.repeat) == ("code", "plain", 0))
-    faster = replaced(before, runs=[replaced(r, tokens_per_s=r.tokens_per_s * 1.5,
-                                             decode_s=r.decode_s / 1.5)
+    # One run slower (its steps still fit in its decode, its run ends that much later).
+    slower = replaced(before, runs=[replaced(r, tokens_per_s=r.tokens_per_s / 1.5,
+                                             decode_s=r.decode_s * 1.5,
+                                             ended_unix_s=r.ended_unix_s + r.decode_s * 0.5)
                                     if r.id == first.id else r for r in before.runs])
     changes = compare([_dataset(tmp_dirs / "a", before, GPU_FILE)],
-                      [_dataset(tmp_dirs / "b", faster, GPU_FILE)])
+                      [_dataset(tmp_dirs / "b", slower, GPU_FILE)])
     metrics = {c.metric for c in changes if "code × " in c.item}
     assert {"tokens/s", "speed vs plain", "tokens/s spread"} <= metrics
 

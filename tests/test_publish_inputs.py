@@ -50,9 +50,9 @@ def _speculative(results: ResultsFile) -> ResultsFile:
 
 def gpu_results() -> ResultsFile:
     """Chip counter + fast board sensor. Planted: a chip reading of 0 J (rejected) in
-    XSS × draft-4, board readings below the chip's for code × draft-2 (rejected), an unstable
-    condition (code × ngram repeats differ by 20%), a run whose output diverges from plain,
-    and markup in a prompt name and an output."""
+    XSS × draft-4, a board reading below the chip's in one code × draft-2 run (rejected), an
+    unstable condition (code × ngram repeats differ by 20%), a run whose output diverges from
+    plain, and markup in a prompt name and an output."""
     sensors = [
         make_sensor("gpu", scope="chip", kind="counter"),
         make_sensor("board", scope="board", kind="power", smoothing_s=0.02),
@@ -70,9 +70,11 @@ def gpu_results() -> ResultsFile:
             if slot.prompt == XSS_PROMPT and slot.strategy == "draft-4" and slot.repeat == 1:
                 return 0.0  # a counter that did not move
             return chip
-        if slot.prompt == "code" and slot.strategy == "draft-2":
+        if slot.prompt == "code" and slot.strategy == "draft-2" and slot.repeat == 0:
             # Board below chip: impossible. (Planted on a mid-length condition, so the ratio
-            # board/chip does not also correlate with window length and trip lag-confound.)
+            # board/chip does not also correlate with window length and trip lag-confound;
+            # in one run only, so the board is the reading out of line with its own other
+            # runs and the enclosure rule can tell which sensor is wrong.)
             return chip * 0.9
         return chip * 1.5
 
@@ -233,8 +235,9 @@ def test_gpu_fixture_plants_the_findings_the_page_tests_need() -> None:
                   if r.prompt == XSS_PROMPT and r.strategy == "draft-4"]
     assert report.rejection_of(xss_draft4[1], "gpu") is not None
     assert report.rejection_of(xss_draft4[0], "gpu") is None
-    for repeat in range(3):
-        assert report.rejection_of(f"r{repeat}-code-draft-2", "board") is not None
+    assert report.rejection_of("r0-code-draft-2", "board") is not None
+    assert report.rejection_of("r0-code-draft-2", "gpu") is None
+    assert report.rejection_of("r1-code-draft-2", "board") is None
     assert report.rejection_of("r0-code-plain", "board") is None
     assert ("code", "ngram") in report.unstable_conditions()
     assert ("code", "plain") not in report.unstable_conditions()
