@@ -56,8 +56,9 @@ def refuse_empty_values(args: Sequence[str]) -> None:
                                "value, or leave it out")
 
 
-class PhaseGroup(click.Group):
-    """Reports domain errors of every subcommand the same way."""
+class _Reporting(click.Command):
+    """Refuses empty values and reports domain errors the same way, for a group (its every
+    subcommand) or a command that runs outside it (an experiment script)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         with reporting_errors():
@@ -67,6 +68,10 @@ class PhaseGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         with reporting_errors():
             return super().invoke(ctx)
+
+
+class PhaseGroup(_Reporting, click.Group):
+    """Reports domain errors of every subcommand the same way."""
 
 
 class LazyGroup(PhaseGroup):
@@ -103,15 +108,6 @@ class LazyGroup(PhaseGroup):
         return command.get_short_help_str() if command else ""
 
 
-class PhaseCommand(click.Command):
+class PhaseCommand(_Reporting):
     """A command that may run outside the `phase` group (an experiment script), reporting
     domain errors the same way."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        with reporting_errors():
-            refuse_empty_values(args)
-        return super().parse_args(ctx, args)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        with reporting_errors():
-            return super().invoke(ctx)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from phase.decode.ngram_length import GROW, SHRINK, START, lengths
-from phase.decode.strategy import parse_strategy
+from phase.decode.strategy import Strategy, parse_strategy
 from phase.errors import UsageProblem
 from phase.results import ResultsFile, Run
 from phase.results.schedule import ScheduledRun, rerun, schedule
@@ -112,14 +112,22 @@ def _accounting(run: Run) -> list[tuple[str, str]]:
     return out
 
 
-def _strategy(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
+def _parsed(run: Run, results: ResultsFile) -> Strategy | None:
+    """The run's strategy as the campaign's settings define it; None for one phase cannot
+    parse (only its declaration is checked)."""
     config = results.config
     try:
-        strategy = parse_strategy(run.strategy, ngram_n_min=config.ngram_n_min,
-                                  ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k,
-                                  ngram_adaptive=config.ngram_adaptive)
+        return parse_strategy(run.strategy, ngram_n_min=config.ngram_n_min,
+                              ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k,
+                              ngram_adaptive=config.ngram_adaptive)
     except UsageProblem:
-        return []  # a strategy phase cannot parse: only its declaration is checked
+        return None
+
+
+def _strategy(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
+    strategy = _parsed(run, results)
+    if strategy is None:
+        return []
     if run.k != strategy.k:
         return [(f"k is {run.k} but strategy {run.strategy!r} proposes at most {strategy.k}",
                  "k")]
@@ -144,13 +152,7 @@ def _strategy(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
 def _steps(run: Run, results: ResultsFile, settings: RuleSettings) -> list[tuple[str, str]]:
     """Each step against the tokens left when it ran, and the trace's time against the decode
     window it was timed in."""
-    config = results.config
-    try:
-        strategy = parse_strategy(run.strategy, ngram_n_min=config.ngram_n_min,
-                                  ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k,
-                                  ngram_adaptive=config.ngram_adaptive)
-    except UsageProblem:
-        strategy = None
+    strategy = _parsed(run, results)
     out = []
     done = 0
     for j, step in enumerate(run.trace):
