@@ -49,14 +49,14 @@ def test_the_measured_profile_passes_with_its_kernel_switch() -> None:
     assert profile_findings(results) == []
 
 
-def test_a_nine_token_verification_cheaper_than_a_one_token_pass_blocks() -> None:
+def test_a_nine_token_verification_cheaper_than_a_one_token_pass_is_flagged() -> None:
     # The profiler timed the 9-token pass without its logits rows (or swapped two sizes).
     results = load_raw(CAMPAIGN)
     target = results.profile.points[1].target  # type: ignore[union-attr]
     j = next(j for j, c in enumerate(target) if c.tokens == 9)
     factor = 0.8 * target[0].ms / target[j].ms
     [f] = profile_findings(with_pass(results, 1, "target", j, lambda c: scaled(c, factor)))
-    assert (f.severity, f.json_path) == ("blocking", f"$.profile.points[1].target[{j}].ms")
+    assert (f.severity, f.json_path) == ("warning", f"$.profile.points[1].target[{j}].ms")
     assert "9-token pass" in f.message and "1-token pass" in f.message
 
 
