@@ -42,8 +42,18 @@ SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,d
 
 
 def _measure(out: Path) -> None:
-    result = CliRunner().invoke(main, ["measure", "speculative", *SMALL, "-o", str(out)])
-    assert result.exit_code == 0, result.output
+    """A small campaign that is a study (a --quick one is a smoke test, never published): the
+    quick plan's settings, with its purpose set to "study" by the caller."""
+    experiment = load_experiment("speculative")
+    assert experiment.quick is not None
+    plan = replace(experiment.quick, purpose="study", prompts=("code",),
+                   strategies=("plain", "draft-2", "draft-4"), tokens=8, repeats=2,
+                   cooldown_s=0.0, idle_window_s=0.0)
+    campaign = prepare(experiment, plan, Destination(out), discover_sensors(
+        SensorOptions(use=False)), QuietObserver())
+    with campaign:
+        campaign.run()
+    assert load_raw(out).status == "complete"
 
 
 class _StopAfter(QuietObserver):
