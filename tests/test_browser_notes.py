@@ -37,9 +37,6 @@ pytestmark = [
                        "(apt-get install -y chromium)"),
 ]
 
-SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2,draft-4",
-         "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
-
 
 def _measure(out: Path) -> None:
     """A small campaign that is a study (a --quick one is a smoke test, never published): the
