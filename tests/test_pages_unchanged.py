@@ -9,7 +9,7 @@ by a new schema version), never changed what it defined.
 ``REFERENCE`` is the commit after which pages are expected to stay put. The structure refactor
 of publish/, decode/ and the figure registry was held to 8200220 (the commit before it); the
 reference then moved to 7465f45, whose schema 6 stamps the derived summaries on the raw data
-pages, and to 9b228c3 for schema 7 (a run's foreign load) likewise, then to c547362:
+pages, and to bde5111 for schema 7 (a run's foreign load) likewise, then to 9070f3f:
 data is escaped for Markdown (a bench row's "[10]" became "&#91;10&#93;", the same text in a
 browser) and a merged shard's file must be a bare file name (a schema pattern). A change that
 alters pages on purpose (a new column, intervals) moves it again, to its own commit, and says
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "c54736207fe6dcd82e78a35f400cc090b5a3cf9d"
+REFERENCE = "9070f3f12370c00f554bb0a7c6b2b9bc931249be"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
