@@ -7,6 +7,7 @@ terminal summary share.
     figures      the registry: every figure's name, label, unit, description, how it is
                  computed, its "vs plain" form and its formatter
     formatting   the formatters (fmt, pct, ratio, ...): how a figure is written
+    intervals    bootstrap 95% intervals of a median and of a ratio to plain (paired by round)
     bench_rows   a row of a benchmark results file (bench/results/), written by bench/ and read
                  by the Benchmarks page alike, its noise the benchmark spread
 
