@@ -134,7 +134,8 @@ def _energy_sensor_ok(results: ResultsFile, sensor: Sensors) -> str | None:
     return None
 
 
-def _fill(run: Run) -> int:
+def run_fill(run: Run) -> int:
+    """The KV fill one run is priced at: its mean over the run."""
     return run.prompt_tokens + run.tokens // 2
 
 
@@ -155,7 +156,7 @@ def pace_readings(results: ResultsFile) -> PaceReadings:
     for run in results.runs:
         if run.strategy != "plain":
             continue
-        pace = plain_pace(run.trace, cost_table(results.profile, _fill(run)))
+        pace = plain_pace(run.trace, cost_table(results.profile, run_fill(run)))
         if pace is not None:
             out.setdefault(run.host, []).append(PaceReading(_midpoint_s(run), pace, run.id))
     return out
@@ -172,7 +173,7 @@ def predict_run(results: ResultsFile, run: Run, sensor: Sensors = None
     from the profile alone."""
     if results.profile is None:
         raise NoCost(f"{results.id}: no cost profile to predict from")
-    fill = _fill(run)
+    fill = run_fill(run)
     time = run_terms(run.trace, run.strategy, cost_table(results.profile, fill))
     joules = None
     if _energy_sensor_ok(results, sensor) is None:
@@ -226,6 +227,13 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
     return out
 
 
+def prompt_fill(results: ResultsFile, prompt: str) -> int | None:
+    """The KV fill a prompt's break-even and best k are priced at: its prompt tokens plus half
+    the tokens a run generates (None: the prompt has no runs)."""
+    run = next((r for r in results.runs if r.prompt == prompt), None)
+    return None if run is None else run.prompt_tokens + results.config.tokens // 2
+
+
 @dataclass(frozen=True)
 class BreakEven:
     prompt: str
@@ -242,10 +250,10 @@ def break_even_rows(results: ResultsFile, ks: tuple[int, ...] = (1, 2, 4, 8, 16)
         return []
     rows = []
     for prompt in results.config.prompts:
-        runs = [r for r in results.runs if r.prompt == prompt.name]
-        if not runs:
+        fill = prompt_fill(results, prompt.name)
+        if fill is None:
             continue
-        table = cost_table(results.profile, runs[0].prompt_tokens + results.config.tokens // 2)
+        table = cost_table(results.profile, fill)
         rows.extend(BreakEven(prompt.name, k, break_even(table, "draft", k),
                               break_even(table, "ngram", k), table.draft is not None)
                     for k in ks)
@@ -267,12 +275,12 @@ def best_k_rows(results: ResultsFile) -> list[BestK]:
         return []
     out = []
     for prompt in results.config.prompts:
-        runs = [r for r in results.runs if r.prompt == prompt.name]
-        if not runs:
+        fill = prompt_fill(results, prompt.name)
+        if fill is None:
             continue
-        table = cost_table(results.profile, runs[0].prompt_tokens + results.config.tokens // 2)
+        table = cost_table(results.profile, fill)
         for proposer in ("draft", "ngram"):
-            steps = [s for r in runs for s in r.trace
+            steps = [s for r in proposer_runs(results, prompt.name, proposer) for s in r.trace
                      if (s.proposer or _fixed_proposer(r.strategy)) == proposer]
             rates = position_rates(steps)
             if rates.alpha is None or (proposer == "draft" and table.draft is None):
@@ -280,6 +288,13 @@ def best_k_rows(results: ResultsFile) -> list[BestK]:
             k, speedup = best_k(table, proposer, rates.rates(16))
             out.append(BestK(prompt.name, proposer, rates.alpha, k, speedup))
     return out
+
+
+def proposer_runs(results: ResultsFile, prompt: str, proposer: str) -> list[Run]:
+    """The prompt's runs with steps proposed by `proposer` (draft or ngram): a fixed strategy
+    of it, or auto where it chose it; the runs whose acceptance a best k pools."""
+    return [r for r in results.runs if r.prompt == prompt
+            and any((s.proposer or _fixed_proposer(r.strategy)) == proposer for s in r.trace)]
 
 
 def _fixed_proposer(strategy: str) -> str:

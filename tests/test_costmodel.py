@@ -16,6 +16,7 @@ from phase.costmodel import (
     position_rates,
 )
 from phase.costmodel.breakeven import best_k, break_even
+from phase.costmodel.curve import points_at_fill
 from phase.costmodel.predict import expected_draft, expected_ngram, run_terms, step_costs
 from phase.results import CostProfile, PassCost, Step
 
@@ -42,6 +43,17 @@ def test_cost_table_interpolates_in_position_and_holds_outside() -> None:
     assert cost_table(profile, 50).target(1) == pytest.approx(10.0)
     assert cost_table(profile, 900).target(1) == pytest.approx(20.0)
     assert cost_table(profile, 200).draft is None
+
+
+def test_points_at_fill_names_the_points_a_cost_is_read_from() -> None:
+    # Listed out of order: indices are the file's, fills are sorted.
+    points = [make_point(300, lambda b: 20.0 * b), make_point(100, lambda b: 10.0 * b),
+              make_point(700, lambda b: 30.0 * b)]
+    assert points_at_fill(points, 200) == [1, 0]  # blended between 100 and 300
+    assert points_at_fill(points, 300) == [0]  # exactly one fill
+    assert points_at_fill(points, 50) == [1]  # held below the first
+    assert points_at_fill(points, 900) == [2]  # and beyond the last
+    assert points_at_fill(points, 500) == [0, 2]
 
 
 def test_energy_table_needs_energy_per_pass() -> None:

@@ -184,3 +184,62 @@ def test_cost_charts_and_the_notes_own_share_the_pages_files_and_ids(docs: Path,
     assert pngs and all(src.startswith("v1/") for src in pngs)
     missing = [src for src in pngs if not (docs / "notes/fixture-costs" / src).is_file()]
     assert missing == []
+
+
+def _cost_tables(page: str) -> dict[str, list[tuple[list[str], list[str]]]]:
+    """Each cost table's rows by kind: (the cells' texts, the source links' hrefs)."""
+    out: dict[str, list[tuple[list[str], list[str]]]] = {}
+    for kind, body in re.findall(r'<div class="phase-table phase-cost-table" data-kind="(\w+)" '
+                                 rf'data-dataset="{re.escape(FILE)}">(.*?)</div>', page, re.S):
+        rows = []
+        for tr in re.findall(r"<tr>(.*?)</tr>", body.split("<tbody>", 1)[1], re.S):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)
+            rows.append((cells[:-1], re.findall(r'href="([^"]+)"', cells[-1])))
+        out.setdefault(kind, []).extend(rows)
+    return out
+
+
+def test_every_cost_row_links_to_its_source_on_the_data_page(docs: Path, page: str) -> None:
+    """Each row of each cost table names what it came from, and every link lands on an
+    anchor of the file's data page: the profile's blocks, or the runs it counts."""
+    raw = (docs / f"raw/{Path(FILE).stem}.md").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'id="([^"]+)"', raw))
+    results = costs_results()
+    tables = _cost_tables(page)
+    assert set(tables) == {"cost_curve", "cost_prediction", "break_even", "best_k",
+                           "auto_choices"}
+    for kind, rows in tables.items():
+        for cells, links in rows:
+            assert links, f"{kind} row {cells} links nowhere"
+            for href in links:
+                target, _, anchor = href.partition("#")
+                assert target.endswith(f"raw/{Path(FILE).stem}.html"), href
+                assert anchor in anchors, f"{kind}: {href} has no anchor on the data page"
+    # A pass cost links to its own pass size's blocks; the data page shows them.
+    for cells, links in tables["cost_curve"]:
+        b = int(cells[0])
+        assert [h.partition("#")[2] for h in links][:1] == [f"profile-0-target-b{b}"]
+    # A prediction links to exactly its condition's runs, and the fill they were priced at.
+    ids = {(r.prompt, r.strategy): sorted(x.id for x in results.runs
+                                          if (x.prompt, x.strategy) == (r.prompt, r.strategy))
+           for r in results.runs}
+    for cells, links in tables["cost_prediction"]:
+        fragments = [h.partition("#")[2] for h in links]
+        runs = sorted(f.removeprefix("run-") for f in fragments if f.startswith("run-"))
+        if cells[0] == "code":  # the other prompt's name is markup, escaped in the cell
+            assert runs == ids[("code", cells[1])]
+        assert len(runs) == 2 and "profile-0" in fragments
+    # auto's choices link to the prompt's auto runs and nothing else.
+    for _cells, links in tables["auto_choices"]:
+        assert all("-auto" in h for h in links) and len(links) == 2
+
+
+def test_the_data_page_shows_the_profile_blocks(docs: Path) -> None:
+    raw = (docs / f"raw/{Path(FILE).stem}.md").read_text(encoding="utf-8")
+    profile = costs_results().profile
+    assert profile is not None
+    cost = profile.points[0].target[2]
+    row = re.search(rf'<tr id="profile-0-target-b{cost.tokens}">(.*?)</tr>', raw, re.S)
+    assert row is not None
+    for ms, n in zip(cost.block_ms, cost.block_passes, strict=True):
+        assert f"{ms:.3f} ms × {n}" in row.group(1)

@@ -107,6 +107,20 @@ def _at_fill(points: Sequence[ProfilePoint], kv_tokens: int, role: str,
     return blend(c0, c1, (kv_tokens - f0) / (f1 - f0))
 
 
+def points_at_fill(points: Sequence[ProfilePoint], kv_tokens: int) -> list[int]:
+    """Indices (in `points`) of the profiled fills a cost at `kv_tokens` is read from: the
+    nearest one outside their range, the two it lies between inside it (as `_at_fill` blends
+    them). A page links a priced figure to these points' recorded blocks."""
+    order = sorted(range(len(points)), key=lambda i: points[i].kv_tokens)
+    fills = [points[i].kv_tokens for i in order]
+    if kv_tokens <= fills[0]:
+        return [order[0]]
+    if kv_tokens >= fills[-1]:
+        return [order[-1]]
+    i = bisect.bisect_right(fills, kv_tokens)
+    return [order[i - 1]] if fills[i - 1] == kv_tokens else [order[i - 1], order[i]]
+
+
 def energy_sensors(profile: CostProfile) -> list[str]:
     """Sensors that have energy for every target pass of every point, in first-seen order."""
     names: list[str] = []

@@ -28,6 +28,15 @@ def row_anchor(prompt: str, strategy: str) -> str:
     return f"row-{_safe(prompt)}--{_safe(strategy)}"
 
 
+def profile_anchor(point: int, role: str | None = None, tokens: int | None = None) -> str:
+    """A cost profile's point (its index in the file), or one pass size of one role there."""
+    base = f"profile-{point}"
+    return base if role is None else f"{base}-{_safe(role)}-b{tokens}"
+
+
+PROFILE_ANCHOR = "cost-profile"  # the profile section of a data page
+
+
 def raw_page(stem: str, root: str) -> str:
     """URL of a results file's data page from a page whose way back to the root is `root`."""
     return f"{root}raw/{stem}.html"

@@ -9,6 +9,11 @@
 
 Each takes `file="name.json"` like the other calls, and shows, for a file without a profile
 (or without auto runs), a sentence saying so instead. Every text from data is escaped.
+
+Every row links to what it was computed from on the file's data page, as the results table's
+rows link to their runs: a pass cost to its timed blocks, a prediction to the runs it priced
+and the profiled fills it read, a break-even to those fills, a best k to the runs whose steps
+gave its acceptance, a share of auto's choices to the auto runs it counts.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from phase.analysis import primary_sensors
+from phase.analysis import primary_sensors, runs_by_condition
 from phase.analysis.formatting import DASH, fmt, pct
+from phase.costmodel.curve import points_at_fill
 from phase.prediction import (
     TOLERANCE,
     auto_choices,
@@ -31,14 +37,18 @@ from phase.prediction import (
     break_even_rows,
     predict_conditions,
     profile_share,
+    prompt_fill,
+    proposer_runs,
+    run_fill,
 )
 from phase.publish.charts import cost_model as cost_charts
 from phase.publish.data.datasets import Dataset, page_stem
-from phase.publish.markup.anchors import raw_page
+from phase.publish.markup.anchors import profile_anchor, raw_page, run_anchor
 from phase.publish.markup.islands import island
 from phase.publish.notes.page import PageAssets
 from phase.publish.numbers.downloads import cells_frame
-from phase.results import ResultsFile
+from phase.publish.numbers.tables import Link
+from phase.results import CostProfile, ResultsFile, Run
 
 # Picks a version's results files by name (None: all of them), as every call of the page does.
 Pick = Callable[[str | None], list[Dataset]]
@@ -60,6 +70,21 @@ class CostTable:
     headers: list[str]
     rows: list[list[CostCell]]
     notes: list[str] = field(default_factory=list)
+    # Per row, links to its source on the data page (same order as rows).
+    sources: list[list[Link]] = field(default_factory=list)
+
+
+def _run_links(page: str, runs: list[Run]) -> list[Link]:
+    return [Link(run.id, f"{page}#{run_anchor(run.id)}", f"run {run.id}")
+            for run in sorted(runs, key=lambda r: r.order)]
+
+
+def _fill_links(page: str, profile: CostProfile, fills: set[int]) -> list[Link]:
+    """The profiled points costs at these KV fills were read from (one, or the two blended)."""
+    used = sorted({i for fill in fills for i in points_at_fill(profile.points, fill)})
+    return [Link(f"fill {profile.points[i].kv_tokens}", f"{page}#{profile_anchor(i)}",
+                 f"the profile's timed blocks at a KV fill of {profile.points[i].kv_tokens}")
+            for i in used]
 
 
 def _num(value: float | None, show: Callable[[float | None], str] = fmt) -> CostCell:
@@ -113,8 +138,15 @@ class CostCalls:
             parts.append(self.assets.chart(cost_charts.cost_curve(raw.profile), d.name))
             if raw.profile is None:
                 continue
-            for point in raw.profile.points:
+            page = self._page(d)
+            for index, point in enumerate(raw.profile.points):
                 draft = {c.tokens: c for c in point.draft}
+                sources = [[Link("target", f"{page}#{profile_anchor(index, 'target', c.tokens)}",
+                                 f"the target's timed blocks of {c.tokens}-token passes")]
+                           + ([Link("draft", f"{page}#{profile_anchor(index, 'draft', c.tokens)}",
+                                    f"the draft's timed blocks of {c.tokens}-token passes")]
+                              if c.tokens in draft else [])
+                           for c in point.target]
                 rows = [[_num(c.tokens, lambda v: f"{v:.0f}"), _num(c.ms, lambda v: fmt(v, 2)),
                          _num(c.ms_spread, lambda v: pct(v, 1)),
                          _num(draft[c.tokens].ms if c.tokens in draft else None,
@@ -129,8 +161,8 @@ class CostCalls:
                 notes += [r for r in (raw.profile.draft_reason, raw.profile.energy_reason) if r]
                 parts.append(self._table(CostTable(
                     "cost_curve", f"Cost per pass at a KV fill of {point.kv_tokens}{where}",
-                    d.name, self._page(d), ["b", "target ms", "spread", "draft ms"], rows,
-                    notes)))
+                    d.name, page, ["b", "target ms", "spread", "draft ms"], rows,
+                    notes, sources)))
         return self._block(parts)
 
     def cost_prediction(self, file: str | None = None) -> Markup:
@@ -148,6 +180,13 @@ class CostCalls:
                      _num(p.measured_j_per_token, lambda v: fmt(v, 3)),
                      _num(p.predicted_j_per_token, lambda v: fmt(v, 3)),
                      CostCell(p.blame() or f"within {TOLERANCE:.0%}")] for p in preds]
+            page = self._page(d)
+            priced = runs_by_condition(raw)
+            profile = raw.profile
+            assert profile is not None  # predictions need one
+            sources = [_run_links(page, runs) + _fill_links(page, profile,
+                                                            {run_fill(r) for r in runs})
+                       for p in preds for runs in [priced.get((p.prompt, p.strategy), [])]]
             missed = sum(not p.within for p in preds)
             notes = [f"{len(preds) - missed} of {len(preds)} conditions predicted within "
                      f"{TOLERANCE:.0%} of the measured tokens/s."]
@@ -166,7 +205,7 @@ class CostCalls:
                 self._page(d), ["prompt", "strategy", "tokens/s", "predicted", "error", "pace",
                                 "error at that pace", "J/token", "predicted J/token",
                                 "where it misses"],
-                rows, notes)))
+                rows, notes, sources)))
         return self._block(parts)
 
     def break_even(self, file: str | None = None) -> Markup:
@@ -175,15 +214,20 @@ class CostCalls:
             rows = break_even_rows(raw)
             chart = cost_charts.break_even(rows, list(d.summary.rows))
             parts.append(self.assets.chart(chart, d.name))
-            if not rows:
+            if not rows or raw.profile is None:
                 continue
+            page = self._page(d)
+            profile = raw.profile
+            fills = {r.prompt: {f} if (f := prompt_fill(raw, r.prompt)) is not None else set()
+                     for r in rows}
             parts.append(self._table(CostTable(
-                "break_even", "Break-even acceptance per k", d.name, self._page(d),
+                "break_even", "Break-even acceptance per k", d.name, page,
                 ["prompt", "k", "draft", "n-gram"],
                 [[CostCell(r.prompt), _num(r.k, lambda v: f"{v:.0f}"),
                   _alpha(r.draft) if r.has_draft else CostCell(DASH, None, "no draft model "
                                                                "was profiled"),
-                  _alpha(r.ngram)] for r in rows])))
+                  _alpha(r.ngram)] for r in rows],
+                sources=[_fill_links(page, profile, fills[r.prompt]) for r in rows])))
             best = best_k_rows(raw)
             parts.append(self._table(CostTable(
                 "best_k", "The best k for each prompt, from its measured acceptance", d.name,
@@ -193,7 +237,9 @@ class CostCalls:
                   CostCell("none beats plain" if b.k == 0 else str(b.k), b.k),
                   _num(b.speedup, lambda v: fmt(v, 2))] for b in best],
                 ["Predicted from each position's measured acceptance (pooled over the "
-                 "prompt's runs of that proposer) and the profiled costs."])))
+                 "prompt's runs of that proposer) and the profiled costs."],
+                [_run_links(page, proposer_runs(raw, b.prompt, b.proposer))
+                 + _fill_links(page, profile, fills.get(b.prompt, set())) for b in best])))
         return self._block(parts)
 
     def auto_choices(self, file: str | None = None) -> Markup:
@@ -203,12 +249,16 @@ class CostCalls:
             parts.append(self.assets.chart(cost_charts.auto_choices(shares), d.name))
             if not shares:
                 continue
+            page = self._page(d)
+            autos = {s.prompt: [r for r in raw.runs if r.prompt == s.prompt
+                                and r.strategy == "auto"] for s in shares}
             parts.append(self._table(CostTable(
-                "auto_choices", "auto's choices", d.name, self._page(d),
+                "auto_choices", "auto's choices", d.name, page,
                 ["prompt", "choice", "k", "steps", "share"],
                 [[CostCell(s.prompt), CostCell(s.proposer), _num(s.k, lambda v: f"{v:.0f}"),
                   _num(s.steps, lambda v: f"{v:.0f}"), _num(s.share, lambda v: pct(v, 1))]
-                 for s in shares])))
+                 for s in shares],
+                sources=[_run_links(page, autos[s.prompt]) for s in shares])))
         return self._block(parts)
 
 

@@ -32,6 +32,7 @@ from phase.publish.numbers.downloads import (
     frame_files,
 )
 from phase.publish.numbers.findings import FindingRow, finding_rows
+from phase.publish.numbers.profile_blocks import ProfileView, profile_view
 from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
 from phase.publish.numbers.tables import Cell, Table, build_table
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
@@ -101,6 +102,8 @@ class RawPage:
     runs: list[RunRow]
     summary_table: Table | None
     used_by: list[UsedBy] = field(default_factory=list)
+    # The cost profile's blocks, which the cost-model tables of notes link to.
+    profile: ProfileView | None = None
     # CSV and JSON of each table on the page: "runs" or "rows", and "findings".
     downloads: dict[str, TableDownloads] = field(default_factory=dict)
 
@@ -230,6 +233,7 @@ def build_raw_page(
         sensors=sensors,
         runs=_run_rows(ds, raw, sensors),
         summary_table=None,
+        profile=profile_view(raw.profile),
         **common,
     )
 
