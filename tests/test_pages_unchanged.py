@@ -11,7 +11,9 @@ of publish/, decode/ and the figure registry was held to 8200220 (the commit bef
 reference then moved to 7465f45, whose schema 6 stamps the derived summaries on the raw data
 pages, and to bde5111 for schema 7 (a run's foreign load) likewise, then to 9070f3f:
 data is escaped for Markdown (a bench row's "[10]" became "&#91;10&#93;", the same text in a
-browser) and a merged shard's file must be a bare file name (a schema pattern). A change that
+browser) and a merged shard's file must be a bare file name (a schema pattern), then to
+e0fe534: the cost-model tables' rows link to their sources and data pages show the cost
+profile's blocks (issue 30). A change that
 alters pages on purpose (a new column, intervals) moves it again, to its own commit, and says
 so in its commit message.
 """
@@ -30,7 +32,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "9070f3f12370c00f554bb0a7c6b2b9bc931249be"
+REFERENCE = "e0fe534ab5685032cd1d7080f66e704911b77876"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
