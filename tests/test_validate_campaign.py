@@ -65,6 +65,12 @@ def test_a_measured_campaign_validates_with_its_evidence(tmp_path: Path) -> None
     [ref] = results.references
     assert ref.top2_gaps is not None and len(ref.top2_gaps) == TOKENS
     assert ref.output_sha256 == token_sha256(ref.token_ids)
+    # Schema 8: the prompt as tokenized (the n-gram matcher's context, which the decisions
+    # rule replays) and the counter's declared wrap range (by which a wrap is corrected).
+    assert ref.prompt_token_ids is not None
+    assert {len(ref.prompt_token_ids)} == {r.prompt_tokens for r in results.runs}
+    [sensor] = results.sensors
+    assert sensor.wrap_j == pytest.approx(262143.328850)
     report = validate_file(out)
     bad = [(f.rule, f.message) for f in report.findings if f.severity != "warning"]
     assert bad == []

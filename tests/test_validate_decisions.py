@@ -61,12 +61,16 @@ class _Draft:
         return out + [0] * (k - len(out))
 
 
+def _prompt(reference: Sequence[int]) -> list[int]:
+    return [5, 6, 7, 8, *reference[: TOKENS // 2]]
+
+
 def _auto_run(good: int = 3) -> tuple[Run, object]:
     """An auto run over a copy task: the prompt holds the first half of the text to be
     generated, so n-gram matches exist; the draft guesses `good` tokens right per step."""
     profile = make_profile(target=lambda b: 40.0 + 2.0 * b, draft=lambda b: 4.0 + 0.5 * b)
     reference = fixture_token_ids(TOKENS)
-    prompt = [5, 6, 7, 8, *reference[: TOKENS // 2]]
+    prompt = _prompt(reference)
     table = cost_table(profile, len(prompt) + TOKENS // 2)
     auto = AutoProposer(table, _Draft(reference, len(prompt), good))  # type: ignore[arg-type]
     auto.begin(prompt)
@@ -208,3 +212,54 @@ def test_a_committed_step_hiding_a_match_the_generated_text_holds_blocks() -> No
     altered = with_step(results, run.id, j, match_tokens=0)
     [f] = decisions(altered)
     assert f.json_path == f"$.runs[{i}].trace[{j}].match_tokens" and "at least" in f.message
+
+
+# --- schema 8: the prompt's token ids recorded, the lookup replayed ---------------------------
+
+
+def _with_prompt_ids(results: ResultsFile, ids: list[int]) -> ResultsFile:
+    refs = [replaced(r, prompt_token_ids=ids) for r in results.references]
+    return replaced(results, references=refs)
+
+
+def _recorded_prompt_file(good: int = 3) -> ResultsFile:
+    return _with_prompt_ids(_auto_file(good), _prompt(fixture_token_ids(TOKENS)))
+
+
+def test_with_prompt_ids_what_auto_recorded_replays_clean() -> None:
+    results = _recorded_prompt_file()
+    assert decisions(results) == []
+    assert not validate_results(results, "r.json").blocking
+
+
+def test_a_match_inside_the_prompt_is_now_refuted() -> None:
+    """The copy task's first matches lie in the prompt: before schema 8 a smaller context
+    there could not be refuted; with the prompt's ids the replayed lookup names it."""
+    results = _recorded_prompt_file()
+    trace = results.runs[0].trace
+    j = next(j for j, s in enumerate(trace) if (s.match_tokens or 0) > 2)
+    shorter = (trace[j].match_tokens or 0) - 1
+    legacy = with_step(_auto_file(), results.runs[0].id, j, match_tokens=shorter)
+    assert [f for f in decisions(legacy) if "context" in f.message] == []  # unrefutable then
+    [f] = decisions(with_step(results, results.runs[0].id, j, match_tokens=shorter))
+    assert f.json_path == f"$.runs[0].trace[{j}].match_tokens"
+    assert "replayed" in f.message and f.numbers["replayed"] == trace[j].match_tokens
+
+
+def test_an_ngram_proposal_the_context_does_not_continue_with_blocks() -> None:
+    """An n-gram step claiming more accepted tokens than the matched continuation shares with
+    the generated text: a proposal the context does not contain."""
+    results = _recorded_prompt_file()
+    trace = results.runs[0].trace
+    j = next(j for j, s in enumerate(trace)
+             if s.proposer == "ngram" and s.accepted < s.proposed)
+    altered = with_step(results, results.runs[0].id, j, accepted=trace[j].accepted + 1)
+    found = [f for f in decisions(altered) if f.json_path.endswith(f"trace[{j}].accepted")]
+    assert found and "not the context's" in found[0].message
+
+
+def test_prompt_ids_of_another_length_than_the_runs_prompt_block() -> None:
+    results = _with_prompt_ids(_auto_file(), [1, 2, 3])
+    found = [f for f in validate_results(results, "r.json").findings
+             if f.rule == "consistency" and f.json_path.endswith("prompt_tokens")]
+    assert found and "records 3 prompt token ids" in found[0].message

@@ -174,6 +174,27 @@ def test_a_wrap_left_uncorrected_is_rejected() -> None:
     assert "uncorrected" in f.message
 
 
+def test_a_wrap_corrected_by_another_range_than_the_declared_one_is_rejected() -> None:
+    """A correction by a range 20 J off (read from another zone, say) is too small for the
+    power bound to see; a file that declares the counter's range (schema 8) refutes it."""
+    trace = counter_trace(60.0, 10.0, AMD_RANGE_J - 300.0 - 2.0 * (IDLE_S + PREFILL_S),
+                          wrap_j=AMD_RANGE_J)
+    off = _sampled(60.0, 620.0, trace)
+    assert rules(check(off), "samples") == []  # undeclared: the implied range is plausible
+    def declare(results: ResultsFile) -> ResultsFile:
+        return replaced(results, sensors=[replaced(s, wrap_j=AMD_RANGE_J)
+                                          if s.name == CHIP.name else s
+                                          for s in results.sensors])
+
+    assert rules(check(declare(_sampled(60.0, 600.0, trace))), "samples") == []  # honest
+    declared = declare(off)
+    [f] = rules(check(declared), "samples")
+    assert (f.sensor, f.json_path) == (CHIP.name, "$.runs[2].energy[0].energy_j")
+    assert "wrap_j" in f.message
+    assert f.numbers["declared_wrap_j"] == AMD_RANGE_J
+    assert f.numbers["wrap_range_j"] == pytest.approx(AMD_RANGE_J + 20.0, rel=1e-6)
+
+
 # --- 7: a window's energy against its samples ----------------------------------------------
 
 

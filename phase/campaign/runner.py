@@ -228,7 +228,8 @@ class Campaign:
             if old is None:
                 old = PlainReference(prompt=prompt.name, output_sha256=sha,
                                      token_ids=list(result.token_ids),
-                                     top2_gaps=result.top2_gaps)
+                                     top2_gaps=result.top2_gaps,
+                                     prompt_token_ids=list(self.prompt_tokens[prompt.name]))
                 writer.results.references.append(old)
             refs[prompt.name] = old
         return refs

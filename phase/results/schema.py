@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -53,7 +53,10 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #   6 (2026-12): config.purpose, models[].test_model.
 #   7 (2026-12): disturbance: Run.foreign_load (+ reason), disturbed, rerun_of;
 #                config.disturbed_load, max_reruns (absent: not measured, never disturbed).
-SCHEMA_VERSION = 7
+#   8 (2026-12): optional additions: references[].prompt_token_ids (the n-gram matcher's
+#                context, so a claimed match inside the prompt can be checked),
+#                sensors[].wrap_j (a counter's declared wrap range).
+SCHEMA_VERSION = 8
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -123,6 +126,9 @@ class SensorInfo(Strict):
     # The physical device this sensor reads, where it has a stable identity (a GPU's UUID),
     # so that a resumed campaign cannot silently read another device under the same name.
     device: str | None = None
+    # A counter's wrap range, in J, as the device declares it (RAPL's max_energy_range_uj):
+    # the validator corrects a wrap by exactly this. None: not declared, or never wraps.
+    wrap_j: Annotated[float, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SensorInfo:
@@ -287,6 +293,9 @@ class PlainReference(Strict):
     # Per generated token, the best logit minus the second best of the pass that produced it:
     # how close each greedy choice was to a tie. None in older files.
     top2_gaps: list[NonNegFloat] | None = None
+    # The prompt's token ids as the model's tokenizer gave them: the context the n-gram
+    # matcher searched before the generated tokens. None in older files.
+    prompt_token_ids: list[NonNegInt] | None = None
 
 
 class PrimaryEnergy(Strict):
@@ -301,7 +310,7 @@ class PrimaryEnergy(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[7]
+    schema_version: Literal[8]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -378,7 +387,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[7]
+    schema_version: Literal[8]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

@@ -153,6 +153,7 @@ class Sampler:
                 smoothing_s=s.smoothing_s, max_power_w=s.max_power_w,
                 update_period_s=period.seconds, update_period_reason=period.reason,
                 encloses=s.encloses, assumed=list(s.assumed), device=s.device,
+                wrap_j=s.wrap_j if s.kind == "counter" else None,
             ))
         return out
 

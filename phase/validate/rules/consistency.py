@@ -9,7 +9,8 @@ step (the draft model always drafts as many as it may); the steps' proposing and
 time fits in `decode_s`; tokens/s is tokens / decode_s; acceptance is accepted / drafted
 (and absent exactly when nothing was drafted); `k` is the strategy's and no step proposes
 more than k (plain proposes nothing; an adaptive `ngram` run no more than the length its
-earlier steps left in force); its prompt and strategy are declared in the config; its id and
+earlier steps left in force); its prompt and strategy are declared in the config, and its
+prompt_tokens is the length of the prompt's token ids where the reference records them; its id and
 order are its place in the campaign's schedule (phase.results.schedule), or for a re-run of
 a disturbed run, its slot's re-run place. A file whose runs disagree with themselves cannot
 be published: any figure computed from it would depend on which of two contradicting fields
@@ -69,6 +70,12 @@ def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
     if run.strategy not in config.strategies:
         out.append((f"strategy {run.strategy!r} is not declared in $.config.strategies",
                     "strategy"))
+    ref = next((r for r in results.references if r.prompt == run.prompt), None)
+    if ref is not None and ref.prompt_token_ids is not None \
+            and len(ref.prompt_token_ids) != run.prompt_tokens:
+        out.append((f"prompt_tokens is {run.prompt_tokens} but the reference of prompt "
+                    f"{run.prompt!r} records {len(ref.prompt_token_ids)} prompt token ids",
+                    "prompt_tokens"))
     return out
 
 

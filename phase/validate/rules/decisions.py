@@ -11,9 +11,12 @@ follows from the trace is replayed, never trusted:
   draft model, and only where the step's proposing time holds that many draft passes at the
   profile's cheapest draft cost (half of it, for a host that sped up since profiling);
 - the matched context is one the matcher can report (0, or from its shortest key to its
-  longest context, within the text so far), and at least as long as the longest key whose
-  suffix occurs earlier in the generated tokens themselves (the prompt's token ids are not
-  recorded, so a match inside the prompt cannot be refuted);
+  longest context, within the text so far). Where the file records the prompt's token ids
+  (schema 8), the lookup itself is replayed over the prompt and the tokens generated so far:
+  the context must be the one it finds, and an `ngram` proposal must be its continuation,
+  accepted exactly as far as it agrees with the tokens generated next. Older files record no
+  prompt ids, so a match inside the prompt cannot be refuted there: the context must then be
+  at least as long as the longest key whose suffix occurs earlier in the generated tokens;
 - at the profile's costs for the run's KV fill (auto's own table): the expected gain is the
   expected tokens per cost over a plain step's; `none` expects one token, `ngram` between 1
   and k + 1; the draft model's candidate, whose acceptance estimate depends only on earlier
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from phase.costmodel import CostTable, NoCost, cost_table
 from phase.decode.auto import DECAY, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, K_MAX, _best
 from phase.decode.estimates import PositionEstimate
-from phase.decode.ngram import DEFAULT_KEY_NS, MAX_CONTEXT
+from phase.decode.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
 from phase.results import ResultsFile, Run
 from phase.results.schema import Step
 from phase.validate.report import Context, Finding
@@ -116,13 +119,37 @@ def _setting(run: Run, results: ResultsFile) -> _Setting:
     return _Setting(table, has_draft, min_draft, min(run.k or K_MAX, K_MAX))
 
 
+class _Lookup:
+    """The n-gram lookup auto made before each step, replayed over the recorded prompt token
+    ids and the run's tokens (the matcher's index only grows within a run, as auto's did)."""
+
+    def __init__(self, prompt: list[int], tokens: list[int], k_max: int) -> None:
+        self.prompt, self.tokens, self.k_max = prompt, tokens, k_max
+        self.matcher = NgramMatcher()
+        self.matcher.begin(prompt)
+
+    def at(self, generated: int) -> tuple[int, list[int]]:
+        match = self.matcher.lookup(self.prompt + self.tokens[:generated], self.k_max)
+        return match.context, match.continuation
+
+
+def _lookup(run: Run, results: ResultsFile, setting: _Setting) -> _Lookup | None:
+    ref = next((r for r in results.references if r.prompt == run.prompt), None)
+    ids = ref.prompt_token_ids if ref is not None else None
+    if ids is None or len(ids) != run.prompt_tokens:
+        return None  # not recorded; a length that disagrees is the consistency rule's
+    return _Lookup(list(ids), list(run.token_ids), setting.k_max)
+
+
 def _replay(run: Run, results: ResultsFile) -> Problem | None:
     setting = _setting(run, results)
     state = _State(PositionEstimate(K_MAX, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, DECAY))
     earlier = _Earlier(list(run.token_ids))
+    lookup = _lookup(run, results, setting)
     for j, step in enumerate(run.trace):
         limit = min(setting.k_max, run.tokens - state.generated - 1)
-        problem = next(_step_problems(run, j, step, state, setting, limit, earlier), None)
+        problem = next(_step_problems(run, j, step, state, setting, limit, earlier, lookup),
+                       None)
         if problem is not None:
             return problem
         state.after(step)
@@ -130,14 +157,18 @@ def _replay(run: Run, results: ResultsFile) -> Problem | None:
 
 
 def _step_problems(run: Run, j: int, step: Step, state: _State, setting: _Setting,
-                   limit: int, earlier: _Earlier) -> Iterator[Problem]:
+                   limit: int, earlier: _Earlier, lookup: _Lookup | None
+                   ) -> Iterator[Problem]:
     missing = [f for f in FIELDS if getattr(step, f) is None]
     if missing:
         yield (f"step {j} of an `auto` run records no {missing[0]}: auto records its decision "
                "at every step", j, missing[0], {})
         return
     yield from _shape(run, j, step, state, setting, limit)
-    yield from _match(run, j, step, state, earlier)
+    if lookup is not None:
+        yield from _replayed_match(run, j, step, state, lookup)
+    else:
+        yield from _match(run, j, step, state, earlier)
     if setting.table is not None:
         yield from _costs(j, step, state, setting, setting.table, limit)
 
@@ -209,6 +240,31 @@ def _match(run: Run, j: int, step: Step, state: _State,
         yield (f"step {j} records a matched context of {c} tokens, but the last {found} "
                "generated tokens occur earlier in the generated text, so the lookup matched at "
                f"least {found}", j, "match_tokens", {"match_tokens": c, "at_least": found})
+
+
+def _replayed_match(run: Run, j: int, step: Step, state: _State,
+                    lookup: _Lookup) -> Iterator[Problem]:
+    context, continuation = lookup.at(state.generated)
+    if step.match_tokens != context:
+        yield (f"step {j} records a matched context of {step.match_tokens} tokens, but the "
+               f"n-gram lookup replayed over the prompt's {len(lookup.prompt)} recorded token "
+               f"ids and the {state.generated} tokens generated so far finds {context}",
+               j, "match_tokens", {"match_tokens": step.match_tokens or 0, "replayed": context})
+        return
+    if step.proposer != "ngram":
+        return
+    k, accepted = step.proposed, step.accepted
+    proposal = continuation[:k]
+    following = lookup.tokens[state.generated:state.generated + k + 1]
+    agree = 0
+    while agree < min(len(proposal), len(following)) and proposal[agree] == following[agree]:
+        agree += 1
+    if len(proposal) < k or agree != accepted:
+        yield (f"step {j} records {k} tokens proposed from the n-gram match and {accepted} "
+               f"accepted, but the replayed match continues with {len(proposal)} token(s) of "
+               f"which the run's next tokens agree with {agree}: the proposal is not the "
+               "context's", j, "accepted", {"proposed": k, "accepted": accepted,
+                                            "replayed_agree": agree})
 
 
 def _close(a: float, b: float) -> bool:

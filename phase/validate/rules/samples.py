@@ -15,9 +15,10 @@ the way the sampler computed it (phase.sensors.energy), never trusted:
   the window, bounds the energy only: a power reading's mean power within its samples' range
   (10% either side), a counter's energy no more than it advanced over the whole trace.
 - A counter that goes down between two samples inside the window wrapped (the sampler never
-  stores a reset as energy). A results file does not record the counter's wrap range (RAPL's
-  `max_energy_range_uj`), so the recorded energy implies it: energy = the reads' raw
-  difference + one range per wrap. That range must lie above every value the counter showed,
+  stores a reset as energy). The recorded energy implies the range it corrected each wrap by:
+  energy = the reads' raw difference + one range per wrap. Where the file declares the
+  counter's range (`sensors[].wrap_j`, RAPL's `max_energy_range_uj`; schema 8), the implied
+  range must be it. In any case it must lie above every value the counter showed,
   and the energy it puts into the wrapped interval must not exceed the sensor's power bound
   (declared, else its scope's) over that interval: a wrap corrected twice puts a whole range
   (kJ) into tens of ms, where the window's mean power may still look plausible.
@@ -161,6 +162,13 @@ def _wrapped(w: SensorWindow, info: SensorInfo, t: Sequence[float], v: Sequence[
     slack = (w.edge_error_j or 0.0) + settings.resolution_j(info.backend)
     implied = (w.energy_j - (v[k1] - v[k0])) / n
     numbers = {"energy_j": w.energy_j, "wraps": n, "wrap_range_j": implied}
+    if info.wrap_j is not None and abs(implied - info.wrap_j) > slack / n:
+        numbers["declared_wrap_j"] = info.wrap_j
+        times = (w.energy_j - (v[k1] - v[k0])) / info.wrap_j
+        return (f"the counter wrapped {n} time(s) in the window, but the window's "
+                f"{w.energy_j:.6g} J implies a wrap range of {implied:.6g} J where the sensor "
+                f"declares {info.wrap_j:.6g} J ($.sensors[].wrap_j): the recorded energy "
+                f"corrects {times:.3g} ranges for {n} wrap(s)", numbers)
     if implied <= max(v) - slack / n:
         return (f"the counter wrapped {n} time(s) in the window, but the window's "
                 f"{w.energy_j:.6g} J implies a wrap range of {implied:.6g} J, not above the "
