@@ -64,6 +64,15 @@ def conditions(results: ResultsFile) -> list[tuple[str, str]]:
     return pairs
 
 
+def is_disturbed(foreign_load: float | None, gpu_busy: float | None,
+                 threshold: float | None) -> bool:
+    """A run is disturbed when other work took `threshold` of its cores, or kept one of its
+    GPUs that busy while it was idle (threshold None: disturbance not judged)."""
+    if threshold is None:
+        return False
+    return any(v is not None and v >= threshold for v in (foreign_load, gpu_busy))
+
+
 def disturbed_runs(results: ResultsFile) -> list[Run]:
     """Runs that other work on the machine disturbed (Run.disturbed): kept in the file with
     their measured load, left out of every condition's figures (their slots were re-run)."""

@@ -12,7 +12,8 @@ on two cores is one other core's worth of work. Only the cores in our affinity c
 process on a core we cannot run on does not compete with us (per-core lines of /proc/stat).
 
 Linux only: without /proc (macOS) the load is None with the reason (host CPU ticks there are
-a follow-up). GPU neighbours (NVML's running processes) are not measured yet.
+a follow-up). Other work on an NVIDIA GPU is read by phase.sensors.gpu_activity (utilisation
+while this process is idle, and other compute processes); `disturbed` judges both.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from phase.analysis.queries import is_disturbed
 from phase.campaign import machine, profiling
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
@@ -42,6 +43,8 @@ from phase.results import (
     token_sha256,
 )
 from phase.sensors import Sampler
+from phase.sensors.gpu_activity import describe as describe_gpu
+from phase.sensors.gpu_activity import gpu_activity
 
 
 class Observer(Protocol):
@@ -189,6 +192,10 @@ class Campaign:
         warning = found.warning(self.plan.disturbed_load)
         if warning is not None:
             self.observer.message(warning)
+        busy_gpu = describe_gpu(gpu_activity(self.sampler.sensors) if self.sampler else None)
+        if busy_gpu is not None:
+            self.observer.message(f"the GPU is not quiet before the campaign: {busy_gpu}. "
+                                  "Runs it keeps busy are re-run.")
 
     @property
     def _shard(self) -> ShardInfo | None:
@@ -257,6 +264,8 @@ class Campaign:
         window = WindowCallbacks(
             self.sampler.begin(idle_s=self.plan.idle_window_s) if self.sampler else None
         )
+        # After the idle window: this process has run no kernel for cooldown + idle seconds.
+        gpu = gpu_activity(self.sampler.sensors) if self.sampler else None
         probe = LoadProbe()
         before = probe.read()  # around prefill and decode: the longer window, the finer
         try:
@@ -287,7 +296,11 @@ class Campaign:
         run.host = machine.hostname()
         threshold = self.plan.disturbed_load
         run.foreign_load, run.foreign_load_reason = load, load_reason
-        run.disturbed = threshold is not None and load is not None and load >= threshold
+        if gpu is not None:
+            run.gpu_busy_before = gpu.busy
+            run.gpu_other_processes = gpu.other_processes
+            run.gpu_activity_reason = gpu.reason
+        run.disturbed = is_disturbed(load, run.gpu_busy_before, threshold)
         run.rerun_of = scheduled.of if isinstance(scheduled, Rerun) else None
         return run
 

@@ -55,7 +55,8 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                config.disturbed_load, max_reruns (absent: not measured, never disturbed).
 #   8 (2026-12): optional additions: references[].prompt_token_ids (the n-gram matcher's
 #                context, so a claimed match inside the prompt can be checked),
-#                sensors[].wrap_j (a counter's declared wrap range).
+#                sensors[].wrap_j (a counter's declared wrap range), runs[].gpu_busy_before,
+#                gpu_other_processes, gpu_activity_reason (other work on the GPU).
 SCHEMA_VERSION = 8
 
 # --- identity and provenance -------------------------------------------------------------
@@ -258,8 +259,14 @@ class Run(Strict):
     # not measured (not Linux, or files before version 7).
     foreign_load: NonNegFloat | None = None
     foreign_load_reason: str | None = None
-    # Foreign load at or over config.disturbed_load: kept here, left out of every summary,
-    # and its slot re-run at the end of its repeat. False in older files.
+    # Other work on the NVIDIA GPUs the sensors read, just before decoding (after the idle
+    # window, phase.sensors.gpu_activity): the largest utilisation among them, 0..1, and the
+    # compute processes on them other than this one. None: no NVIDIA GPU, or older files.
+    gpu_busy_before: Fraction | None = None
+    gpu_other_processes: NonNegInt | None = None
+    gpu_activity_reason: str | None = None
+    # Foreign load or GPU utilisation at or over config.disturbed_load: kept here, left out of
+    # every summary, and its slot re-run at the end of its repeat. False in older files.
     disturbed: bool = False
     # A re-run: the id of the scheduled run whose slot it fills again (its id is that id
     # plus "-rerunN", its order that slot's plus N x the schedule's length).
@@ -273,8 +280,9 @@ class Run(Strict):
             raise ValueError(f"accepted ({self.accepted}) exceeds drafted ({self.drafted})")
         if len(self.token_ids) != self.tokens:
             raise ValueError(f"tokens is {self.tokens} but token_ids has {len(self.token_ids)}")
-        if self.disturbed and self.foreign_load is None:
-            raise ValueError("disturbed is true, so foreign_load must be given")
+        if self.disturbed and self.foreign_load is None and self.gpu_busy_before is None:
+            raise ValueError("disturbed is true, so foreign_load or gpu_busy_before must be "
+                             "given")
         if self.matches_plain is False and self.first_divergence is None:
             raise ValueError("matches_plain is false, so first_divergence must be given")
         return self

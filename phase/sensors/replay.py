@@ -204,6 +204,18 @@ class ReplayNvml:
     def nvmlDeviceGetPowerManagementLimitConstraints(self, h: int) -> list[int]:
         return list(self._fact(h, "power_limit_constraints_mw"))
 
+    def nvmlDeviceGetUtilizationRates(self, h: int) -> Any:
+        rec = self.gpus[h].get("utilization_pct", {"value": 0})
+        if "value" not in rec:
+            self._raise(rec)
+        return SimpleNamespace(gpu=int(rec["value"]), memory=0)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[Any]:
+        rec = self.gpus[h].get("compute_pids", {"value": []})
+        if "value" not in rec:
+            self._raise(rec)
+        return [SimpleNamespace(pid=int(p), usedGpuMemory=None) for p in rec["value"]]
+
     def nvmlSystemGetDriverVersion(self) -> str:
         rec = self.data.get("driver_version", {})
         return str(rec.get("value", "unknown"))

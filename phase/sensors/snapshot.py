@@ -167,6 +167,11 @@ def _record_gpu(lib: Any, index: int, seconds: float) -> dict[str, Any]:
                     ("power_limit_constraints_mw", "nvmlDeviceGetPowerManagementLimitConstraints"),
                     ("enforced_power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit")):
         gpu[key] = _nvml_value(lib, fn, handle)
+    util = _nvml_value(lib, "nvmlDeviceGetUtilizationRates", handle)
+    gpu["utilization_pct"] = ({"value": int(util["value"].gpu)} if "value" in util else util)
+    procs = _nvml_value(lib, "nvmlDeviceGetComputeRunningProcesses", handle)
+    gpu["compute_pids"] = ({"value": [int(p.pid) for p in procs["value"]]} if "value" in procs
+                           else procs)
     gpu["energy_mj"] = _changes(lambda: int(lib.nvmlDeviceGetTotalEnergyConsumption(handle)),
                                 seconds)
     gpu["power_mw"] = _changes(lambda: int(lib.nvmlDeviceGetPowerUsage(handle)), seconds, 200)

@@ -89,6 +89,12 @@ class FactPair(_Fact):
     value: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)] = [0, 0]
 
 
+class FactInts(_Fact):
+    """The pids of the compute processes NVML listed on a GPU."""
+
+    value: list[Annotated[int, Field(ge=0)]] = []
+
+
 class Gpu(_Strict):
     index: Annotated[int, Field(ge=0)]
     handle: _Fact = _Fact()
@@ -103,6 +109,10 @@ class Gpu(_Strict):
     energy_mj: Series = Series()
     power_mw: Series = Series()
     power_instant_mw: Series = Series()
+    # Other work on the GPU when the snapshot was taken (phase.sensors.gpu_activity); absent in
+    # older snapshots: idle and alone.
+    utilization_pct: FactInt = FactInt()
+    compute_pids: FactInts = FactInts()
 
 
 class Nvml(_Strict):

@@ -10,7 +10,8 @@ time fits in `decode_s`; tokens/s is tokens / decode_s; acceptance is accepted /
 (and absent exactly when nothing was drafted); `k` is the strategy's and no step proposes
 more than k (plain proposes nothing; an adaptive `ngram` run no more than the length its
 earlier steps left in force); its prompt and strategy are declared in the config, and its
-prompt_tokens is the length of the prompt's token ids where the reference records them; its id and
+prompt_tokens is the length of the prompt's token ids where the reference records them; it is
+disturbed exactly when its recorded CPU or GPU load reaches the file's threshold; its id and
 order are its place in the campaign's schedule (phase.results.schedule), or for a re-run of
 a disturbed run, its slot's re-run place. A file whose runs disagree with themselves cannot
 be published: any figure computed from it would depend on which of two contradicting fields
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from phase.analysis.queries import is_disturbed
 from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.decode.strategy import Strategy, parse_strategy
 from phase.errors import UsageProblem
@@ -45,6 +47,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             *_strategy(run, results),
             *_steps(run, results, settings),
             *_placement(run, planned),
+            *_disturbance(run, results),
         ]
         if run.order in orders:
             problems.append((f"order {run.order} is also run {orders[run.order]!r}'s", "order"))
@@ -77,6 +80,20 @@ def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
                     f"{run.prompt!r} records {len(ref.prompt_token_ids)} prompt token ids",
                     "prompt_tokens"))
     return out
+
+
+def _disturbance(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
+    """`disturbed` is what the recorded loads and the file's threshold make it: a quiet run
+    marked disturbed would be left out of every figure, a disturbed one kept would count."""
+    threshold = results.config.disturbed_load
+    expected = is_disturbed(run.foreign_load, run.gpu_busy_before, threshold)
+    if run.disturbed == expected:
+        return []
+    loads = f"foreign load {run.foreign_load}, GPU busy {run.gpu_busy_before}"
+    at = "no threshold ($.config.disturbed_load is null)" if threshold is None \
+        else f"the threshold {threshold}"
+    return [(f"disturbed is {str(run.disturbed).lower()}, but its {loads} against {at} make "
+             f"it {str(expected).lower()}", "disturbed")]
 
 
 def _timing(run: Run, settings: RuleSettings) -> list[tuple[str, str]]:
