@@ -53,7 +53,10 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #   6 (2026-12): config.purpose, models[].test_model.
 #   7 (2026-12): disturbance: Run.foreign_load (+ reason), disturbed, rerun_of;
 #                config.disturbed_load, max_reruns (absent: not measured, never disturbed).
-SCHEMA_VERSION = 7
+#   8 (2026-12): energy windows sized to the sensor: Run.passes (each back-to-back pass of
+#                the same decode inside one energy window), config.window_min_s (+ reason),
+#                config.max_passes (absent / empty: one pass, window not sized).
+SCHEMA_VERSION = 8
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -210,6 +213,15 @@ class SensorTrace(Strict):
         return self
 
 
+class Pass(Strict):
+    """One pass of a run's decode inside its energy window (phase.campaign.windows): the same
+    prompt, the generated part of the KV cache cleared, greedy, so the same tokens again."""
+
+    decode_s: NonNegFloat
+    tokens: PosInt
+    output_sha256: Sha256
+
+
 class Run(Strict):
     id: str
     repeat: NonNegInt
@@ -258,6 +270,12 @@ class Run(Strict):
     # A re-run: the id of the scheduled run whose slot it fills again (its id is that id
     # plus "-rerunN", its order that slot's plus N x the schedule's length).
     rerun_of: str | None = None
+    # Every pass of the decode inside the run's energy window, the first being the one the
+    # fields above describe (decode_s, tokens, tokens_per_s, trace, cpu_s and the output are
+    # the first pass's). A decode shorter than the primary sensor needs repeats back-to-back
+    # until the window is long enough (config.window_min_s); the window's energy is then over
+    # every pass's tokens (phase.analysis.window_tokens). Empty: one pass (older files).
+    passes: list[Pass] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -271,6 +289,9 @@ class Run(Strict):
             raise ValueError("disturbed is true, so foreign_load must be given")
         if self.matches_plain is False and self.first_divergence is None:
             raise ValueError("matches_plain is false, so first_divergence must be given")
+        if self.passes and (self.passes[0].tokens, self.passes[0].decode_s) != (
+                self.tokens, self.decode_s):
+            raise ValueError("passes[0] must be the run's own decode (its tokens and decode_s)")
         return self
 
 
@@ -301,7 +322,7 @@ class PrimaryEnergy(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[7]
+    schema_version: Literal[8]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -378,7 +399,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[7]
+    schema_version: Literal[8]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str
