@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
-                bandwidth,site,hosts]
+                windows,bandwidth,site,hosts]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -13,6 +13,8 @@ llama.cpp's), selfdraft (bench/self_draft.py: the target as its own draft, phase
 >= llama-speculative-simple's), evidence (bench/evidence_bench.py: what recording the top-2
 logit gaps costs), noise (bench/batch_noise.py: how far one-token and batched passes move a
 greedy choice, against the validator's near_tie_gap), sampler (bench/sampler_bench.py),
+windows (bench/windows_bench.py: a quiet campaign's wall time with energy windows sized to
+the sensor and without),
 bandwidth (bench/bandwidth.py), site (bench/site_bench.py), hosts (bench/hosts_bench.py: many
 campaigns over many host classes, the cross-host page). Writes
 bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
@@ -33,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
-            "sampler", "bandwidth", "site", "hosts")
+            "sampler", "windows", "bandwidth", "site", "hosts")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that load the draft model as well as the target.
 DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft"}
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         self_draft,
         site_bench,
         spec_bench,
+        windows_bench,
     )
     from bench.common import Context, Section
     from phase.decode.cores import physical_cores
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         "ngram": decode_bench.run_ngram, "auto": spec_bench.run_auto,
         "ngram-native": spec_bench.run_ngram_native, "selfdraft": self_draft.run,
         "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
+        "windows": windows_bench.run,
         "bandwidth": bandwidth.run, "site": site_bench.run, "hosts": hosts_bench.run,
     }
     sections: list[Section] = []

@@ -41,6 +41,7 @@ from phase.analysis.queries import (
     standing_energy,
     summarize,
     window_s,
+    window_tokens,
 )
 from phase.analysis.relative import BENCH_SPREAD, RUN_SPREAD, spread, vs_plain
 
@@ -79,4 +80,5 @@ __all__ = [
     "summarize",
     "vs_plain",
     "window_s",
+    "window_tokens",
 ]

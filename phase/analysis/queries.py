@@ -5,6 +5,7 @@ rows that validation, publishing and the terminal summary share.
     sensors_by_name, first_windows    a file's sensors and each run's windows (measured_windows:
                                       those with energy)
     energy_window, energy_*_per_token one sensor's energy in one run, per generated token
+    window_tokens                     the tokens a run's energy window holds (every pass's)
     primary_sensors, primary_energy_j which sensors "chip energy" means, and its value in a run
                                       (the sum of those sensors' windows)
     summarize                         raw runs -> one summary row per condition (in memory)
@@ -20,7 +21,10 @@ Numbers a summary row holds, per condition (all runs of one prompt with one stra
   (relative.vs_plain).
 
 Every run generates the same number of tokens, so the mean of per-run mJ/token equals total
-energy over total tokens. A missing figure is None with a reason, never 0.
+energy over total tokens. A run whose decode was repeated back-to-back inside one energy window
+(`Run.passes`, phase.campaign.windows) divides the window's energy by every pass's tokens;
+its tokens/s, CPU ms/token and trace are its first pass's, and passes are not repeats: a
+condition's `n` counts runs. A missing figure is None with a reason, never 0.
 
 Summaries need to know which values validation rejected; they take the validation report
 through the small `Judgement` protocol, so this module never imports phase.validate (which
@@ -145,12 +149,19 @@ def energy_window(run: Run, sensor: str) -> SensorWindow | None:
     return None
 
 
+def window_tokens(run: Run) -> int:
+    """The tokens generated inside the run's energy window: every pass's (Run.passes), or
+    the run's own where it decoded once (no passes recorded, as in older files)."""
+    return sum(p.tokens for p in run.passes) if run.passes else run.tokens
+
+
 def energy_j_per_token(run: Run, sensor: str | None) -> float | None:
-    """The sensor's energy over the run's decode window per generated token, if measured."""
+    """The sensor's energy over the run's decode window per token generated in it (every
+    pass's tokens), if measured."""
     w = energy_window(run, sensor) if sensor is not None else None
     if w is None or w.energy_j is None:
         return None
-    return w.energy_j / run.tokens
+    return w.energy_j / window_tokens(run)
 
 
 def energy_mj_per_token(run: Run, sensor: str | None) -> float | None:
@@ -284,7 +295,7 @@ def standing_chip_energy(raw: ResultsFile, runs: Sequence[Run], judgement: Judge
         if energy is None:
             reasons.append(why or "")
         else:
-            values.append(energy / run.tokens * 1000.0)
+            values.append(energy / window_tokens(run) * 1000.0)
     if values:
         return values, None
     first = reasons[0] if reasons else missing_reason

@@ -9,7 +9,8 @@ The identity is: the whole config; each model's name, source, size and sha256; t
 and software that ran it (host class, CPU, GPUs, phase and git commit, llama-cpp-python and the
 llama.cpp build, Python, threads, extra CPU buffers, and where the model ran); every sensor's
 declared settings (name, backend, scope, kind, unit, smoothing, bounds, and anything else
-declared), but not what is measured afresh each time (update period); the primary energy
+declared), but not what is measured afresh each time (update period, and the energy window
+sized from it); the primary energy
 sensors (when the file records a choice); the campaign id and shard. The hostname is not part
 of it: a campaign may be resumed on another machine of the same class (phase.campaign.shards;
 the file's `hosts` and each run's `host` say where each run ran). Facts known only once
@@ -40,6 +41,9 @@ AFTER_LOAD = frozenset({
 MODEL_FIELDS = ("name", "source", "size_bytes", "sha256")
 # Measured afresh by every sampler start: it may differ without the setup differing.
 SENSOR_MEASURED = frozenset({"update_period_s", "update_period_reason"})
+# Config derived from those periods when the runs start (phase.campaign.windows): a resumed
+# campaign keeps the window its file records.
+CONFIG_MEASURED = frozenset({"window_min_s", "window_min_reason"})
 # Header fields other branches of the schema add; compared when the schema has them.
 OTHER_FIELDS = ("campaign_id", "shard")
 
@@ -55,7 +59,8 @@ def _plain(value: Any) -> Any:
 def identity(results: ResultsFile) -> dict[str, Any]:
     """The measurement identity of a results file, as flat `path -> value` pairs."""
     out: dict[str, Any] = {}
-    for key, value in results.config.model_dump(mode="json").items():
+    for key, value in results.config.model_dump(mode="json",
+                                                exclude=set(CONFIG_MEASURED)).items():
         out[f"config.{key}"] = value
     for name in PROVENANCE_FIELDS:
         if name in type(results.provenance).model_fields:

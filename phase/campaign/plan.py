@@ -76,6 +76,12 @@ class CampaignPlan:
     quiet_check_s: float = 2.0
     # "smoke" for a quick check of the machinery (`--quick`): recorded, and never published.
     purpose: Purpose = "study"
+    # Energy windows sized to the primary energy sensor (phase.campaign.windows): a decode
+    # shorter than the shortest window its counter-edges and sensor-lag rules pass repeats
+    # back-to-back inside one window until it is long enough, at most `max_passes` passes
+    # (a fast counter such as RAPL's needs no repeat; NVML's 100 ms one about 3 s).
+    size_windows: bool = True
+    max_passes: int = 64
 
 
 DEFAULT_PLAN = CampaignPlan()
@@ -103,4 +109,8 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         purpose=plan.purpose,
         disturbed_load=plan.disturbed_load,
         max_reruns=plan.max_reruns if plan.disturbed_load is not None else None,
+        # window_min_s is set when the runs start, from the sensors' measured update periods.
+        window_min_s=None,
+        window_min_reason="not sized yet: set from the sensors when the runs start",
+        max_passes=plan.max_passes if plan.size_windows else None,
     )

@@ -170,6 +170,8 @@ def _parse_strategies(plan: CampaignPlan) -> dict[str, Strategy]:
                           ngram_k=plan.ngram_k, ngram_adaptive=plan.ngram_adaptive)
         for s in plan.strategies
     }
+    if plan.max_passes < 1:
+        raise UsageProblem(f"max_passes must be >= 1, not {plan.max_passes}")
     if len(strategies) != len(plan.strategies):
         raise UsageProblem(f"strategy names repeat: {list(plan.strategies)}")
     if any(st.name == "draft" for st in strategies.values()) and not plan.draft:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from phase.analysis.queries import is_disturbed
-from phase.campaign import machine, profiling
+from phase.campaign import machine, profiling, windows
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan
@@ -143,14 +143,15 @@ class Campaign:
         runs = keep(whole, self._shard)
         try:
             self._quiet_check()
-            refs = self._references(writer)
+            refs, plain_s = self._references(writer)
             self._profile(writer, refs)
+            size = self._size_windows(writer, plain_s)
             self.observer.campaign_started(len(runs), len(done & {r.run_id for r in runs}))
             index = 0
             for block in repeats_of(runs):
                 for scheduled in block:
                     if scheduled.run_id not in done:
-                        self._record(index, scheduled, refs, writer)
+                        self._record(index, scheduled, refs, writer, size)
                     index += 1
                 # Disturbed runs of this repeat get a fresh slot at its end, until undisturbed
                 # or out of retries; worked out from the file, so a resumed campaign knows.
@@ -158,7 +159,7 @@ class Campaign:
                     self.observer.message(f"re-running {len(due)} disturbed run(s) of repeat "
                                           f"{block[0].repeat}")
                     for rerun in due:
-                        self._record(index, rerun, refs, writer)
+                        self._record(index, rerun, refs, writer, size)
                         index += 1
             writer.finish("complete")
         except PhaseError as exc:
@@ -175,11 +176,11 @@ class Campaign:
         return writer.results
 
     def _record(self, index: int, scheduled: ScheduledRun, refs: dict[str, PlainReference],
-                writer: CampaignWriter) -> None:
+                writer: CampaignWriter, size: windows.WindowSize) -> None:
         self.observer.run_started(index, scheduled)
         if self.plan.cooldown_s > 0:
             time.sleep(self.plan.cooldown_s)
-        run = self._one_run(scheduled, refs[scheduled.prompt])
+        run = self._one_run(scheduled, refs[scheduled.prompt], size)
         writer.add_run(run)
         self.observer.run_finished(index, run)
 
@@ -209,12 +210,14 @@ class Campaign:
             # its runs say so (Run.host), and so does the file.
             self.start.hosts = [*self.start.hosts, host]
 
-    def _references(self, writer: CampaignWriter) -> dict[str, PlainReference]:
+    def _references(self, writer: CampaignWriter
+                    ) -> tuple[dict[str, PlainReference], dict[str, float]]:
         """Plain decoding of every prompt (and the warm-up), with each token's top-2 logit gap
         as evidence for later divergences; a resumed campaign must reproduce the references it
-        recorded before, or its runs would not compare."""
+        recorded before, or its runs would not compare. Also each reference's decode time."""
         stored = {r.prompt: r for r in writer.results.references}
         refs: dict[str, PlainReference] = {}
+        plain_s: dict[str, float] = {}
         shard = self._shard
         for prompt in self.prompts:
             if shard is not None and prompt.name not in shard.prompts:
@@ -225,6 +228,7 @@ class Campaign:
                 record_gaps=True,
             )
             sha = token_sha256(result.token_ids)
+            plain_s[prompt.name] = result.decode_s
             old = stored.get(prompt.name)
             if old is not None and old.output_sha256 != sha:
                 raise PhaseError(
@@ -239,7 +243,32 @@ class Campaign:
                                      prompt_token_ids=list(self.prompt_tokens[prompt.name]))
                 writer.results.references.append(old)
             refs[prompt.name] = old
-        return refs
+        return refs, plain_s
+
+    def _size_windows(self, writer: CampaignWriter,
+                      plain_s: dict[str, float]) -> windows.WindowSize:
+        """The energy window every run decodes to (phase.campaign.windows), recorded in the
+        file's config, and the passes each condition is expected to need, shown before the
+        runs. A resumed campaign keeps the window its file records."""
+        results = writer.results
+        size = windows.size_window(results.sensors, results.primary_energy,
+                                   enabled=self.plan.size_windows)
+        config = results.config
+        if self.resumed and config.window_min_s is not None:
+            size = windows.WindowSize(config.window_min_s, config.window_min_reason or "",
+                                      size.align_to, size.needs)
+        results.config = config.model_copy(update={
+            "window_min_s": size.min_s,
+            "window_min_reason": size.reason,
+        })
+        shard = self._shard
+        lengths = {p.name: len(self.prompt_tokens[p.name]) for p in self.prompts
+                   if shard is None or p.name in shard.prompts}
+        planned = windows.plan_windows(size, self.strategies, lengths, self.plan.tokens,
+                                       self.plan.max_passes, results.profile, plain_s)
+        for line in windows.table_lines(size, planned):
+            self.observer.message(line)
+        return size
 
     def _profile(self, writer: CampaignWriter, refs: dict[str, PlainReference]) -> None:
         """Measure the cost profile once per file (a resumed campaign keeps the one its
@@ -260,9 +289,11 @@ class Campaign:
             self.engine.use_profile(profile, self.plan.auto_objective,
                                     primary.sensors if primary is not None else None)
 
-    def _one_run(self, scheduled: ScheduledRun, reference: PlainReference) -> Run:
+    def _one_run(self, scheduled: ScheduledRun, reference: PlainReference,
+                 size: windows.WindowSize) -> Run:
         window = WindowCallbacks(
-            self.sampler.begin(idle_s=self.plan.idle_window_s) if self.sampler else None
+            self.sampler.begin(idle_s=self.plan.idle_window_s, align_to=size.align_to)
+            if self.sampler else None
         )
         # After the idle window: this process has run no kernel for cooldown + idle seconds.
         gpu = gpu_activity(self.sampler.sensors) if self.sampler else None
@@ -276,6 +307,8 @@ class Campaign:
                 on_decode_start=window.start,
                 on_decode_end=window.stop,
                 reference=reference.token_ids,
+                min_window_s=size.min_s or 0.0,
+                max_passes=self.plan.max_passes,
             )
         finally:
             window.stop()  # also when decoding failed: the sampler's window must not stay open

@@ -104,6 +104,13 @@ class AutoProposer:
         if self.draft is not None:
             self.draft.begin(prompt)
 
+    def restart(self, prompt: Sequence[int]) -> None:
+        """Another pass over the same prompt: fresh estimates, the draft's prompt cache kept."""
+        self._start()
+        self.matcher.begin(prompt)
+        if self.draft is not None:
+            self.draft.restart(prompt)
+
     def propose(self, seq: list[int], max_tokens: int) -> list[int]:
         self.ngram.score(seq)
         limit = min(max_tokens, self.k_max)

@@ -51,7 +51,7 @@ from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
-from phase.results import CostProfile, Step
+from phase.results import CostProfile, Pass, Step, token_sha256
 
 Callback = Callable[[], object] | None
 
@@ -69,6 +69,15 @@ class _Timed(NamedTuple):
     gaps: list[float] | None
     divergence: Divergence | None
     overridden: int | None
+
+
+class _Repeat(NamedTuple):
+    """Passes after the first (Engine.run's min_window_s): the loop without the evidence
+    gathering, until the window is this long or this many passes."""
+
+    loop: Callable[[], Decoded]
+    min_window_s: float
+    max_passes: int
 
 
 class Engine:
@@ -230,6 +239,8 @@ class Engine:
         proposer: Proposer | None = None,
         reference: Sequence[int] | None = None,
         record_gaps: bool = False,
+        min_window_s: float = 0.0,
+        max_passes: int = 1,
     ) -> DecodeResult:
         """Generate exactly `n_tokens` greedily (end-of-sequence ignored) after the prompt.
 
@@ -237,7 +248,15 @@ class Engine:
         (also when decoding fails), outside the timed decode window. With `reference` (the
         plain decoding of the same prompt) the result records the first divergence from it
         and the gap there; `record_gaps` (plain only) records every token's top-2 logit gap.
+
+        `min_window_s` > 0: the decode repeats back-to-back between the two callbacks until
+        that long has passed since the first began (at most `max_passes` passes in all), each
+        pass from the prompt's cache with everything generated dropped, so greedy decoding
+        produces the same tokens again (phase.campaign.windows sizes energy windows so). The
+        result describes the first pass and lists every pass's time and output (`passes`).
         """
+        if max_passes < 1:
+            raise UsageProblem(f"max_passes must be >= 1 (got {max_passes})")
         prompt, proposer = self._start(prompt_tokens, strategy, n_tokens, proposer)
         if record_gaps and strategy.name != "plain":
             raise UsageProblem("record_gaps is for plain decoding (the references)")
@@ -247,8 +266,13 @@ class Engine:
             partial(plain_loop, self.target, prompt, n_tokens, ref, gaps) if proposer is None
             else partial(speculate_loop, self.target, prompt, n_tokens, strategy.max_proposal,
                          proposer, ref))
+        again: Callable[[], Decoded] = (
+            partial(plain_loop, self.target, prompt, n_tokens, [], None) if proposer is None
+            else partial(speculate_loop, self.target, prompt, n_tokens, strategy.max_proposal,
+                         proposer, []))
+        repeat = _Repeat(again, min_window_s, max_passes) if min_window_s > 0 else None
         return self._timed_run(strategy, prompt, proposer, loop, gaps,
-                               on_decode_start, on_decode_end)
+                               on_decode_start, on_decode_end, repeat)
 
     def run_on_reference(self, prompt_tokens: Sequence[int], strategy: Strategy,
                          n_tokens: int, reference: Sequence[int], *,
@@ -281,18 +305,44 @@ class Engine:
 
     def _timed_run(self, strategy: Strategy, prompt: list[int], proposer: Proposer | None,
                    loop: Callable[[], Decoded], gaps: list[float] | None,
-                   on_decode_start: Callback, on_decode_end: Callback) -> DecodeResult:
+                   on_decode_start: Callback, on_decode_end: Callback,
+                   repeat: _Repeat | None = None) -> DecodeResult:
         started_unix = time.time()
         prefill_s = self._prefill(prompt, proposer)
         if on_decode_start is not None:
             on_decode_start()
+        window0 = time.perf_counter()
+        passes: list[Pass] = []
         try:
             timed = self._decode(loop, gaps)
+            # The first pass's decisions, before another pass starts the proposer afresh.
+            decisions = list(getattr(proposer, "decisions", None) or []) or None
+            if repeat is not None:
+                passes = self._repeat(prompt, proposer, timed, repeat, window0)
         finally:
             if on_decode_end is not None:
                 on_decode_end()
-        decisions = getattr(proposer, "decisions", None)
-        return self._result(strategy, prompt, timed, started_unix, prefill_s, decisions)
+        result = self._result(strategy, prompt, timed, started_unix, prefill_s, decisions)
+        result.passes = passes
+        return result
+
+    def _repeat(self, prompt: list[int], proposer: Proposer | None, first: _Timed,
+                repeat: _Repeat, window0: float) -> list[Pass]:
+        """More passes of the same decode until the window has lasted repeat.min_window_s:
+        each drops the generated positions from the caches (the prompt's stay: no prefill
+        inside the window) and starts the proposer afresh on the same prompt."""
+        passes = [Pass(decode_s=first.decode_s, tokens=len(first.generated),
+                       output_sha256=token_sha256(first.generated))]
+        while (len(passes) < repeat.max_passes
+               and time.perf_counter() - window0 < repeat.min_window_s):
+            self.target.truncate(len(prompt) - 1)
+            if proposer is not None:
+                restart = getattr(proposer, "restart", None)
+                (restart or proposer.begin)(prompt)
+            timed = self._decode(repeat.loop, None)
+            passes.append(Pass(decode_s=timed.decode_s, tokens=len(timed.generated),
+                               output_sha256=token_sha256(timed.generated)))
+        return passes
 
     def _prefill(self, prompt: list[int], proposer: Proposer | None) -> float:
         """Every model in play takes the prompt but its last token; returns the seconds."""

@@ -23,6 +23,12 @@ class Proposer(Protocol):
         """At most `max_tokens` guesses for the tokens after `seq`; [] for none."""
 
 
+# A proposer may also have `restart(prompt)`: start another pass over the same prompt right
+# after a run, keeping what `begin` computed from the prompt (a draft model's prompt cache),
+# so that a repeated decode (Engine.run's min_window_s) does no prefill inside its energy
+# window. Without it, the engine calls `begin` again.
+
+
 class DraftProposer:
     """Greedy proposals from a smaller model with its own KV cache, kept in step with the
     target the way llama.cpp's draft-simple speculation keeps it.
@@ -56,6 +62,15 @@ class DraftProposer:
         if self._cached:
             self.model.decode(self._cached, 0, 0)
         self._stable = len(self._cached)
+        self._verified = None
+
+    def restart(self, prompt: Sequence[int]) -> None:
+        """Another pass over the prompt `begin` was given: drop every generated position
+        from the draft's cache and keep the prompt's."""
+        keep = len(prompt) - 1
+        self.model.truncate(keep)
+        self._cached = list(prompt[:-1])
+        self._stable = keep
         self._verified = None
 
     def propose(self, seq: list[int], max_tokens: int) -> list[int]:

@@ -4,10 +4,10 @@ conversion of a decoding result into the run record a results file holds."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from phase.errors import PhaseError
-from phase.results import Run, SensorTrace, SensorWindow, Step, token_sha256
+from phase.results import Pass, Run, SensorTrace, SensorWindow, Step, token_sha256
 
 
 @dataclass
@@ -28,6 +28,9 @@ class DecodeResult:
     - overridden: None for greedy decoding; for a run that followed its reference
       (Engine.run_on_reference), the tokens where the reference overrode the target's
       argmax. Such a run is not greedy decoding and never becomes a results-file run.
+    - passes: where the decode repeated inside one energy window (Engine.run's min_window_s),
+      every pass's decode time and output, the first being the one the fields above describe;
+      [] for a single decode
     """
 
     strategy: str
@@ -55,6 +58,7 @@ class DecodeResult:
     divergence_index: int | None = None
     divergence_gap: float | None = None
     overridden: int | None = None
+    passes: list[Pass] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:
@@ -64,6 +68,7 @@ class DecodeResult:
         out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["token_ids"] = list(self.token_ids)
         out["trace"] = [s.model_dump() for s in self.trace]
+        out["passes"] = [p.model_dump() for p in self.passes]
         return out
 
     def to_run(
@@ -125,6 +130,7 @@ class DecodeResult:
             divergence_gap_verify=gap_verify,
             divergence_gap_reference=gap_reference,
             samples=samples,
+            passes=list(self.passes),
         )
 
 

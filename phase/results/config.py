@@ -46,3 +46,12 @@ class CampaignConfig(Strict):
     # or a plan that only records the load).
     disturbed_load: NonNegFloat | None = None
     max_reruns: NonNegInt | None = None
+    # Energy windows sized to the primary sensor (phase.campaign.windows): the shortest window
+    # that passes the counter-edges and sensor-lag rules for its measured update period and
+    # smoothing; a shorter decode repeats back-to-back (Run.passes) until the window is this
+    # long, at most `max_passes` passes. The reason says how it was sized (each rule's
+    # shortest window for each primary sensor), or why not (None: no primary energy sensor,
+    # sizing turned off; both None in files before version 8).
+    window_min_s: NonNegFloat | None = None
+    window_min_reason: str | None = None
+    max_passes: PosInt | None = None

@@ -89,8 +89,10 @@ def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 8 added optional records only (a reference's prompt token ids, a counter's wrap
-    range), whose absence means "not recorded": nothing to convert."""
+    """Version 8 added optional records only: sized energy windows (Run.passes,
+    config.window_min_s + reason, config.max_passes), a reference's prompt token ids, a
+    counter's wrap range, other work on the GPU. Their absence means one pass in a window the
+    decode's own length, and "not recorded": nothing to convert."""
     data["schema_version"] = 8
     return data
 

@@ -53,8 +53,11 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #   6 (2026-12): config.purpose, models[].test_model.
 #   7 (2026-12): disturbance: Run.foreign_load (+ reason), disturbed, rerun_of;
 #                config.disturbed_load, max_reruns (absent: not measured, never disturbed).
-#   8 (2026-12): optional additions: references[].prompt_token_ids (the n-gram matcher's
-#                context, so a claimed match inside the prompt can be checked),
+#   8 (2026-12): optional additions: energy windows sized to the sensor: Run.passes (each
+#                back-to-back pass of the same decode inside one energy window),
+#                config.window_min_s (+ reason), config.max_passes (absent / empty: one
+#                pass, window not sized); references[].prompt_token_ids (the n-gram
+#                matcher's context, so a claimed match inside the prompt can be checked),
 #                sensors[].wrap_j (a counter's declared wrap range), runs[].gpu_busy_before,
 #                gpu_other_processes, gpu_activity_reason (other work on the GPU).
 SCHEMA_VERSION = 8
@@ -217,6 +220,15 @@ class SensorTrace(Strict):
         return self
 
 
+class Pass(Strict):
+    """One pass of a run's decode inside its energy window (phase.campaign.windows): the same
+    prompt, the generated part of the KV cache cleared, greedy, so the same tokens again."""
+
+    decode_s: NonNegFloat
+    tokens: PosInt
+    output_sha256: Sha256
+
+
 class Run(Strict):
     id: str
     repeat: NonNegInt
@@ -271,6 +283,12 @@ class Run(Strict):
     # A re-run: the id of the scheduled run whose slot it fills again (its id is that id
     # plus "-rerunN", its order that slot's plus N x the schedule's length).
     rerun_of: str | None = None
+    # Every pass of the decode inside the run's energy window, the first being the one the
+    # fields above describe (decode_s, tokens, tokens_per_s, trace, cpu_s and the output are
+    # the first pass's). A decode shorter than the primary sensor needs repeats back-to-back
+    # until the window is long enough (config.window_min_s); the window's energy is then over
+    # every pass's tokens (phase.analysis.window_tokens). Empty: one pass (older files).
+    passes: list[Pass] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -285,6 +303,9 @@ class Run(Strict):
                              "given")
         if self.matches_plain is False and self.first_divergence is None:
             raise ValueError("matches_plain is false, so first_divergence must be given")
+        if self.passes and (self.passes[0].tokens, self.passes[0].decode_s) != (
+                self.tokens, self.decode_s):
+            raise ValueError("passes[0] must be the run's own decode (its tokens and decode_s)")
         return self
 
 

@@ -22,6 +22,11 @@ FOLLOW_MIN_PERIOD_S is read again until its next update (and a sensor that stamp
 readings until one is stamped after the end), so the end edge is bracketed. Each counter
 window then carries its edge error (phase.sensors.edges), which the counter-edges rule
 judges like the lag of a smoothed power reading.
+
+A window can also start on a counter's update (`begin(..., align_to=[name])`): `start()` then
+polls that counter until its value changes (at most ~2.5 of its periods) and reads every
+sensor right after, so the start edge falls within a poll of the update and its error all
+but vanishes (phase.campaign.windows sizes windows on that).
 """
 
 from __future__ import annotations
@@ -159,8 +164,10 @@ class Sampler:
 
     # --- windows -------------------------------------------------------------------------
 
-    def begin(self, idle_s: float) -> Window:
-        """Open a window: record an idle window of idle_s seconds (blocking), then return."""
+    def begin(self, idle_s: float, align_to: Sequence[str] = ()) -> Window:
+        """Open a window: record an idle window of idle_s seconds (blocking), then return.
+        `align_to`: counters whose next update the window's start waits for (the first one
+        whose update period is measured and coarser than FOLLOW_MIN_PERIOD_S)."""
         if self._thread is None or self._closing.is_set():
             raise PhaseError("the sampler is not running: start() it first (and not after close())")
         if self._window is not None:
@@ -169,7 +176,7 @@ class Sampler:
         with self._lock:
             idle_edges = self._read_all(tracks)
             self._tracks = tracks
-        window = Window(self, tracks, idle_edges, self.clock.now())
+        window = Window(self, tracks, idle_edges, self.clock.now(), self._aligned_index(align_to))
         self._window = window
         self._armed.set()
         if idle_s > 0:
@@ -185,6 +192,41 @@ class Sampler:
             self._follow(window.tracks, end)
         self._window = None
         return edges
+
+    def _aligned_index(self, names: Sequence[str]) -> int | None:
+        for name in names:
+            for i, sensor in enumerate(self.live):
+                period = self.periods.get(sensor.name)
+                if (sensor.name == name and sensor.kind == "counter" and not sensor.self_stamped
+                        and period is not None and period.seconds is not None
+                        and period.seconds > FOLLOW_MIN_PERIOD_S):
+                    return i
+        return None
+
+    def _await_update(self, i: int, track: _Track) -> bool:
+        """Poll live sensor i until its value changes (keeping the read just before the
+        change and the change itself in its track); False when it did not by the deadline."""
+        sensor = self.live[i]
+        period = self.periods[sensor.name].seconds or 0.0
+        deadline = self.clock.now() + 2.5 * period + 0.05
+        last: tuple[float, float] | None = None
+        while self.clock.now() <= deadline:
+            with self._lock:
+                try:
+                    value = sensor.read_value()
+                except Exception:  # a gap; keep trying until the deadline
+                    value = None
+                t = self.clock.now()
+                if value is not None:
+                    if last is not None and value != last[1]:
+                        for when, v in (last, (t, value)):
+                            if not track.times or when > track.times[-1]:
+                                track.times.append(when)
+                                track.values.append(v)
+                        return True
+                    last = (t, value)
+            self.clock.sleep(FOLLOW_POLL_S)
+        return False
 
     def _read_one(self, sensor: Sensor, track: _Track) -> float:
         """Read one sensor into its track (a failure is a gap); return when it was read (for a
@@ -274,8 +316,11 @@ class Window:
     """One run's sampling window; created by Sampler.begin()."""
 
     def __init__(self, sampler: Sampler, tracks: list[_Track], idle_edges: list[float],
-                 idle_start: float) -> None:
+                 idle_start: float, align: int | None = None) -> None:
         self.sampler = sampler
+        self.align = align
+        # Whether the start fell on an update of the counter `align` names (None: not asked).
+        self.aligned: bool | None = None
         self.tracks = tracks
         self._idle_edges = idle_edges
         self._start_edges: list[float] | None = None
@@ -285,9 +330,12 @@ class Window:
         self._end: float | None = None
 
     def start(self) -> None:
-        """The decode begins: every counter is read exactly now."""
+        """The decode begins: every counter is read exactly now (first, where the window
+        aligns to a counter, right after that counter's next update)."""
         if self._start_edges is not None or self._end_edges is not None:
             raise PhaseError("this window was already started")
+        if self.align is not None:
+            self.aligned = self.sampler._await_update(self.align, self.tracks[self.align])
         with self.sampler._lock:
             self._start_edges = self.sampler._read_all(self.tracks)
         self._start = self.sampler.clock.now()

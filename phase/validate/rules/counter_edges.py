@@ -13,6 +13,10 @@ one period's energy at the highest power near the edges (the sampler's own edge 
 margin over the window's and the idle window's mean power, capped by the sensor's maximum;
 phase.sensors.energy.edge_power). Power sensors, and counters that declare no period, are
 not judged here.
+
+`min_window_s` turns the same bound around: the shortest window this rule passes for a
+counter of a given update period, which a campaign sizes its energy windows to
+(phase.campaign.windows).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import math
 
 from phase.analysis import measured_windows, sensors_by_name, window_s
 from phase.results import ResultsFile, SensorInfo, SensorWindow
-from phase.sensors.energy import WindowSpec, edge_power
+from phase.sensors.energy import EDGE_POWER_MARGIN, WindowSpec, edge_power
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -78,3 +82,18 @@ def _edge_error(w: SensorWindow, info: SensorInfo) -> tuple[float | None, bool]:
                       update_period_s=period)
     near = edge_power(spec, w.energy_j, window_s(w), w.idle_power_w).bound_w
     return (None, False) if near is None else (near * period, True)
+
+
+def min_window_s(period_s: float, settings: RuleSettings, *, edges: int = 1) -> float:
+    """The shortest window whose energy this rule passes on a counter updating every
+    `period_s`, when `edges` of its edges are each uncertain by up to one period's energy at
+    the edge bound (EDGE_POWER_MARGIN x the window's mean power: the bound `_edge_error` judges
+    a window without a recorded edge error by). With energy = mean power x T, the share is
+    edges x margin x period / T, so T >= edges x margin x period / lag_bias_max. One edge
+    where the window starts on one of the counter's updates (phase.sensors.sampler aligns it)
+    and the end is bracketed by reading the counter until its next update; two otherwise."""
+    if period_s <= 0:
+        return 0.0
+    if settings.lag_bias_max <= 0:
+        return math.inf
+    return edges * EDGE_POWER_MARGIN * period_s / settings.lag_bias_max
