@@ -277,3 +277,20 @@ def test_quick_campaign_windows_sized_to_a_100ms_counter_pass(
     share = statistics.median(w.edge_error_j / w.energy_j for r in sized.runs
                               for w in r.energy if w.edge_error_j and w.energy_j)
     print(f"median edge error share {share:.2%}")
+
+
+def test_the_data_page_shows_each_runs_passes() -> None:
+    """A run's row on its data page says how many passes its window held, and the runs CSV
+    carries them with the window's tokens (energy per token's denominator)."""
+    from phase.publish.numbers.downloads import runs_frame
+    from phase.publish.pages.raw import RUN_COLUMNS, _run_cells
+
+    results = _passed(4)
+    run = results.runs[0]
+    cells = dict(zip(RUN_COLUMNS, _run_cells(run), strict=True))
+    assert cells["passes"].text == "4" and cells["passes"].title is not None
+    assert f"{4 * run.tokens} tokens" in cells["passes"].title
+    one = dict(zip(RUN_COLUMNS, _run_cells(replaced(run, passes=[])), strict=True))
+    assert one["passes"].text == "1"
+    frame = runs_frame(results)
+    assert list(frame["passes"])[0] == 4 and list(frame["window_tokens"])[0] == 4 * run.tokens

@@ -100,9 +100,12 @@ def runs_frame(raw: ResultsFile) -> pd.DataFrame:
     rows = []
     for run in sorted(raw.runs, key=lambda r: r.order):
         windows = {w.sensor: w.energy_j for w in reversed(run.energy)}
+        passes = run.passes or []
         rows.append([getattr(run, f) for f in fields]
+                    + [max(len(passes), 1), sum(p.tokens for p in passes) or run.tokens]
                     + [windows.get(s) for s in sensors] + [run.output_sha256])
-    return cells_frame([*fields, *(f"{s}_energy_j" for s in sensors), "output_sha256"], rows)
+    return cells_frame([*fields, "passes", "window_tokens",
+                        *(f"{s}_energy_j" for s in sensors), "output_sha256"], rows)
 
 
 def data_table(ds: Dataset) -> TableDownloads:

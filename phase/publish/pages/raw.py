@@ -115,7 +115,7 @@ class RawPage:
 # Fewer, combined columns, so that the table fits a 1280 px window with every figure in view.
 RUN_COLUMNS = [
     "repeat · order", "prompt × strategy", "tokens", "tokens/s", "prefill / decode s", "steps",
-    "accepted / drafted", "accepted", "CPU s", "matches plain",
+    "accepted / drafted", "accepted", "CPU s", "matches plain", "passes",
 ]
 
 
@@ -139,7 +139,21 @@ def _run_cells(run: Run) -> list[Cell]:
         Cell(pct(run.acceptance, 1), run.acceptance, run.acceptance_reason),
         Cell(fmt(run.cpu_s, 3), run.cpu_s),
         match,
+        _passes_cell(run),
     ]
+
+
+def _passes_cell(run: Run) -> Cell:
+    """How many back-to-back passes of the decode its energy window held (one in files whose
+    windows were not sized): energy per token divides the window by all of their tokens."""
+    if len(run.passes) <= 1:
+        return Cell("1", 1, "one decode in the energy window")
+    tokens = sum(p.tokens for p in run.passes)
+    seconds = sum(p.decode_s for p in run.passes)
+    return Cell(str(len(run.passes)), len(run.passes),
+                f"{len(run.passes)} passes of the same decode in one energy window: {tokens} "
+                f"tokens in {seconds:.3f} s of decoding; the figures in this row are the first "
+                "pass's, energy per token is the window's over all passes' tokens")
 
 
 def _energy_cells(ds: Dataset, run: Run, sensors: list[str]) -> list[Cell]:
