@@ -293,4 +293,4 @@ def test_the_data_page_shows_each_runs_passes() -> None:
     one = dict(zip(RUN_COLUMNS, _run_cells(replaced(run, passes=[])), strict=True))
     assert one["passes"].text == "1"
     frame = runs_frame(results)
-    assert list(frame["passes"])[0] == 4 and list(frame["window_tokens"])[0] == 4 * run.tokens
+    assert frame["passes"].iloc[0] == 4 and frame["window_tokens"].iloc[0] == 4 * run.tokens
