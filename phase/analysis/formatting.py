@@ -9,6 +9,8 @@ writes the same text in a chart's tooltip.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 DASH = "—"  # a missing figure; its reason is in the cell's title
 
 
@@ -40,3 +42,18 @@ def times(value: float | None) -> str:
 def count(value: float | None) -> str:
     """A whole number of things (runs): "3"."""
     return DASH if value is None else f"{value:.0f}"
+
+
+def span(low: float | None, high: float | None, show: Callable[[float | None], str] = fmt) -> str:
+    """An interval's two ends in a figure's own writing: "39.0–42.0" (a dash when missing)."""
+    if low is None or high is None:
+        return DASH
+    return f"{show(low)}–{show(high)}"
+
+
+def with_interval(value: float | None, low: float | None, high: float | None,
+                  show: Callable[[float | None], str] = fmt) -> str:
+    """A figure and its 95% interval: "41.5 (39.0–42.0)"; the figure alone without one."""
+    if value is None or low is None or high is None:
+        return show(value)
+    return f"{show(value)} ({span(low, high, show)})"

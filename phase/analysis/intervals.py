@@ -52,7 +52,8 @@ class Interval:
 
     def narrow(self, target: float = TARGET_HALF_WIDTH) -> bool:
         width = self.half_width
-        return width is not None and width <= target
+        # A hair of tolerance: (2.2 - 2.0) / 2.0 is 0.10000000000000009 in binary floats.
+        return width is not None and width <= target * (1 + 1e-9)
 
 
 def resolved(interval: Interval | None, against: float = 1.0) -> bool:
