@@ -48,6 +48,10 @@ def span(low: float | None, high: float | None, show: Callable[[float | None], s
     """An interval's two ends in a figure's own writing: "39.0–42.0" (a dash when missing)."""
     if low is None or high is None:
         return DASH
+    if show in (ratio, times) and any(show(v) == show(1.0) and v != 1.0 for v in (low, high)):
+        # An end that rounds to 1.00 would hide which side of "no different" it lies on.
+        unit = "×" if show is times else ""
+        return f"{low:.3f}{unit}–{high:.3f}{unit}"
     return f"{show(low)}–{show(high)}"
 
 
