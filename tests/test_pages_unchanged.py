@@ -11,9 +11,10 @@ of publish/, decode/ and the figure registry was held to 8200220 (the commit bef
 reference then moved to 7465f45, whose schema 6 stamps the derived summaries on the raw data
 pages, and to bde5111 for schema 7 (a run's foreign load) likewise, then to 9070f3f:
 data is escaped for Markdown (a bench row's "[10]" became "&#91;10&#93;", the same text in a
-browser) and a merged shard's file must be a bare file name (a schema pattern). A change that
-alters pages on purpose (a new column, intervals) moves it again, to its own commit, and says
-so in its commit message.
+browser) and a merged shard's file must be a bare file name (a schema pattern), then to
+7fa847a: schema 8, every figure the median of the undisturbed runs with its bootstrap 95%
+interval (tables, charts, prose) and the CPU note's version 3. A change that alters pages on
+purpose (a new column) moves it again, to its own commit, and says so in its commit message.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "9070f3f12370c00f554bb0a7c6b2b9bc931249be"
+REFERENCE = "7fa847affffb09943346555d2f841de0179f0e86"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
