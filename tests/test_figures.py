@@ -126,7 +126,9 @@ def test_vs_plain_from_the_registry_is_what_every_table_shows(ds: Dataset) -> No
 
 
 def test_a_vs_plain_figure_without_plain_is_missing_not_zero(ds: Dataset) -> None:
-    rows = [r for r in ds.summary.rows if r.strategy != "plain"]
+    # A row that stores no ratio (a transcribed summary) without plain's row beside it.
+    rows = [r.model_copy(update={"speed_vs_plain": None})
+            for r in ds.summary.rows if r.strategy != "plain"]
     assert plain_row(rows, "a") is None
     assert row_value("speed_vs_plain", rows, rows[0]) is None
     assert vs_plain(3.0, 0.0) is None and vs_plain(None, 2.0) is None
@@ -155,7 +157,13 @@ def test_downloads_head_each_column_with_its_registry_label(ds: Dataset) -> None
     frame = results_frame(tables.build_table(ds, "../"))
     shown = [FIGURES[n].label for n in tables.TABLE_FIGURES
              if FIGURES[n].key in tables.build_table(ds, "../").rows[0].cells]
-    assert list(frame.columns)[2:2 + len(shown)] == shown
+    # Each figure's column, then the ends of its 95% interval where the table shows one.
+    headed = [c for c in frame.columns[2:] if not c.endswith((" low", " high"))]
+    assert headed[:len(shown)] == shown
+    assert {"tokens/s low", "tokens/s high", "speed vs plain low"} <= set(frame.columns)
+    columns = list(frame.columns)
+    assert columns[columns.index("tokens/s") + 1:columns.index("tokens/s") + 3] == \
+        ["tokens/s low", "tokens/s high"]
 
 
 def _tooltips(spec: Any) -> list[dict[str, Any]]:
@@ -174,12 +182,12 @@ def test_chart_tooltips_use_the_registry_labels_and_formats(ds: Dataset) -> None
     costs = build_strategy_chart(ds, "cost_per_token").spec
     assert energy is not None and costs is not None
     quantities = [t for t in _tooltips(energy) if t.get("type") == "quantitative"
-                  and t.get("format")]
+                  and t.get("format") and "95% interval" not in t.get("title", "")]
     assert {(t["title"], t["format"]) for t in quantities} <= by_label
     assert {t["title"] for t in quantities} >= {"tokens/s", "chip mJ/token", "energy vs plain"}
-    means = {t["title"] for t in _tooltips(costs) if t.get("title", "").endswith(" (mean)")}
-    assert means == {f"{FIGURES[n].axis} (mean)"
-                     for n in ("cpu_ms_per_token", "chip_mj_per_token")}
+    medians = {t["title"] for t in _tooltips(costs) if t.get("title", "").endswith(" (median)")}
+    assert medians == {f"{FIGURES[n].axis} (median)"
+                       for n in ("cpu_ms_per_token", "chip_mj_per_token")}
 
 
 def test_the_terminal_summary_shows_registry_figures(

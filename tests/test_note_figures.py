@@ -89,11 +89,16 @@ def test_cpu_note_finding_is_computed_from_its_table(built_site) -> None:
     copied = [float(rows[("edit", s)].cells["speed_vs_plain"].value) for s in ("ngram", "auto")]
     finding = page.split("**Finding:**", 1)[1].split("\n", 1)[0]
     shown = [text for _, text in _figures(finding)]
-    assert shown == [f"{speed[0]:.2f}", f"{speed[-1]:.2f}", f"{cpu[0]:.2f}", f"{cpu[-1]:.2f}",
-                     *(f"{v:.2f}" for v in copied)]
+    # The ratios it states as findings carry their 95% interval (from version 3 on).
+    assert [text.split(" (95% interval ")[0] for text in shown] == [
+        f"{speed[0]:.2f}", f"{speed[-1]:.2f}", f"{cpu[0]:.2f}", f"{cpu[-1]:.2f}",
+        *(f"{v:.2f}" for v in copied)]
+    for strategy, text in zip(("ngram", "auto"), shown[4:], strict=True):
+        cell = rows[("edit", strategy)].cells["speed_vs_plain"]
+        assert text.endswith(f" (95% interval {cell.interval})") and float(cell.low) > 1
     # Each figure says what it is and how many runs lie behind it.
     titles = [title for title, _ in _figures(finding)]
-    assert all("mean of 3 runs, lowest" in t for t in titles), titles
+    assert all("median of 3 runs, lowest" in t for t in titles), titles
     assert titles[0].startswith("lowest of 12 conditions; speed_vs_plain of prose × draft-16")
 
 

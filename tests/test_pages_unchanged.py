@@ -13,9 +13,11 @@ pages, and to bde5111 for schema 7 (a run's foreign load) likewise, then to 9070
 data is escaped for Markdown (a bench row's "[10]" became "&#91;10&#93;", the same text in a
 browser) and a merged shard's file must be a bare file name (a schema pattern), then to
 e0fe534: the cost-model tables' rows link to their sources and data pages show the cost
-profile's blocks (issue 30). A change that
-alters pages on purpose (a new column, intervals) moves it again, to its own commit, and says
-so in its commit message.
+profile's blocks (issue 30), and to the merge of that with 7fa847a: schema 8, every figure
+the median of the undisturbed runs with its bootstrap 95% interval (tables, charts, prose),
+the CPU note's version 3, and each run's passes on its data page. A change that alters pages
+on purpose (a new column) moves it again, to its own commit, and says so in its commit
+message.
 """
 
 from __future__ import annotations

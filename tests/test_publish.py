@@ -1,5 +1,6 @@
-"""Rendering: tables equal the raw runs' means (and the seed's published figures), rejected
-values are struck through, missing energy says why, data is escaped, versions stay frozen."""
+"""Rendering: tables equal the raw runs' medians with their intervals (and the seed's published
+figures), rejected values are struck through, missing energy says why, data is escaped,
+versions stay frozen."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def _page(built_site, rel: str) -> str:
     return (built_site.paths.docs_dir / rel).read_text(encoding="utf-8")
 
 
-def test_table_numbers_are_the_means_of_the_raw_runs(built_site) -> None:
+def test_table_numbers_are_the_medians_of_the_raw_runs(built_site) -> None:
     results = gpu_results()
     report = validate_results(results, GPU_FILE)
     rows = parse_tables(_page(built_site, "notes/fixture-versions/v1/index.md"))[GPU_FILE]
@@ -73,28 +74,41 @@ def test_table_numbers_are_the_means_of_the_raw_runs(built_site) -> None:
     for (prompt, strategy), row in rows.items():
         runs = [r for r in results.runs if (r.prompt, r.strategy) == (prompt, strategy)]
         cells = row.cells
+        speeds = [r.tokens_per_s for r in runs]
         assert float(cells["tokens_per_s"].value) == pytest.approx(
-            statistics.fmean(r.tokens_per_s for r in runs), rel=1e-12)
-        assert cells["tokens_per_s"].text == f"{statistics.fmean(r.tokens_per_s for r in runs):.1f}"
+            statistics.median(speeds), rel=1e-12)
+        assert cells["tokens_per_s"].text == f"{statistics.median(speeds):.1f}"
+        # Its bootstrap 95% interval: within the runs' range, around the median, on the page.
+        low, high = float(cells["tokens_per_s"].low), float(cells["tokens_per_s"].high)
+        assert min(speeds) <= low <= statistics.median(speeds) <= high <= max(speeds)
+        assert cells["tokens_per_s"].interval == f"{low:.1f}–{high:.1f}"
         assert cells["n"].text == str(len(runs))
         chip = [w.energy_j / r.tokens * 1000 for r in runs for w in r.energy
                 if w.sensor == "gpu" and report.rejection_of(r.id, "gpu") is None]
-        assert float(cells["chip"].value) == pytest.approx(statistics.fmean(chip), rel=1e-12)
-        cpu = statistics.fmean(r.cpu_s / r.tokens * 1000 for r in runs)
+        assert float(cells["chip"].value) == pytest.approx(statistics.median(chip), rel=1e-12)
+        cpu = statistics.median(r.cpu_s / r.tokens * 1000 for r in runs)
         assert float(cells["cpu"].value) == pytest.approx(cpu, rel=1e-12)
         if strategy != "plain":
-            accepted = statistics.fmean(r.acceptance for r in runs)
+            accepted = statistics.median(r.acceptance for r in runs)
             assert float(cells["acceptance"].value) == pytest.approx(accepted)
+            assert cells["speed_vs_plain"].low is not None
         # Each row links to exactly its own runs on the raw-data page.
         assert row.links == [f"../../../raw/speculative-fixture-gpu.html#{run_anchor(r.id)}"
                              for r in runs]
-    # The planted 0 J chip reading is left out of its condition's mean, and marked.
+    # The planted 0 J chip reading is left out of its condition's median, and marked.
     partial = rows[(XSS_PROMPT, "draft-4")].cells["chip"]
     assert partial.text.endswith("*") and "2 of 3" in partial.title
-    # Ratio vs plain is chip energy over plain's for the same prompt.
-    ratio = float(rows[("code", "draft-4")].cells["ratio"].value)
-    plain = float(rows[("code", "plain")].cells["chip"].value)
-    assert ratio == pytest.approx(float(rows[("code", "draft-4")].cells["chip"].value) / plain)
+    # Ratio vs plain is chip energy over plain's for the same prompt, run by run within a
+    # repeat: the median of those ratios, its interval around it.
+    by_repeat = {}
+    for r in results.runs:
+        if r.prompt == "code" and r.strategy in ("plain", "draft-4"):
+            w = next(w for w in r.energy if w.sensor == "gpu")
+            by_repeat.setdefault(r.repeat, {})[r.strategy] = w.energy_j
+    cell = rows[("code", "draft-4")].cells["ratio"]
+    assert float(cell.value) == pytest.approx(statistics.median(
+        v["draft-4"] / v["plain"] for v in by_repeat.values()))
+    assert float(cell.low) <= float(cell.value) <= float(cell.high)
 
 
 def test_transcribed_note_table_equals_the_published_figures(built_site) -> None:
@@ -118,7 +132,7 @@ def test_transcribed_note_table_equals_the_published_figures(built_site) -> None
 def test_rejected_values_are_struck_through_with_their_reason(built_site) -> None:
     page = _page(built_site, "notes/fixture-versions/v1/index.md")
     rows = parse_tables(page)[GPU_FILE]
-    # One of code x draft-2's three board readings is rejected: the cell is the mean of the
+    # One of code x draft-2's three board readings is rejected: the cell is the median of the
     # other two, marked, and its title says what was left out and why.
     board = rows[("code", "draft-2")].cells["board"]
     assert board.text.endswith("*") and "2 of 3" in board.title

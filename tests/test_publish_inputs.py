@@ -261,6 +261,9 @@ class ParsedCell:
     value: str | None
     title: str | None
     struck: bool
+    low: str | None = None  # data-low, data-high: the 95% interval's ends
+    high: str | None = None
+    interval: str = ""  # the interval's line under the value
 
 
 @dataclass
@@ -282,6 +285,7 @@ class _TableParser(HTMLParser):
         self.row: ParsedRow | None = None
         self.cell: tuple[str, dict[str, str | None]] | None = None
         self.text: list[str] = []
+        self.interval: list[str] | None = None
         self.struck = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -294,7 +298,9 @@ class _TableParser(HTMLParser):
                                  a.get("class") or "", {}, [])
         elif tag == "td" and self.row is not None and "data-key" in a:
             self.cell = (a["data-key"] or "", a)
-            self.text, self.struck = [], False
+            self.text, self.struck, self.interval = [], False, None
+        elif tag == "span" and self.cell is not None and a.get("class") == "phase-ci":
+            self.interval = []
         elif tag == "del" and self.cell is not None:
             self.struck = True
         elif tag == "a" and self.row is not None and "phase-raw-link" in (a.get("class") or ""):
@@ -302,13 +308,14 @@ class _TableParser(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self.cell is not None:
-            self.text.append(data)
+            (self.interval if self.interval is not None else self.text).append(data)
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "td" and self.cell is not None and self.row is not None:
             key, a = self.cell
             self.row.cells[key] = ParsedCell("".join(self.text), a.get("data-value"),
-                                             a.get("title"), self.struck)
+                                             a.get("title"), self.struck, a.get("data-low"),
+                                             a.get("data-high"), "".join(self.interval or []))
             self.cell = None
         elif tag == "tr" and self.row is not None and self.dataset is not None:
             self.tables[self.dataset][(self.row.prompt, self.row.strategy)] = self.row

@@ -16,7 +16,7 @@ was and the difference is visible in one place.
 
 Kinds of figure:
 
-    condition   one value per prompt x strategy, from the summary rows (`of_row`); the mean
+    condition   one value per prompt x strategy, from the summary rows (`of_row`); the median
                 ones also have a value per run (`of_run`), whose range pages show (`per_run`)
     step        a median over the per-step trace (publish/numbers/steps.py, a note's step())
     bench       a figure of a benchmark row (bench/, the Benchmarks page)
@@ -32,7 +32,7 @@ from typing import Literal
 from phase.analysis.formatting import count, fmt, pct, pct1, ratio, times
 from phase.analysis.queries import PLAIN, cpu_ms_per_token
 from phase.analysis.relative import vs_plain
-from phase.results import Run, SummaryRow
+from phase.results import FigureInterval, Run, SummaryRow
 
 Show = Callable[[float | None], str]
 RowGetter = Callable[[Sequence[SummaryRow], SummaryRow], float | None]
@@ -107,6 +107,17 @@ def _over_plain(base: str) -> RowGetter:
     return get
 
 
+def _stored_or_over_plain(name: str, base: str) -> RowGetter:
+    """A ratio the summary stores (paired by repeat, version 8 on); older and transcribed
+    files divide the row's figure by plain's."""
+    divide = _over_plain(base)
+
+    def get(rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
+        stored = getattr(row, name)
+        return stored if stored is not None else divide(rows, row)
+    return get
+
+
 def _spread_column(rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
     # The table has room for one spread: energy's where measured, as the variance rule judges.
     return row.chip_energy_spread if row.chip_energy_spread is not None \
@@ -117,30 +128,33 @@ RUN_SPREAD_WORDS = "(max − min) / mean across repeats"
 
 _ALL = (
     Figure("tokens_per_s", "condition", "tokens/s", "tokens/s",
-           "generated tokens per second of decode, mean of repeats", fmt, ".1f",
+           "generated tokens per second of decode, median of repeats", fmt, ".1f",
            of_row=_field("tokens_per_s"), of_run=lambda v: v.run.tokens_per_s, per_run=True,
            vs_plain="speed_vs_plain", short_label="tok/s"),
     Figure("speed_vs_plain", "condition", "speed vs plain", "× plain",
-           "tokens/s divided by plain decoding's for the same prompt", ratio, ".2f",
-           of_row=_over_plain("tokens_per_s"), per_run=True, ratio_of="tokens_per_s",
+           "tokens/s over plain decoding's for the same prompt (median of the ratios of runs "
+           "in the same repeat)", ratio, ".2f",
+           of_row=_stored_or_over_plain("speed_vs_plain", "tokens_per_s"), per_run=True,
+           ratio_of="tokens_per_s",
            axis_title="tokens/s vs plain",
            host_description="tokens/s over plain decoding's, same prompt and host",
            short_label="×plain", short_show=times),
     Figure("acceptance", "condition", "accepted", "fraction",
-           "accepted / drafted tokens, mean of repeats", pct, ".0%",
+           "accepted / drafted tokens, median of repeats", pct, ".0%",
            of_row=_field("acceptance"), of_run=lambda v: v.run.acceptance, per_run=True,
            short_label="accept"),
     Figure("chip_mj_per_token", "condition", "chip mJ/token", "mJ/token",
-           "chip energy per generated token, mean of repeats (rejected readings left out)",
+           "chip energy per generated token, median of repeats (rejected readings left out)",
            fmt, ".1f", of_row=_field("chip_mj_per_token"),
            of_run=lambda v: v.chip_mj_per_token, per_run=True,
            vs_plain="energy_ratio_vs_plain", column="chip", axis_title="chip mJ per token",
-           host_description="chip energy per generated token, mean of the standing readings",
+           host_description="chip energy per generated token, median of the standing readings",
            short_label="mJ/tok"),
-    # Stored in the summary row (summarize divides with vs_plain): a summary-only file
+    # Stored in the summary row (summarize pairs runs by repeat): a summary-only file
     # publishes it without the runs behind it, and pages show what it published.
     Figure("energy_ratio_vs_plain", "condition", "energy vs plain", "× plain",
-           "chip mJ/token divided by plain decoding's for the same prompt", ratio, ".2f",
+           "chip mJ/token over plain decoding's for the same prompt (median of the ratios of "
+           "runs in the same repeat)", ratio, ".2f",
            of_row=_field("energy_ratio_vs_plain"), ratio_of="chip_mj_per_token",
            column="ratio", axis_title="chip energy vs plain",
            host_description="chip mJ/token over plain decoding's, same prompt and host",
@@ -149,13 +163,15 @@ _ALL = (
            "enclosing (board) sensor energy per token, only readings that passed validation",
            fmt, ".1f", of_row=_field("board_mj_per_token"), column="board"),
     Figure("cpu_ms_per_token", "condition", "CPU ms/token", "ms/token",
-           "process CPU time per generated token, mean of repeats", fmt, ".1f",
+           "process CPU time per generated token, median of repeats", fmt, ".1f",
            of_row=_field("cpu_ms_per_token"), of_run=lambda v: cpu_ms_per_token(v.run),
            per_run=True, vs_plain="cpu_vs_plain", column="cpu", axis_title="CPU ms per token",
            short_label="CPU ms/t"),
     Figure("cpu_vs_plain", "condition", "CPU vs plain", "× plain",
-           "CPU ms/token divided by plain decoding's for the same prompt", ratio, ".2f",
-           of_row=_over_plain("cpu_ms_per_token"), per_run=True, ratio_of="cpu_ms_per_token"),
+           "CPU ms/token over plain decoding's for the same prompt (median of the ratios of "
+           "runs in the same repeat)", ratio, ".2f",
+           of_row=_stored_or_over_plain("cpu_vs_plain", "cpu_ms_per_token"), per_run=True,
+           ratio_of="cpu_ms_per_token"),
     Figure("tokens_per_s_spread", "condition", "tokens/s spread", "fraction",
            f"{RUN_SPREAD_WORDS} of tokens/s", pct1, ".1%",
            of_row=_field("tokens_per_s_spread")),
@@ -188,9 +204,15 @@ def row_value(name: str, rows: Sequence[SummaryRow], row: SummaryRow) -> float |
     return getter(rows, row)
 
 
+def row_interval(name: str, row: SummaryRow) -> FigureInterval | None:
+    """A condition figure's bootstrap 95% interval (None: fewer than two runs, or a file that
+    records none, such as a transcribed summary)."""
+    return row.intervals.get(name)
+
+
 def run_value(name: str, view: RunView, plain: SummaryRow | None) -> float | None:
     """One run's value of a per-run figure; a "vs plain" one divides the run's figure by
-    plain decoding's mean on the prompt (`plain`, the summary row)."""
+    plain decoding's median on the prompt (`plain`, the summary row)."""
     fig = FIGURES[name]
     if fig.ratio_of is not None:
         base = FIGURES[fig.ratio_of]

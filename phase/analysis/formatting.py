@@ -9,6 +9,8 @@ writes the same text in a chart's tooltip.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 DASH = "—"  # a missing figure; its reason is in the cell's title
 
 
@@ -40,3 +42,22 @@ def times(value: float | None) -> str:
 def count(value: float | None) -> str:
     """A whole number of things (runs): "3"."""
     return DASH if value is None else f"{value:.0f}"
+
+
+def span(low: float | None, high: float | None, show: Callable[[float | None], str] = fmt) -> str:
+    """An interval's two ends in a figure's own writing: "39.0–42.0" (a dash when missing)."""
+    if low is None or high is None:
+        return DASH
+    if show in (ratio, times) and any(show(v) == show(1.0) and v != 1.0 for v in (low, high)):
+        # An end that rounds to 1.00 would hide which side of "no different" it lies on.
+        unit = "×" if show is times else ""
+        return f"{low:.3f}{unit}–{high:.3f}{unit}"
+    return f"{show(low)}–{show(high)}"
+
+
+def with_interval(value: float | None, low: float | None, high: float | None,
+                  show: Callable[[float | None], str] = fmt) -> str:
+    """A figure and its 95% interval: "41.5 (39.0–42.0)"; the figure alone without one."""
+    if value is None or low is None or high is None:
+        return show(value)
+    return f"{show(value)} ({span(low, high, show)})"

@@ -20,6 +20,7 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -52,13 +53,23 @@ class Interval:
 
     def narrow(self, target: float = TARGET_HALF_WIDTH) -> bool:
         width = self.half_width
-        return width is not None and width <= target
+        # A hair of tolerance: (2.2 - 2.0) / 2.0 is 0.10000000000000009 in binary floats.
+        return width is not None and width <= target * (1 + 1e-9)
 
 
-def resolved(interval: Interval | None, against: float = 1.0) -> bool:
+class Bounds(Protocol):
+    """Anything with an interval's two ends (an Interval, a summary row's FigureInterval)."""
+
+    @property
+    def low(self) -> float: ...
+    @property
+    def high(self) -> float: ...
+
+
+def resolved(interval: Bounds | None, against: float = 1.0) -> bool:
     """True when the interval lies wholly on one side of `against` (a ratio known to differ
     from plain decoding's); False for no interval or one that includes it."""
-    return interval is not None and not interval.includes(against)
+    return interval is not None and not interval.low <= against <= interval.high
 
 
 def _rng(*samples: Sequence[float]) -> np.random.Generator:

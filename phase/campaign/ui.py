@@ -21,9 +21,11 @@ from rich.progress import (
 from rich.table import Table
 
 from phase.analysis import FIGURES, disturbed_note, row_value, runs_by_condition, summarize
+from phase.analysis.figures import row_interval
+from phase.analysis.formatting import span
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
-from phase.results import ResultsFile, Run
+from phase.results import ResultsFile, Run, SummaryRow
 from phase.validate import validate_results
 
 console = Console(stderr=True)
@@ -104,6 +106,17 @@ SHOWN = ("tokens_per_s", "speed_vs_plain", "acceptance", "cpu_ms_per_token",
 COLUMNS = ("strategy", *(FIGURES[name].short for name in SHOWN), "=plain")
 
 
+def figure_cell(name: str, rows: list[SummaryRow], row: SummaryRow) -> str:
+    """A figure as the closing table writes it: the median and, on a second line, dimmed,
+    its bootstrap 95% interval where it has one."""
+    fig = FIGURES[name]
+    text = fig.terminal_show(row_value(name, rows, row))
+    found = row_interval(name, row)
+    if found is None:
+        return text
+    return f"{text}\n[dim]{escape(span(found.low, found.high, fig.terminal_show))}[/dim]"
+
+
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
@@ -118,21 +131,23 @@ def print_summary(results: ResultsFile) -> None:
         for condition, runs in runs_by_condition(results).items()
     }
     for prompt in [p.name for p in results.config.prompts]:
-        table = Table(title=f"prompt: {prompt}", title_justify="left")
+        table = Table(title=f"prompt: {escape(prompt)}", title_justify="left")
         for col in COLUMNS:
             table.add_column(col, justify="left" if col == "strategy" else "right")
         for row in (r for r in summary.rows if r.prompt == prompt):
             flag = " *" if (prompt, row.strategy) in unstable else ""
             table.add_row(
-                row.strategy + flag,
-                *(FIGURES[name].terminal_show(row_value(name, summary.rows, row))
-                  for name in SHOWN),
+                escape(row.strategy) + flag,
+                *(figure_cell(name, summary.rows, row) for name in SHOWN),
                 f"{matches.get((prompt, row.strategy), 0)}/{row.n}",
             )
         console.print(table)
     console.print(
-        "×plain: speed vs plain · accept: drafted tokens kept · mJ/tok: chip energy · "
-        "=plain: runs whose output equals plain's · * unstable: spread over the variance limit"
+        "medians of the undisturbed runs; under each, its bootstrap 95% interval (×plain: "
+        "runs paired by repeat; an interval that includes 1.00× is not resolved from plain "
+        "decoding) · ×plain: speed vs plain · accept: drafted tokens kept · mJ/tok: chip "
+        "energy · =plain: runs whose output equals plain's · * unstable: spread over the "
+        "variance limit"
     )
     reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
                       if r.chip_mj_per_token_reason})

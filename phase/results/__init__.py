@@ -37,6 +37,7 @@ from phase.results.io import (
 from phase.results.migrations import MIGRATIONS, ResultsError, migrate
 from phase.results.schema import (
     SCHEMA_VERSION,
+    FigureInterval,
     FiniteFloat,
     ModelInfo,
     Pass,
@@ -71,6 +72,7 @@ __all__ = [
     "CampaignWriter",
     "Claim",
     "CostProfile",
+    "FigureInterval",
     "FileBusy",
     "FiniteFloat",
     "Holder",

@@ -60,6 +60,9 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                matcher's context, so a claimed match inside the prompt can be checked),
 #                sensors[].wrap_j (a counter's declared wrap range), runs[].gpu_busy_before,
 #                gpu_other_processes, gpu_activity_reason (other work on the GPU).
+#                SummaryRow.speed_vs_plain, cpu_vs_plain (ratios of paired repeats) and
+#                intervals (each figure's bootstrap 95% interval); derived summaries now
+#                hold medians of repeats, not means.
 SCHEMA_VERSION = 8
 
 # --- identity and provenance -------------------------------------------------------------
@@ -385,6 +388,28 @@ class ResultsFile(Strict):
 # --- summaries (what tables read) ---------------------------------------------------------
 
 
+# The figures of a summary row that may carry an interval (phase.analysis.figures names).
+IntervalFigure = Literal["tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
+                         "energy_ratio_vs_plain", "board_mj_per_token", "cpu_ms_per_token",
+                         "cpu_vs_plain"]
+
+
+class FigureInterval(Strict):
+    """A figure's bootstrap 95% interval (phase.analysis.intervals): of the median of a
+    condition's repeats, or of its ratio to plain decoding's, paired by repeat where `paired`."""
+
+    low: FiniteFloat
+    high: FiniteFloat
+    n: PosInt  # values (or pairs of one repeat) it rests on
+    paired: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> FigureInterval:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) is above high ({self.high})")
+        return self
+
+
 class SummaryRow(Strict):
     prompt: str
     strategy: str
@@ -406,12 +431,22 @@ class SummaryRow(Strict):
     cpu_ms_per_token: NonNegFloat | None = None
     board_mj_per_token: NonNegFloat | None = None
     board_mj_per_token_reason: str | None = None
+    # From version 8 (absent in older and transcribed files: tokens/s and CPU ms/token over
+    # plain decoding's are then divided from the row's figures): the ratios to plain decoding
+    # as the median of per-repeat ratios, and each figure's bootstrap 95% interval, only
+    # where there are at least two runs (or pairs) to resample.
+    speed_vs_plain: NonNegFloat | None = None
+    cpu_vs_plain: NonNegFloat | None = None
+    intervals: dict[IntervalFigure, FigureInterval] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> SummaryRow:
         _paired(self.chip_mj_per_token, self.chip_mj_per_token_reason, "chip_mj_per_token")
         if self.board_mj_per_token is not None and self.board_mj_per_token_reason:
             raise ValueError("board_mj_per_token has a value, so its reason must be null")
+        for name in self.intervals:
+            if getattr(self, name) is None:
+                raise ValueError(f"intervals.{name}: an interval of a figure the row lacks")
         return self
 
 

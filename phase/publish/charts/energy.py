@@ -24,6 +24,7 @@ import altair as alt
 import vl_convert as vlc
 
 from phase.analysis import FIGURES, PLAIN
+from phase.analysis.figures import row_interval
 from phase.escaping import vega_safe
 from phase.publish.charts.png_worker import draw_png
 from phase.results import SummaryFile, SummaryRow
@@ -66,6 +67,20 @@ def html_safe_json(spec: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+# The figures whose bootstrap 95% interval a point carries, by the field it is drawn from.
+INTERVALS = {"tokens_per_s": "tokens_per_s", "chip_mj_per_token": "chip_mj_per_token",
+             "ratio_vs_plain": "energy_ratio_vs_plain"}
+
+
+def _ends(r: SummaryRow) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, name in INTERVALS.items():
+        found = row_interval(name, r)
+        out[f"{field}_low"] = found.low if found is not None else None
+        out[f"{field}_high"] = found.high if found is not None else None
+    return out
+
+
 def _records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
     return [
         {
@@ -81,6 +96,7 @@ def _records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
             "n": r.n,
             "tokens_per_s_spread": r.tokens_per_s_spread,
             "chip_energy_spread": r.chip_energy_spread,
+            **(_ends(r) if r.intervals else {}),
         }
         for r in rows
     ]
@@ -91,6 +107,9 @@ def _uncertainty(rows: list[SummaryRow]) -> str:
     ns = sorted({r.n for r in rows if r.n is not None})
     n = ("n not given" if not ns else f"n = {ns[0]}" if len(ns) == 1
          else f"n = {ns[0]} to {ns[-1]}")
+    if any(r.intervals for r in rows):
+        return (f" Each point is the median of its runs ({n}); its bootstrap 95% interval and "
+                "spread are in the tooltip.")
     if any(r.tokens_per_s_spread is not None or r.chip_energy_spread is not None for r in rows):
         return f" Each point is the mean of its runs ({n}); its spread is in the tooltip."
     return f" Each point is the mean of its runs ({n}); the source published no spread."
@@ -112,8 +131,11 @@ def _tip(field: str, name: str) -> alt.Tooltip:
     return alt.Tooltip(f"{field}:Q", title=fig.label, format=fig.vega_format)
 
 
-def _tooltip() -> list[alt.Tooltip]:
+def _tooltip(intervals: bool = False) -> list[alt.Tooltip]:
     n = FIGURES["n"]
+    ends = [alt.Tooltip(f"{field}_{end}:Q", title=f"{FIGURES[name].label}: 95% interval, {end}",
+                        format=FIGURES[name].vega_format)
+            for field, name in INTERVALS.items() for end in ("low", "high")] if intervals else []
     return [
         alt.Tooltip("prompt:N"),
         alt.Tooltip("strategy:N"),
@@ -124,6 +146,7 @@ def _tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("n:Q", title=f"{n.label} ({n.unit})"),
         _tip("tokens_per_s_spread", "tokens_per_s_spread"),
         _tip("chip_energy_spread", "chip_energy_spread"),
+        *ends,
     ]
 
 
@@ -145,7 +168,7 @@ def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
             y=alt.Y("chip_mj_per_token:Q", title=FIGURES["chip_mj_per_token"].axis,
                     scale=alt.Scale(zero=False)),
             color=alt.Color("strategy:N", sort=strategies, title="strategy"),
-            tooltip=_tooltip(),
+            tooltip=_tooltip(any(r.intervals for r in rows)),
         )
         .properties(width=200, height=200)
         .facet(column=alt.Column("prompt:N", sort=prompts, title="prompt"))
@@ -178,7 +201,7 @@ def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
             y=alt.Y("ratio_vs_plain:Q", title=FIGURES["energy_ratio_vs_plain"].axis),
             color=alt.Color("prompt:N", sort=prompts, title="prompt"),
             shape=alt.Shape("strategy:N", title="strategy"),
-            tooltip=_tooltip(),
+            tooltip=_tooltip(any(r.intervals for r in rows)),
         )
     )
     even = (
@@ -186,9 +209,18 @@ def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
         .mark_rule(strokeDash=[4, 4], color="gray")
         .encode(y="ratio_vs_plain:Q")
     )
-    chart = alt.layer(points, even).properties(width=420, height=260)
+    layers: list[alt.Chart] = [points]
+    whiskers = any(row_interval("energy_ratio_vs_plain", r) is not None for r in kept)
+    if whiskers:
+        layers.append(
+            alt.Chart(alt.Data(values=_records(kept))).mark_rule().encode(
+                x="acceptance:Q", y="ratio_vs_plain_low:Q", y2="ratio_vs_plain_high:Q",
+                color=alt.Color("prompt:N", sort=prompts, title="prompt")))
+    chart = alt.layer(*layers, even).properties(width=420, height=260)
     caption = ("Below the dashed line a strategy used less chip energy per token than plain "
-               "decoding." + _uncertainty(kept)
+               "decoding." + (" Whiskers: the ratio's bootstrap 95% interval; one that crosses "
+                              "the dashed line is a difference that was not resolved."
+                              if whiskers else "") + _uncertainty(kept)
                + _left_out(speculating, kept, "no acceptance or energy ratio"))
     return Chart("ratio_vs_acceptance", title, chart.to_dict(validate=False), None, caption)
 

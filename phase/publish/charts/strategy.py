@@ -1,16 +1,17 @@
 """Charts that answer a note's question — is speculation worth it here, and why — per results file:
 
 * cost_per_token       CPU ms per generated token by strategy, and chip mJ per token where
-                       energy was measured (bars: mean of runs; whiskers: min to max);
+                       energy was measured (bars: median of runs; whiskers: its bootstrap 95%
+                       interval);
 * speed_vs_acceptance  speed vs plain against acceptance, with the break-even line at 1;
 * time_per_token       where each generated token's time goes: drafting vs verifying, from
                        the per-step trace;
 * step_cost            per step: ms per drafted token against plain's ms per token, and the
                        verify pass's time against how many tokens it scores.
 
-Every point or bar carries n and its spread (tooltip, whiskers, caption). A chart whose data
-is missing is replaced by a sentence saying why, never drawn with zeros. Deterministic: the
-same inputs give byte-identical specs.
+Every point or bar carries n, its 95% interval and its spread (tooltip, whiskers, caption).
+A chart whose data is missing is replaced by a sentence saying why, never drawn with zeros.
+Deterministic: the same inputs give byte-identical specs.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from typing import Any
 import altair as alt
 
 from phase.analysis import FIGURES, PLAIN, Figure, row_value
+from phase.analysis.figures import row_interval
 from phase.publish.charts.energy import Chart
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.spreads import ConditionSpread, condition_spreads, unstable_baselines
-from phase.publish.numbers.steps import NO_TRACE, Spread, StepCost, pooled_median, step_costs
+from phase.publish.numbers.steps import NO_TRACE, StepCost, pooled_median, step_costs
+from phase.results import SummaryRow
 
 KINDS = ("cost_per_token", "speed_vs_acceptance", "time_per_token", "step_cost")
-WHISKERS = "whiskers: lowest to highest run"
+WHISKERS = "whiskers: its bootstrap 95% interval"
 
 
 def _order(ds: Dataset) -> tuple[list[str], list[str]]:
@@ -35,13 +38,16 @@ def _order(ds: Dataset) -> tuple[list[str], list[str]]:
             list(dict.fromkeys(r.strategy for r in rows)))
 
 
-def _spread_fields(prefix: str, s: Spread | None, mean: float | None) -> dict[str, Any]:
-    """mean/low/high/spread of one figure; without runs, the mean alone (range unknown)."""
-    if s is None:
-        return {prefix: mean, f"{prefix}_low": None, f"{prefix}_high": None,
-                f"{prefix}_spread": None}
-    return {prefix: s.mean, f"{prefix}_low": s.low, f"{prefix}_high": s.high,
-            f"{prefix}_spread": s.relative}
+def _interval_fields(prefix: str, name: str, rows: list[SummaryRow], row: SummaryRow,
+                     spread: ConditionSpread | None) -> dict[str, Any]:
+    """A figure's median, the ends of its bootstrap 95% interval and its runs' spread; without
+    an interval (one run, or a summary without runs), the figure alone."""
+    found = row_interval(name, row)
+    per_run = spread.figures.get(name) if spread is not None else None
+    return {prefix: row_value(name, rows, row),
+            f"{prefix}_low": found.low if found is not None else None,
+            f"{prefix}_high": found.high if found is not None else None,
+            f"{prefix}_spread": per_run.relative if per_run is not None else None}
 
 
 def _n_text(spreads: dict[tuple[str, str], ConditionSpread]) -> str:
@@ -60,9 +66,10 @@ def _bars(records: list[dict[str, Any]], field: str, fig: Figure, prompts: list[
     )
     spread, n = FIGURES["spread"], FIGURES["n"]
     tooltip = [alt.Tooltip("prompt:N"), alt.Tooltip("strategy:N"),
-               alt.Tooltip(f"{field}:Q", title=f"{fig.axis} (mean)", format=fig.vega_format),
-               alt.Tooltip(f"{field}_low:Q", title="lowest run", format=fig.vega_format),
-               alt.Tooltip(f"{field}_high:Q", title="highest run", format=fig.vega_format),
+               alt.Tooltip(f"{field}:Q", title=f"{fig.axis} (median)", format=fig.vega_format),
+               alt.Tooltip(f"{field}_low:Q", title="95% interval, low", format=fig.vega_format),
+               alt.Tooltip(f"{field}_high:Q", title="95% interval, high",
+                           format=fig.vega_format),
                alt.Tooltip(f"{field}_spread:Q", title=spread.label, format=spread.vega_format),
                alt.Tooltip("n:Q", title=n.label)]
     layers: list[alt.Chart] = [
@@ -77,14 +84,15 @@ def cost_per_token(ds: Dataset) -> Chart:
     title = "CPU time and energy per generated token, by strategy"
     spreads = condition_spreads(ds)
     prompts, strategies = _order(ds)
-    raw = ds.raw is not None
+    raw = any(r.intervals for r in ds.summary.rows)
     records = []
-    for row in ds.summary.rows:
+    rows = ds.summary.rows
+    for row in rows:
         c = spreads[(row.prompt, row.strategy)]
         records.append({
             "prompt": row.prompt, "strategy": row.strategy, "n": row.n,
-            **_spread_fields("cpu", c.figures.get("cpu_ms_per_token"), row.cpu_ms_per_token),
-            **_spread_fields("chip", c.figures.get("chip_mj_per_token"), row.chip_mj_per_token),
+            **_interval_fields("cpu", "cpu_ms_per_token", rows, row, c),
+            **_interval_fields("chip", "chip_mj_per_token", rows, row, c),
         })
     panels = []
     missing = []
@@ -104,8 +112,8 @@ def cost_per_token(ds: Dataset) -> Chart:
     if not panels:
         return Chart("cost_per_token", title, None, "Not drawn: " + "; ".join(missing) + ".", "")
     chart = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
-    spread = WHISKERS if raw else "spreads were not published, so no whiskers"
-    caption = f"Bars: mean of the runs ({_n_text(spreads)}); {spread}. Lower is cheaper."
+    spread = WHISKERS if raw else "no intervals: the runs are not in this file, so no whiskers"
+    caption = f"Bars: median of the runs ({_n_text(spreads)}); {spread}. Lower is cheaper."
     if missing:
         caption += " Not shown: " + "; ".join(missing) + "."
     return Chart("cost_per_token", title, chart.to_dict(validate=False), None, caption)
@@ -127,7 +135,7 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
         records.append({
             "prompt": row.prompt, "strategy": row.strategy, "n": row.n,
             "acceptance": row.acceptance,
-            **_spread_fields("speed", c.figures.get("speed_vs_plain"), speed),
+            **_interval_fields("speed", "speed_vs_plain", rows, row, c),
             "baseline": "unstable" if row.prompt in unstable else "stable",
         })
     if not records:
@@ -137,9 +145,9 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
     accepted, vs = FIGURES["acceptance"], FIGURES["speed_vs_plain"]
     tooltip = [alt.Tooltip("prompt:N"), alt.Tooltip("strategy:N"),
                alt.Tooltip("acceptance:Q", title=accepted.label, format=accepted.vega_format),
-               alt.Tooltip("speed:Q", title=f"{vs.label} (mean)", format=vs.vega_format),
-               alt.Tooltip("speed_low:Q", title="lowest run", format=vs.vega_format),
-               alt.Tooltip("speed_high:Q", title="highest run", format=vs.vega_format),
+               alt.Tooltip("speed:Q", title=f"{vs.label} (median)", format=vs.vega_format),
+               alt.Tooltip("speed_low:Q", title="95% interval, low", format=vs.vega_format),
+               alt.Tooltip("speed_high:Q", title="95% interval, high", format=vs.vega_format),
                alt.Tooltip("n:Q", title=FIGURES["n"].label),
                alt.Tooltip("baseline:N", title="plain baseline")]
     base = alt.Chart(alt.Data(values=records)).encode(
@@ -152,15 +160,19 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
         y=alt.Y("speed:Q", title=vs.axis),
         shape=alt.Shape("strategy:N", sort=strategies, title="strategy"))
     layers: list[alt.Chart] = [points]
-    if ds.raw is not None:
+    whiskers = any(r["speed_low"] is not None for r in records)
+    if whiskers:
         layers.append(base.mark_rule().encode(y="speed_low:Q", y2="speed_high:Q"))
     layers.append(alt.Chart(alt.Data(values=[{"even": 1.0}]))
                   .mark_rule(strokeDash=[4, 4], color="gray").encode(y="even:Q"))
     chart = alt.layer(*layers).properties(width=420, height=260)
     caption = ("Above the dashed line a strategy decoded faster than plain decoding on the same "
-               f"prompt. Points: mean of the runs ({_n_text(spreads)}); "
-               + (f"{WHISKERS}, each run's tokens/s over plain's mean."
-                  if ds.raw is not None else "spreads were not published, so no whiskers."))
+               f"prompt. Points: the median of the ratios of runs in the same repeat "
+               f"({_n_text(spreads)}); "
+               + (f"{WHISKERS}. A whisker that crosses the dashed line is a difference from "
+                  "plain decoding that was not resolved."
+                  if whiskers else "no intervals: the runs are not in this file, so no "
+                  "whiskers."))
     if unstable:
         caption += (" Plain decoding was itself unstable on "
                     + ", ".join(f"{p} ({m})"

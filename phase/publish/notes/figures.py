@@ -1,6 +1,9 @@
 """Figures typed into a note's prose and front matter, computed from data at build time.
 
     {{ value("code", "draft-4", "tokens_per_s") }}           one condition's figure
+    {{ value("edit", "ngram", "speed_vs_plain", interval=True) }}  with its 95% interval
+    {% if resolved("code", "auto", "speed_vs_plain") %}      a ratio's interval excludes 1.0
+    {{ interval("code", "auto", "speed_vs_plain") }}         the interval alone: "0.98–1.03"
     {{ value_range("speed_vs_plain") }}                      "0.23 to 0.82" over conditions
     {{ value_range("cpu_vs_plain").high }}                   one end of a range
     {{ step("propose_ms_per_drafted") }}                     a median from the per-step trace
@@ -8,11 +11,12 @@
     {{ model_size("draft") }}                                a model file's size from provenance
     {{ baseline_caveats() }}                                 the unstable-baseline paragraph
 
-Each renders as a span whose title says what it is: the mean of n runs and their range, or
-the median of how many steps. A "vs plain" ratio on a prompt whose plain baseline was
-unstable carries a visible mark linking to the paragraph that says so (appended to the page
-when the note does not place it). tests/test_note_figures.py fails when a note types a
-measured figure outside these calls.
+Each renders as a span whose title says what it is: the median of n runs, their range and
+the bootstrap 95% interval, or the median of how many steps. A note states a ratio to plain
+decoding as a finding only where `resolved()` says its interval excludes 1.0. A "vs plain"
+ratio on a prompt whose plain baseline was unstable carries a visible mark linking to the
+paragraph that says so (appended to the page when the note does not place it).
+tests/test_note_figures.py fails when a note types a measured figure outside these calls.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from phase.analysis import FIGURES, PLAIN, Figure, row_value
+from phase.analysis.figures import row_interval
+from phase.analysis.formatting import span
+from phase.analysis.intervals import resolved
 from phase.escaping import markdown_safe, safe_url
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.source import NoteError
@@ -92,17 +99,21 @@ class Figures:
         return self._spreads[ds.name][(row.prompt, row.strategy)]
 
     def _title(self, ds: Dataset, row: SummaryRow, fig: Figure) -> str:
-        """What a figure is: the mean of how many runs, their range and spread."""
+        """What a figure is: the median of how many runs, their range, spread and interval."""
         where = f"{row.prompt} × {row.strategy}, {ds.name}"
         spread = self._spread(ds, row).figures.get(fig.name) if fig.per_run else None
+        found = row_interval(fig.name, row)
+        ci = (f", bootstrap 95% interval {span(found.low, found.high, fig.show)}"
+              if found is not None else "")
         if spread is None:
             n = "n not given" if row.n is None else f"n = {row.n}"
             extra = "; per-run spread not published" if ds.raw is None else ""
-            return f"{fig.name} of {where}: mean of runs ({n}){extra}"
+            what = "mean" if ds.summary_only else "median"
+            return f"{fig.name} of {where}: {what} of runs ({n}){ci}{extra}"
         rel = spread.relative
-        return (f"{fig.name} of {where}: mean of {spread.n} runs, lowest {fig.show(spread.low)}, "
-                f"highest {fig.show(spread.high)}"
-                + (f", spread {FIGURES['spread'].show(rel)}" if rel is not None else ""))
+        return (f"{fig.name} of {where}: median of {spread.n} runs, lowest "
+                f"{fig.show(spread.low)}, highest {fig.show(spread.high)}"
+                + (f", spread {FIGURES['spread'].show(rel)}" if rel is not None else "") + ci)
 
     def _mark(self, ds: Dataset, prompt: str, metric: str) -> Markup:
         if FIGURES[metric].ratio_of is None:  # only a ratio to plain inherits its doubt
@@ -126,18 +137,51 @@ class Figures:
             return None
         return self._span("—", "no results file yet: this figure is computed once there is one")
 
-    def value(self, prompt: str, strategy: str, metric: str, file: str | None = None) -> Markup:
+    def _row(self, call: str, prompt: str, strategy: str, file: str | None
+             ) -> tuple[Dataset, SummaryRow]:
+        for ds in self._pick(file):
+            for row in ds.summary.rows:
+                if row.prompt == prompt and row.strategy == strategy:
+                    return ds, row
+        raise NoteError(f"{self.where}: {call}(): no row {prompt} × {strategy}")
+
+    def value(self, prompt: str, strategy: str, metric: str, file: str | None = None,
+              interval: bool = False) -> Markup:
+        """One condition's figure; `interval=True` adds its bootstrap 95% interval
+        ("1.62 (95% interval 1.59–1.64)") where it has one."""
         fig = self._metric(metric)
         if (dash := self._none_yet()) is not None:
             return dash
-        for ds in self._pick(file):
-            rows = ds.summary.rows
-            for row in rows:
-                if row.prompt == prompt and row.strategy == strategy:
-                    return self._span(fig.show(row_value(fig.name, rows, row)),
-                                      self._title(ds, row, fig),
-                                      self._mark(ds, prompt, metric))
-        raise NoteError(f"{self.where}: value(): no row {prompt} × {strategy}")
+        ds, row = self._row("value", prompt, strategy, file)
+        text = fig.show(row_value(fig.name, ds.summary.rows, row))
+        found = row_interval(fig.name, row)
+        if interval and found is not None:
+            text += f" (95% interval {span(found.low, found.high, fig.show)})"
+        return self._span(text, self._title(ds, row, fig), self._mark(ds, prompt, metric))
+
+    def interval(self, prompt: str, strategy: str, metric: str,
+                 file: str | None = None) -> Markup:
+        """A condition figure's bootstrap 95% interval alone ("0.98–1.03"); a dash where it
+        has none (one run, a transcribed summary)."""
+        fig = self._metric(metric)
+        if (dash := self._none_yet()) is not None:
+            return dash
+        ds, row = self._row("interval", prompt, strategy, file)
+        found = row_interval(fig.name, row)
+        text = span(found.low, found.high, fig.show) if found is not None else "—"
+        return self._span(text, self._title(ds, row, fig), self._mark(ds, prompt, metric))
+
+    def resolved(self, prompt: str, strategy: str, metric: str,
+                 file: str | None = None) -> bool:
+        """Whether a ratio to plain decoding is resolved: its 95% interval excludes 1.0 (a
+        note states it as a finding only then). False without an interval."""
+        fig = self._metric(metric)
+        if fig.ratio_of is None:
+            raise NoteError(f"{self.where}: resolved(): {metric} is not a ratio to plain")
+        if self._none_yet() is not None:
+            return False
+        _, row = self._row("resolved", prompt, strategy, file)
+        return resolved(row_interval(fig.name, row))
 
     def _where(self, where: str | None) -> Callable[[list[SummaryRow], SummaryRow], bool]:
         """A condition filter written as "metric < number" or "metric > number"."""

@@ -9,7 +9,8 @@ A note source's body is a Jinja template; these functions are what it can call:
     {{ provenance() }}            machine, software, models + sha256, date, commit
     {{ reproduce() }}             the reproduce command (and each campaign's exact command)
     {{ value("code", "draft-4", "tokens_per_s") }}   one figure, for prose (figures.py lists
-                                  value_range, step, bench, model_size, baseline_caveats)
+                                  value_range, step, bench, model_size, baseline_caveats,
+                                  interval, resolved)
     {{ cost_curve() }}, {{ cost_prediction() }}, {{ break_even() }}, {{ auto_choices() }}
                                   the cost model (phase.publish.notes.cost_section)
 
@@ -234,6 +235,8 @@ class _Calls:
             "provenance": self.provenance,
             "reproduce": self.reproduce,
             "value": f.value,
+            "interval": f.interval,
+            "resolved": f.resolved,
             "value_range": f.value_range,
             "step": f.step,
             "bench": f.bench_value,

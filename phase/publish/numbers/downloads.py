@@ -51,13 +51,20 @@ def frame_files(frame: pd.DataFrame, stem: str, href_dir: str, label: str) -> Ta
 
 
 def results_frame(table: Table) -> pd.DataFrame:
-    """One row per table row: prompt, strategy, each column's exact value, the runs behind it."""
+    """One row per table row: prompt, strategy, each column's exact value (and the ends of its
+    95% interval, in columns "<label> low" and "<label> high", for a column where any row has
+    one), the runs behind it."""
+    with_interval = {c.key for c in table.columns
+                     if any(row.cells[c.key].interval is not None for row in table.rows)}
     records: list[dict[str, Any]] = []
     for row in table.rows:
         record: dict[str, Any] = {"prompt": row.prompt, "strategy": row.strategy}
         for column in table.columns:
             cell = row.cells[column.key]
             record[column.label] = cell.value
+            if column.key in with_interval:
+                record[f"{column.label} low"] = cell.low
+                record[f"{column.label} high"] = cell.high
             if cell.struck:
                 record[f"{column.label} (rejected)"] = True
         record["unstable"] = row.unstable or ""

@@ -3,7 +3,8 @@
 Each column is a figure of the registry (phase.analysis.figures): its heading, hover title,
 value and formatter come from there, so the page, its downloads, the changes table and a
 note's figure calls agree on what a reader sees; each cell also keeps its exact value
-(rendered as `data-value`).
+(rendered as `data-value`) and, where the summary row has one, the figure's bootstrap 95%
+interval (`data-low`, `data-high`, and a second line under the value).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from phase.analysis import FIGURES, PLAIN, energy_mj_per_token, row_value, runs_by_condition
-from phase.analysis.figures import ratio_keys
+from phase.analysis.figures import ratio_keys, row_interval
+from phase.analysis.formatting import span
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page, row_anchor, run_anchor
 from phase.publish.numbers.spreads import baseline_caveat, unstable_baselines
@@ -29,6 +31,10 @@ class Cell:
     title: str | None = None  # shown on hover: why a value is missing, struck or partial
     struck: bool = False
     caveat: str | None = None  # a ratio to an unstable plain baseline: marked, with why
+    low: float | None = None  # the figure's bootstrap 95% interval, where it has one
+    high: float | None = None
+    interval: str | None = None  # the interval as written under the value ("39.0–42.0")
+    interval_title: str | None = None  # what the interval is, on hover
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,30 @@ def _cell(value: float | None, show: Callable[[float | None], str], reason: str 
     return Cell(show(value), value, reason if value is None else None)
 
 
+def interval_words(name: str, row: SummaryRow) -> str | None:
+    """What a figure's interval is, in words for a hover title; None without one."""
+    found = row_interval(name, row)
+    if found is None:
+        return None
+    fig = FIGURES[name]
+    if fig.ratio_of is not None:
+        how = (f"paired by repeat: the median of {found.n} per-repeat ratios"
+               if found.paired else f"runs resampled independently, {found.n} or more a side")
+        return f"bootstrap 95% interval of the ratio to plain decoding ({how})"
+    return f"bootstrap 95% interval of the median of {found.n} runs"
+
+
+def with_interval(cell: Cell, name: str, row: SummaryRow) -> Cell:
+    """The cell with the figure's interval, where the row has one and the cell shows a value
+    that stands (a struck-through value has none)."""
+    found = row_interval(name, row)
+    if found is None or cell.value is None or cell.struck:
+        return cell
+    return replace(cell, low=found.low, high=found.high,
+                   interval=span(found.low, found.high, FIGURES[name].show),
+                   interval_title=interval_words(name, row))
+
+
 def _measured(ds: Dataset, row: SummaryRow, sensor: str | None) -> list[tuple[str, float]]:
     raw = ds.raw
     if raw is None or sensor is None:
@@ -83,7 +113,7 @@ def _measured(ds: Dataset, row: SummaryRow, sensor: str | None) -> list[tuple[st
 
 def _energy_cell(ds: Dataset, row: SummaryRow, sensor: str | None, name: str,
                  reason: str | None) -> Cell:
-    """Mean of standing values; a fully rejected condition shows its mean struck through."""
+    """Median of standing values; a fully rejected condition shows its median struck through."""
     value, show = row_value(name, ds.summary.rows, row), FIGURES[name].show
     measured = _measured(ds, row, sensor)
     rejected = [
@@ -91,13 +121,13 @@ def _energy_cell(ds: Dataset, row: SummaryRow, sensor: str | None, name: str,
         if sensor is not None and ds.report.rejection_of(run_id, sensor) is not None
     ]
     if value is None and rejected:
-        mean = statistics.fmean(v for _, v in rejected)
-        return Cell(show(mean), mean, reason, struck=True)
+        median = statistics.median(v for _, v in rejected)
+        return Cell(show(median), median, reason, struck=True)
     if value is not None and rejected:
         return Cell(
             show(value) + "*",
             value,
-            f"mean of {len(measured) - len(rejected)} of {len(measured)} readings; "
+            f"median of {len(measured) - len(rejected)} of {len(measured)} readings; "
             f"{len(rejected)} rejected by validation (see findings)",
         )
     return _cell(value, show, reason)
@@ -144,7 +174,7 @@ def _cells(ds: Dataset, row: SummaryRow) -> dict[str, Cell]:
         ),
         "n": Cell(FIGURES["n"].show(row.n), row.n),
     }
-    return {FIGURES[name].key: c for name, c in cells.items()}
+    return {FIGURES[name].key: with_interval(c, name, row) for name, c in cells.items()}
 
 
 def build_table(ds: Dataset, root: str) -> Table:
@@ -215,6 +245,11 @@ def _notes(ds: Dataset) -> list[str]:
             f"Board energy from sensor {summary.board_sensor}, shown only where it passed the "
             "rules; struck-through values were rejected (reasons under Findings)."
         )
+    if any(r.intervals for r in summary.rows):
+        notes.append("Each figure is the median of the condition's undisturbed runs; under it, "
+                     "its bootstrap 95% interval (ratios to plain decoding: of the per-repeat "
+                     "ratios, runs paired by repeat). A ratio whose interval includes 1.00 is "
+                     "not resolved from plain decoding's.")
     baselines = unstable_baselines(ds)
     if baselines:
         notes.append("† Plain decoding was itself unstable on " + "; ".join(
