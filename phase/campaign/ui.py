@@ -20,10 +20,17 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from phase.analysis import FIGURES, disturbed_note, row_value, runs_by_condition, summarize
+from phase.analysis import (
+    FIGURES,
+    adaptive,
+    disturbed_note,
+    row_value,
+    runs_by_condition,
+    summarize,
+)
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
-from phase.results import ResultsFile, Run
+from phase.results import AdaptiveCondition, CampaignConfig, ResultsFile, Run
 from phase.validate import validate_results
 
 console = Console(stderr=True)
@@ -76,6 +83,12 @@ class ProgressObserver:
                 f"{run.tokens_per_s:.1f} tok/s{accepted}"
             )
 
+    def extra_runs(self, count: int) -> None:
+        """An adaptive round adds to the planned total."""
+        if self.task is not None:
+            total = int(self.progress.tasks[0].total or 0)
+            self.progress.update(self.task, total=total + count)
+
     def close(self) -> None:
         if self.task is not None:
             self.progress.stop()
@@ -86,7 +99,24 @@ def show_start(campaign: Campaign) -> None:
     for backend in campaign.unavailable:
         console.print(f"[yellow]no energy from {escape(backend.backend)}:[/yellow] "
                       f"{escape(backend.reason)}")
+    console.print(design_line(campaign.start.config))
     console.print(f"writing {escape(str(campaign.output))}")
+
+
+def design_line(config: CampaignConfig) -> str:
+    """The plan's design in one line: its repeats and, for adaptive repeats, the target and
+    the budget they may spend."""
+    conditions = len(config.prompts) * len(config.strategies)
+    planned = f"{config.repeats} repeat(s) of {conditions} condition(s), " \
+        f"{config.repeats * conditions} runs"
+    if config.target_half_width is None:
+        return f"design: fixed, {planned}"
+    budget = [f"{config.extra_budget_runs} runs"] if config.extra_budget_runs is not None else []
+    if config.extra_budget_s is not None:
+        budget.append(f"{config.extra_budget_s:.0f} s")
+    return (f"design: {planned}, then more rounds of each condition whose ratio to plain is "
+            f"not yet within ±{config.target_half_width:.0%} (95% interval), budget "
+            f"{' and '.join(budget) or 'unlimited'}")
 
 
 def show_interrupted(output: Path, resume_command: str) -> None:
@@ -102,6 +132,18 @@ def show_interrupted(output: Path, resume_command: str) -> None:
 SHOWN = ("tokens_per_s", "speed_vs_plain", "acceptance", "cpu_ms_per_token",
          "chip_mj_per_token", "energy_ratio_vs_plain")
 COLUMNS = ("strategy", *(FIGURES[name].short for name in SHOWN), "=plain")
+
+
+def _width(c: AdaptiveCondition) -> str:
+    parts = []
+    for what, before, after in (("speed", c.speed_before, c.speed_after),
+                                ("energy", c.energy_before, c.energy_after)):
+        if after is None and before is None:
+            continue
+        shown = [f"±{i.half_width:.0%}" if i is not None and i.half_width is not None
+                 else "unknown" for i in (before, after)]
+        parts.append(f"{what} {shown[0]} → {shown[1]}")
+    return f"({'; '.join(parts)}, +{c.runs_added} runs)"
 
 
 def print_summary(results: ResultsFile) -> None:
@@ -140,6 +182,14 @@ def print_summary(results: ResultsFile) -> None:
         console.print(f"[yellow]chip energy —[/yellow] {reason}")
     if note is not None:
         console.print(f"[yellow]disturbed —[/yellow] {note}")
+    extra = adaptive.bought(results)
+    if extra is not None:
+        console.print(f"adaptive repeats — {escape(extra)}")
+        rec = results.adaptive
+        for c in rec.conditions if rec is not None else []:
+            if not c.reached:
+                console.print(f"  not within target: {escape(c.prompt)} · "
+                              f"{escape(c.strategy)} {_width(c)}")
     counts = report.counts()
     console.print(
         f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "

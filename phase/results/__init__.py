@@ -37,11 +37,15 @@ from phase.results.io import (
 from phase.results.migrations import MIGRATIONS, ResultsError, migrate
 from phase.results.schema import (
     SCHEMA_VERSION,
+    AdaptiveCondition,
+    AdaptiveRecord,
+    AdaptiveRound,
     FiniteFloat,
     ModelInfo,
     PlainReference,
     PrimaryEnergy,
     Provenance,
+    RatioInterval,
     ResultsFile,
     Run,
     Scope,
@@ -66,6 +70,9 @@ from phase.results.writing import (
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "AdaptiveCondition",
+    "AdaptiveRecord",
+    "AdaptiveRound",
     "CampaignConfig",
     "CampaignWriter",
     "Claim",
@@ -83,6 +90,7 @@ __all__ = [
     "ProfilePoint",
     "PromptSpec",
     "Provenance",
+    "RatioInterval",
     "ResultsError",
     "ResultsFile",
     "Run",

@@ -88,8 +88,16 @@ def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 8 added adaptive repeats (config.target_half_width, extra_budget_runs,
+    extra_budget_s, ResultsFile.adaptive), whose absence means the fixed design: nothing to
+    convert."""
+    data["schema_version"] = 8
+    return data
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
-                                    5: _v5_to_v6, 6: _v6_to_v7}
+                                    5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:
