@@ -243,3 +243,28 @@ def test_shards_refuse_adaptive_repeats() -> None:
         identify("x", plan, shard_request("0/2"))
     assert identify("x", replace(plan, target_half_width=None), shard_request("0/2")).shard
 
+
+
+def test_the_terminal_states_the_design_and_what_the_budget_bought() -> None:
+    from rich.console import Console
+
+    from phase.campaign import ui
+
+    results = simulate(budget_runs=10, spread={"plain": 0.3, "draft-4": 0.3, "ngram": 0.005})
+    line = ui.design_line(results.config)
+    assert "3 repeat(s) of 6 condition(s), 18 runs" in line
+    assert "±5%" in line and "budget 10 runs" in line
+    fixed = make_results(prompts=PROMPTS, strategies=STRATEGIES, sensors=[])
+    assert ui.design_line(fixed.config).startswith("design: fixed, 3 repeat(s)")
+    assert adaptive.bought(fixed) is None
+    bought = adaptive.bought(results) or ""
+    assert f"{len(extra(results))} of 10 extra runs" in bought and "stopped:" in bought
+
+    console = Console(record=True, width=200)
+    old, ui.console = ui.console, console
+    try:
+        ui.print_summary(results)
+    finally:
+        ui.console = old
+    text = console.export_text()
+    assert "adaptive repeats —" in text and "not within target: p1 · draft-4" in text
