@@ -9,6 +9,7 @@ spread by ±30% around its centre against one whose runs spread by ±0.5%.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -268,3 +269,18 @@ def test_the_terminal_states_the_design_and_what_the_budget_bought() -> None:
         ui.console = old
     text = console.export_text()
     assert "adaptive repeats —" in text and "not within target: p1 · draft-4" in text
+
+
+def test_the_provenance_box_says_what_the_rounds_bought(tmp_path: Path) -> None:
+    from factories import write_results
+
+    from phase.publish.data.datasets import load_dataset
+    from phase.publish.numbers.provenance import provenance_box
+    from phase.validate.settings import RuleSettings
+
+    path = write_results(simulate(), tmp_path / "a.json")
+    _, ds = load_dataset(path, RuleSettings())
+    assert ds is not None
+    items = dict(provenance_box(ds, "", {}).items)
+    assert "extra round(s)" in items["Adaptive repeats"]
+    assert "within ±5%" in items["Adaptive repeats"]
