@@ -10,6 +10,7 @@ interval half-width after the planned repeats and at the end.
 
     .venv/bin/python -m bench.run --only adaptive            # the default models, 128 tokens
     .venv/bin/python -m bench.run --only adaptive --quick    # the test model: a smoke run
+                                                             # (budget 1x, no re-runs)
 """
 
 from __future__ import annotations
@@ -54,8 +55,12 @@ def run(ctx: Context) -> Section:
         strategies=STRATEGIES, tokens=ctx.tokens, repeats=REPEATS, threads=ctx.threads,
         threads_batch=ctx.threads, n_ctx=ctx.n_ctx, profile=False,
         cooldown_s=0.2 if ctx.quick else 1.0, idle_window_s=0.2 if ctx.quick else 1.0,
-        target_half_width=TARGET_HALF_WIDTH, extra_runs=BUDGET_FACTOR * planned,
+        target_half_width=TARGET_HALF_WIDTH,
+        extra_runs=(1 if ctx.quick else BUDGET_FACTOR) * planned,
         extra_time_s=300.0 if ctx.quick else 1800.0,
+        # --quick is a smoke run of the machinery, as `phase measure --quick` is: record the
+        # foreign load but re-run nothing, so a busy machine does not triple its runs.
+        disturbed_load=None if ctx.quick else DEFAULT_PLAN.disturbed_load,
     )
     out = ctx.workdir / "adaptive-bench.json"
     found = discover_sensors(SensorOptions())
