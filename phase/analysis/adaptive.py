@@ -14,6 +14,11 @@ narrow enough or the next round does not fit in what is left of the budget
     walk(results)                  every decision the file's runs imply, in order
     record(results, decisions)     what ResultsFile.adaptive holds for those decisions
 
+A round starts only if its runs fit in the runs left and its expected time (each condition's
+median run so far) in the time left. Its disturbed runs are re-run at its end like a planned
+repeat's (with the same retries); those re-runs are spent too, and may take the last round
+past the run budget by their number: a round once started is finished, so its pairs stay whole.
+
 Everything here is a pure function of the file: the campaign runner, `phase validate` (rule
 `adaptive`) and the terminal summary use the same definitions. Disturbed runs are left out of
 every interval (as out of every summary) but their time and count are spent all the same.
