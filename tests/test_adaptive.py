@@ -34,7 +34,7 @@ def decode_s(prompt: str, strategy: str, repeat: int, spread: dict[str, float]) 
 
 def simulate(*, repeats: int = 3, budget_runs: int | None = 60, budget_s: float | None = None,
              spread: dict[str, float] | None = None, stop_after: int | None = None,
-             **config: Any) -> ResultsFile:
+             disturb_first_extra: bool = False, **config: Any) -> ResultsFile:
     """A campaign as the runner runs it: the planned repeats, then decide / run / record until
     the rounds stop (or `stop_after` extra rounds: an interrupted campaign)."""
     widths = spread or SPREAD
@@ -55,9 +55,20 @@ def simulate(*, repeats: int = 3, budget_runs: int | None = 60, budget_s: float 
             break
         for slot in decision.slots:
             d = decode_s(slot.prompt, slot.strategy, slot.repeat, widths)
+            disturbed = disturb_first_extra and slot == decision.slots[0] and repeat == repeats
             results.runs.append(make_run(prompt=slot.prompt, strategy=slot.strategy,
                                          repeat=slot.repeat, order=slot.order,
-                                         decode_s=d, started_unix_s=clock))
+                                         decode_s=d / 3 if disturbed else d,
+                                         started_unix_s=clock, disturbed=disturbed,
+                                         foreign_load=0.9 if disturbed else 0.0))
+            clock += PREFILL_S + d + GAP_S
+        for run in [r for r in results.runs if r.disturbed and r.repeat == repeat]:
+            # re-run at the round's end, in its slot's reserved place (phase.results.schedule)
+            d = decode_s(run.prompt, run.strategy, run.repeat, widths)
+            results.runs.append(make_run(prompt=run.prompt, strategy=run.strategy,
+                                         repeat=run.repeat, order=run.order + 1, decode_s=d,
+                                         started_unix_s=clock, rerun_of=run.id,
+                                         id=f"{run.id}-rerun1", foreign_load=0.0))
             clock += PREFILL_S + d + GAP_S
         repeat += 1
     results.adaptive = adaptive.record(results, decisions)
@@ -284,3 +295,27 @@ def test_the_provenance_box_says_what_the_rounds_bought(tmp_path: Path) -> None:
     items = dict(provenance_box(ds, "", {}).items)
     assert "extra round(s)" in items["Adaptive repeats"]
     assert "within ±5%" in items["Adaptive repeats"]
+
+
+def test_a_disturbed_extra_run_is_rerun_in_place_and_left_out() -> None:
+    results = simulate(disturb_first_extra=True, disturbed_load=0.5, max_reruns=2)
+    disturbed = [r for r in results.runs if r.disturbed]
+    assert len(disturbed) == 1 and disturbed[0].repeat == results.config.repeats
+    rerun = next(r for r in results.runs if r.rerun_of == disturbed[0].id)
+    assert rerun.order == disturbed[0].order + 1
+    assert blocking(results) == [] and blocking(results, "consistency") == []
+    # The disturbed run (three times as fast) moves no interval: the same decisions as a
+    # campaign where it was never run.
+    data = results.model_dump()
+    data["runs"] = [r for r in data["runs"] if not r["disturbed"]]
+    clean = ResultsFile.model_validate(data)
+    nxt = results.config.repeats + 1
+    assert adaptive.decide(results, nxt).wide == adaptive.decide(clean, nxt).wide
+    # ...but it is spent: one more run than the clean file.
+    assert adaptive.decide(results, nxt).runs_spent == adaptive.decide(clean, nxt).runs_spent + 1
+    # A re-run out of its reserved place is flagged.
+    moved = results.model_dump()
+    for r in moved["runs"]:
+        if r["rerun_of"]:
+            r["order"] += 1
+    assert any("order" in m for m in blocking(ResultsFile.model_validate(moved)))
