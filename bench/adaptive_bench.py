@@ -84,11 +84,14 @@ def run(ctx: Context) -> Section:
     widths = ", ".join(
         f"{c.prompt}/{c.strategy} {_pct(_hw(c.speed_before))}→{_pct(_hw(c.speed_after))}"
         for c in rec.conditions)
+    outcome = ("every ratio reached it" if rec.stopped == "narrow"
+               else "NOT reached: the budget ran out")
     section.rows.append(BenchRow(
-        "adaptive", f"extra runs to reach ±{TARGET_HALF_WIDTH:.0%} (of {planned} planned)",
+        "adaptive", f"extra runs until every ratio to plain is within ±{TARGET_HALF_WIDTH:.0%} "
+        f"(of {planned} planned)",
         rec.runs_spent, planned, "planned runs", "runs",
         rec.runs_spent / planned, None, None,
-        f"{len(rec.rounds)} round(s), {rec.seconds_spent:.0f} s; {reached} of "
+        f"{outcome}; {len(rec.rounds)} round(s), {rec.seconds_spent:.0f} s; {reached} of "
         f"{len(rec.conditions)} ratios within ±{TARGET_HALF_WIDTH:.0%}; stopped: "
         f"{rec.stopped} ({rec.stop_reason}); speed half-width before→after: {widths}",
         samples={},
