@@ -319,3 +319,12 @@ def test_a_disturbed_extra_run_is_rerun_in_place_and_left_out() -> None:
         if r["rerun_of"]:
             r["order"] += 1
     assert any("order" in m for m in blocking(ResultsFile.model_validate(moved)))
+
+
+def test_a_round_past_the_time_budget_is_flagged() -> None:
+    results = simulate(budget_runs=None, budget_s=20.0,
+                       spread={"plain": 0.3, "draft-4": 0.3, "ngram": 0.005})
+    assert results.adaptive is not None and results.adaptive.stopped == "time"
+    nxt = max(r.repeat for r in results.runs) + 1
+    found = blocking(_append(results, "p2", "draft-4", nxt))
+    assert any("past the time budget" in m for m in found), found
