@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
-                windows,bandwidth,site,hosts]
+                windows,bandwidth,site,hosts,adaptive]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -16,7 +16,9 @@ greedy choice, against the validator's near_tie_gap), sampler (bench/sampler_ben
 windows (bench/windows_bench.py: a quiet campaign's wall time with energy windows sized to
 the sensor and without),
 bandwidth (bench/bandwidth.py), site (bench/site_bench.py), hosts (bench/hosts_bench.py: many
-campaigns over many host classes, the cross-host page). Writes
+campaigns over many host classes, the cross-host page), adaptive (bench/adaptive_bench.py: a
+short real campaign with adaptive repeats, how many extra runs it took here to pin every
+ratio to plain within ±5%). Writes
 bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
 PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
@@ -35,10 +37,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
-            "sampler", "windows", "bandwidth", "site", "hosts")
+            "sampler", "windows", "bandwidth", "site", "hosts", "adaptive")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that load the draft model as well as the target.
-DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft"}
+DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft", "adaptive"}
 
 
 def _csv(text: str) -> list[str]:
@@ -98,6 +100,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     from bench import (
+        adaptive_bench,
         bandwidth,
         batch_noise,
         decode_bench,
@@ -146,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
         "windows": windows_bench.run,
         "bandwidth": bandwidth.run, "site": site_bench.run, "hosts": hosts_bench.run,
+        "adaptive": adaptive_bench.run,
     }
     sections: list[Section] = []
     started = time.time()

@@ -27,6 +27,13 @@ PLAN = replace(
     draft=DEFAULT_DRAFT,
     prompts=("code", "prose", "edit"),
     strategies=("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram", "auto"),
+    # Three repeats cannot resolve a 5% effect on a machine whose identical runs spread by
+    # 17-40%: after them, a condition whose ratio to plain is not yet known within ±5% is
+    # repeated (with plain) until it is, or until as many extra runs as the plan's own
+    # (at most twice the runs) or an hour of them are spent. `--repeats N`: fixed design.
+    target_half_width=0.05,
+    extra_runs=None,
+    extra_time_s=3600.0,
 )
 
 EXPERIMENT = Experiment(
@@ -54,6 +61,8 @@ EXPERIMENT = Experiment(
         # foreign load but re-run nothing (its run count stays the plan's on a busy machine).
         disturbed_load=None,
         quiet_check_s=0.5,
+        # A smoke test: the fixed design, whatever its run-to-run spread.
+        target_half_width=None,
     ),
 )
 

@@ -8,6 +8,7 @@ terminal summary share.
                  computed, its "vs plain" form and its formatter
     formatting   the formatters (fmt, pct, ratio, ...): how a figure is written
     intervals    bootstrap 95% intervals of a median and of a ratio to plain (paired by round)
+    adaptive     adaptive repeats: which conditions need another round, what the rounds bought
     bench_rows   a row of a benchmark results file (bench/results/), written by bench/ and read
                  by the Benchmarks page alike, its noise the benchmark spread
 

@@ -74,6 +74,16 @@ class CampaignPlan:
     disturbed_load: float | None = 0.25
     max_reruns: int = 2
     quiet_check_s: float = 2.0
+    # Adaptive repeats (phase.analysis.adaptive): None keeps the fixed design (`repeats`, no
+    # more). Otherwise, after the planned repeats, every condition whose ratio to plain (speed,
+    # and chip energy where measured) has a 95% interval wider than ±target_half_width gets
+    # another round (with plain for its prompt, shuffled), until all are narrow enough or the
+    # next round does not fit in the budget: `extra_runs` runs past the planned ones (None:
+    # as many as the plan has, so at most twice its runs) and `extra_time_s` seconds of them
+    # (None: no time limit). Every round and what it bought is recorded in the file.
+    target_half_width: float | None = None
+    extra_runs: int | None = None
+    extra_time_s: float | None = None
     # "smoke" for a quick check of the machinery (`--quick`): recorded, and never published.
     purpose: Purpose = "study"
     # Energy windows sized to the primary energy sensor (phase.campaign.windows): a decode
@@ -87,8 +97,22 @@ class CampaignPlan:
 DEFAULT_PLAN = CampaignPlan()
 
 
+def planned_runs(plan: CampaignPlan, prompts: int | None = None) -> int:
+    """Runs of the fixed design: every prompt x strategy, `repeats` times."""
+    count = len(plan.prompts) if prompts is None else prompts
+    return count * len(plan.strategies) * plan.repeats
+
+
+def extra_budget_runs(plan: CampaignPlan, prompts: int | None = None) -> int | None:
+    """The adaptive rounds' run budget: `extra_runs`, else as many as the plan's runs."""
+    if plan.target_half_width is None:
+        return None
+    return plan.extra_runs if plan.extra_runs is not None else planned_runs(plan, prompts)
+
+
 def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignConfig:
     """The plan as the results file records it."""
+    adaptive = plan.target_half_width is not None
     return CampaignConfig(
         tokens=plan.tokens,
         repeats=plan.repeats,
@@ -113,4 +137,7 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         window_min_s=None,
         window_min_reason="not sized yet: set from the sensors when the runs start",
         max_passes=plan.max_passes if plan.size_windows else None,
+        target_half_width=plan.target_half_width,
+        extra_budget_runs=extra_budget_runs(plan, len(prompts)),
+        extra_budget_s=plan.extra_time_s if adaptive else None,
     )

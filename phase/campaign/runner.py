@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
+from phase.analysis import adaptive
 from phase.analysis.queries import is_disturbed
 from phase.campaign import machine, profiling, windows
 from phase.campaign.disturbance import LoadProbe, quiet_check
@@ -54,6 +55,7 @@ class Observer(Protocol):
     def campaign_started(self, total: int, already_done: int) -> None: ...
     def run_started(self, index: int, scheduled: ScheduledRun) -> None: ...
     def run_finished(self, index: int, run: Run) -> None: ...
+    def extra_runs(self, count: int) -> None: ...
 
 
 class QuietObserver:
@@ -67,6 +69,9 @@ class QuietObserver:
         pass
 
     def run_finished(self, index: int, run: Run) -> None:
+        pass
+
+    def extra_runs(self, count: int) -> None:
         pass
 
 
@@ -153,14 +158,9 @@ class Campaign:
                     if scheduled.run_id not in done:
                         self._record(index, scheduled, refs, writer, size)
                     index += 1
-                # Disturbed runs of this repeat get a fresh slot at its end, until undisturbed
-                # or out of retries; worked out from the file, so a resumed campaign knows.
-                while due := due_reruns(writer.results.runs, block, plan, len(whole)):
-                    self.observer.message(f"re-running {len(due)} disturbed run(s) of repeat "
-                                          f"{block[0].repeat}")
-                    for rerun in due:
-                        self._record(index, rerun, refs, writer, size)
-                        index += 1
+                index = self._reruns(index, block, len(whole), refs, writer, size)
+            if plan.target_half_width is not None:
+                self._extra_rounds(index, done, refs, writer, size)
             writer.finish("complete")
         except PhaseError as exc:
             writer.try_finish("interrupted")
@@ -174,6 +174,50 @@ class Campaign:
             if self.sampler is not None:
                 self.sampler.close()
         return writer.results
+
+    def _reruns(self, index: int, block: list[ScheduledRun], length: int,
+                refs: dict[str, PlainReference], writer: CampaignWriter,
+                size: windows.WindowSize) -> int:
+        """Disturbed runs of this repeat get a fresh slot at its end, until undisturbed or out
+        of retries; worked out from the file, so a resumed campaign knows."""
+        while due := due_reruns(writer.results.runs, block, self.plan, length):
+            self.observer.message(f"re-running {len(due)} disturbed run(s) of repeat "
+                                  f"{block[0].repeat}")
+            for rerun in due:
+                self._record(index, rerun, refs, writer, size)
+                index += 1
+        return index
+
+    def _extra_rounds(self, index: int, done: set[str], refs: dict[str, PlainReference],
+                      writer: CampaignWriter, size: windows.WindowSize) -> None:
+        """Adaptive repeats: after the planned ones, a round of the conditions whose ratio to
+        plain is still too wide (phase.analysis.adaptive), until all are narrow or the budget
+        is spent. Each decision rests on the runs of the rounds before it only, so a resumed
+        campaign decides every round again exactly as before and runs what is missing."""
+        results = writer.results
+        decisions: list[adaptive.Decision] = []
+        repeat = results.config.repeats
+        while True:
+            decision = adaptive.decide(results, repeat)
+            decisions.append(decision)
+            results.adaptive = adaptive.record(results, decisions)  # written with the next run
+            if decision.stopped is not None:
+                self.observer.message(f"adaptive repeats stop: {decision.reason}")
+                return
+            block = list(decision.slots)
+            todo = [s for s in block if s.run_id not in done]
+            if todo:
+                self.observer.message(
+                    f"extra round {repeat - results.config.repeats + 1} (repeat {repeat}): "
+                    f"{len(decision.wide)} ratio(s) still wider than "
+                    f"±{results.config.target_half_width:.0%}, {len(block)} runs")
+                self.observer.extra_runs(len(todo))
+            for scheduled in todo:
+                self._record(index, scheduled, refs, writer, size)
+                index += 1
+            # A re-run's order is its slot's plus its attempt: extra_round leaves room.
+            index = self._reruns(index, block, 1, refs, writer, size)
+            repeat += 1
 
     def _record(self, index: int, scheduled: ScheduledRun, refs: dict[str, PlainReference],
                 writer: CampaignWriter, size: windows.WindowSize) -> None:

@@ -161,6 +161,13 @@ def identify(experiment: str, plan: CampaignPlan, request: ShardRequest | None,
     cid = campaign_id(experiment, plan, count, job[0])
     if request is None:
         return CampaignIdentity(cid, None)
+    if plan.target_half_width is not None:
+        # A round's decision rests on every earlier run of its prompts, and the budget is the
+        # campaign's: shards that cannot hear from each other could not share either.
+        raise UsageProblem(
+            f"{request.source}: adaptive repeats (until each ratio to plain is within "
+            f"±{plan.target_half_width:.0%}) run on one machine, not in shards; give "
+            "--repeats N for a fixed design of N repeats")
     how, prompts, repeats = split(plan.prompts, plan.repeats, request.count)
     info = ShardInfo(index=request.index, count=request.count, split=how,
                      prompts=prompts[request.index], repeats=repeats[request.index],

@@ -20,12 +20,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from phase.analysis import FIGURES, disturbed_note, row_value, runs_by_condition, summarize
+from phase.analysis import (
+    FIGURES,
+    adaptive,
+    disturbed_note,
+    row_value,
+    runs_by_condition,
+    summarize,
+)
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import span
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
-from phase.results import ResultsFile, Run, SummaryRow
+from phase.results import AdaptiveCondition, CampaignConfig, ResultsFile, Run, SummaryRow
 from phase.validate import validate_results
 
 console = Console(stderr=True)
@@ -78,6 +85,12 @@ class ProgressObserver:
                 f"{run.tokens_per_s:.1f} tok/s{accepted}"
             )
 
+    def extra_runs(self, count: int) -> None:
+        """An adaptive round adds to the planned total."""
+        if self.task is not None:
+            total = int(self.progress.tasks[0].total or 0)
+            self.progress.update(self.task, total=total + count)
+
     def close(self) -> None:
         if self.task is not None:
             self.progress.stop()
@@ -88,7 +101,24 @@ def show_start(campaign: Campaign) -> None:
     for backend in campaign.unavailable:
         console.print(f"[yellow]no energy from {escape(backend.backend)}:[/yellow] "
                       f"{escape(backend.reason)}")
+    console.print(design_line(campaign.start.config))
     console.print(f"writing {escape(str(campaign.output))}")
+
+
+def design_line(config: CampaignConfig) -> str:
+    """The plan's design in one line: its repeats and, for adaptive repeats, the target and
+    the budget they may spend."""
+    conditions = len(config.prompts) * len(config.strategies)
+    planned = f"{config.repeats} repeat(s) of {conditions} condition(s), " \
+        f"{config.repeats * conditions} runs"
+    if config.target_half_width is None:
+        return f"design: fixed, {planned}"
+    budget = [f"{config.extra_budget_runs} runs"] if config.extra_budget_runs is not None else []
+    if config.extra_budget_s is not None:
+        budget.append(f"{config.extra_budget_s:.0f} s")
+    return (f"design: {planned}, then more rounds of each condition whose ratio to plain is "
+            f"not yet within ±{config.target_half_width:.0%} (95% interval), budget "
+            f"{' and '.join(budget) or 'unlimited'}")
 
 
 def show_interrupted(output: Path, resume_command: str) -> None:
@@ -115,6 +145,18 @@ def figure_cell(name: str, rows: list[SummaryRow], row: SummaryRow) -> str:
     if found is None:
         return text
     return f"{text}\n[dim]{escape(span(found.low, found.high, fig.terminal_show))}[/dim]"
+
+
+def _width(c: AdaptiveCondition) -> str:
+    parts = []
+    for what, before, after in (("speed", c.speed_before, c.speed_after),
+                                ("energy", c.energy_before, c.energy_after)):
+        if after is None and before is None:
+            continue
+        shown = [f"±{i.half_width:.0%}" if i is not None and i.half_width is not None
+                 else "unknown" for i in (before, after)]
+        parts.append(f"{what} {shown[0]} → {shown[1]}")
+    return f"({'; '.join(parts)}, +{c.runs_added} runs)"
 
 
 def print_summary(results: ResultsFile) -> None:
@@ -155,6 +197,14 @@ def print_summary(results: ResultsFile) -> None:
         console.print(f"[yellow]chip energy —[/yellow] {reason}")
     if note is not None:
         console.print(f"[yellow]disturbed —[/yellow] {note}")
+    extra = adaptive.bought(results)
+    if extra is not None:
+        console.print(f"adaptive repeats — {escape(extra)}")
+        rec = results.adaptive
+        for c in rec.conditions if rec is not None else []:
+            if not c.reached:
+                console.print(f"  not within target: {escape(c.prompt)} · "
+                              f"{escape(c.strategy)} {_width(c)}")
     counts = report.counts()
     console.print(
         f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "

@@ -103,6 +103,9 @@ def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> Cam
         given["chat_template"] = False
     if given.pop("no_profile", False):
         given["profile"] = False
+    if "repeats" in given and "target_half_width" not in given:
+        # `--repeats N` asks for N repeats: the fixed design, no adaptive rounds after them.
+        given["target_half_width"] = None
     return replace(base, **given)
 
 
@@ -215,6 +218,23 @@ def _callback(exp: Experiment) -> Any:
     return command
 
 
+def _target_default(plan: CampaignPlan) -> str:
+    if plan.target_half_width is None:
+        return "none: the fixed design"
+    return f"{plan.target_half_width:g}"
+
+
+def _adaptive_default(plan: CampaignPlan) -> str:
+    if plan.target_half_width is None:
+        return ""
+    budget = ("as many extra runs as planned" if plan.extra_runs is None
+              else f"up to {plan.extra_runs} extra runs")
+    if plan.extra_time_s is not None:
+        budget += f" and {plan.extra_time_s:g} s"
+    return (f", then more until each ratio to plain is within ±{plan.target_half_width:.0%} "
+            f"({budget}); --quick: fixed")
+
+
 def _options(exp: Experiment, plan: CampaignPlan) -> Any:
     """Every `phase measure` option, defaults shown from the experiment's plan.
 
@@ -244,7 +264,25 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
         click.option("--tokens", type=click.IntRange(min=1),
                      help=f"Tokens generated per run [default: {plan.tokens}]"),
         click.option("--repeats", type=click.IntRange(min=1),
-                     help=f"Repeats of every prompt × strategy [default: {plan.repeats}]"),
+                     help=f"Repeats of every prompt × strategy; given, the design is fixed "
+                     f"(no adaptive rounds unless --target-width is given too) "
+                     f"[default: {plan.repeats}{_adaptive_default(plan)}]"),
+        click.option("--target-width", "target_half_width", metavar="FRACTION",
+                     type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+                     help="Adaptive repeats: after the planned ones, repeat every condition "
+                     "whose ratio to plain (speed; chip energy where measured) has a 95% "
+                     "interval wider than ±FRACTION of it (0.05: ±5%), with plain, shuffled, "
+                     "until narrow or the budget is spent "
+                     f"[default: {_target_default(plan)}]"),
+        click.option("--extra-runs", type=click.IntRange(min=0),
+                     help="Adaptive repeats' run budget: runs past the planned ones [default: "
+                     + ("as many as the planned runs" if plan.extra_runs is None
+                        else str(plan.extra_runs)) + "]"),
+        click.option("--extra-time", "extra_time_s", type=click.FloatRange(min=0),
+                     metavar="SECONDS",
+                     help="Adaptive repeats' time budget: seconds of runs past the planned "
+                     "ones [default: " + ("none" if plan.extra_time_s is None
+                                          else f"{plan.extra_time_s:g}") + "]"),
         click.option("--strategies", help=f"Comma list [default: {','.join(plan.strategies)}]"),
         click.option("--prompts", help=f"Comma list of prompt names in {exp.prompts_dir.name}/ "
                      f"[default: {','.join(plan.prompts)}]"),

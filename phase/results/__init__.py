@@ -37,6 +37,9 @@ from phase.results.io import (
 from phase.results.migrations import MIGRATIONS, ResultsError, migrate
 from phase.results.schema import (
     SCHEMA_VERSION,
+    AdaptiveCondition,
+    AdaptiveRecord,
+    AdaptiveRound,
     FigureInterval,
     FiniteFloat,
     ModelInfo,
@@ -44,6 +47,7 @@ from phase.results.schema import (
     PlainReference,
     PrimaryEnergy,
     Provenance,
+    RatioInterval,
     ResultsFile,
     Run,
     Scope,
@@ -68,6 +72,9 @@ from phase.results.writing import (
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "AdaptiveCondition",
+    "AdaptiveRecord",
+    "AdaptiveRound",
     "CampaignConfig",
     "CampaignWriter",
     "Claim",
@@ -87,6 +94,7 @@ __all__ = [
     "ProfilePoint",
     "PromptSpec",
     "Provenance",
+    "RatioInterval",
     "ResultsError",
     "ResultsFile",
     "Run",

@@ -3,7 +3,7 @@ repeats, order and the proposers' settings, as the plan gave them."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -55,3 +55,11 @@ class CampaignConfig(Strict):
     window_min_s: NonNegFloat | None = None
     window_min_reason: str | None = None
     max_passes: PosInt | None = None
+    # Adaptive repeats (phase.analysis.adaptive): after the planned `repeats`, a condition
+    # whose ratio to plain (speed; chip energy where measured) has a 95% interval wider than
+    # ±target_half_width gets more rounds, until narrow enough or the budget is spent: at
+    # most `extra_budget_runs` runs and `extra_budget_s` seconds of runs past the planned
+    # ones. target_half_width None: the fixed design (files before version 8).
+    target_half_width: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
+    extra_budget_runs: NonNegInt | None = None
+    extra_budget_s: NonNegFloat | None = None

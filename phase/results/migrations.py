@@ -91,10 +91,11 @@ def _v6_to_v7(data: dict[str, Any]) -> dict[str, Any]:
 def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     """Version 8 added optional records only: sized energy windows (Run.passes,
     config.window_min_s + reason, config.max_passes), a reference's prompt token ids, a
-    counter's wrap range, other work on the GPU, and a summary row's speed_vs_plain,
-    cpu_vs_plain and intervals. Their absence means one pass in a window the decode's own
-    length, and "not recorded" (pages divide a row's figures and show no interval): nothing
-    to convert."""
+    counter's wrap range, other work on the GPU, a summary row's speed_vs_plain, cpu_vs_plain
+    and intervals, and adaptive repeats (config.target_half_width, extra_budget_runs,
+    extra_budget_s, ResultsFile.adaptive). Their absence means one pass in a window the
+    decode's own length, "not recorded" (pages divide a row's figures and show no interval),
+    and the fixed design: nothing to convert."""
     data["schema_version"] = 8
     return data
 

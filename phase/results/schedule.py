@@ -1,7 +1,8 @@
 """The order runs happen in: every prompt x strategy once per repeat, reshuffled per repeat.
 
 Part of the results contract: a run's `id` and `order` in a results file are its place in this
-schedule, which `phase measure` follows and `phase validate` checks. So is `split`: which part
+schedule (or, for an adaptive round past the planned repeats, in `extra_round`), which
+`phase measure` follows and `phase validate` checks. So is `split`: which part
 of the plan each shard of a campaign runs, which shard files record and validation re-derives.
 """
 
@@ -61,6 +62,26 @@ class Rerun(ScheduledRun):
 def rerun(slot: ScheduledRun, attempt: int, schedule_length: int) -> Rerun:
     return Rerun(slot.repeat, slot.order + attempt * schedule_length, slot.prompt,
                  slot.strategy, of=slot.run_id, attempt=attempt)
+
+
+def extra_round(prompts: Sequence[str], strategies: Sequence[str], repeats: int, seed: int,
+                shuffle: bool, repeat: int, due: set[tuple[str, str]],
+                max_reruns: int) -> list[ScheduledRun]:
+    """An adaptive round (repeat >= repeats): the schedule's block for `repeat` (every prompt x
+    strategy, shuffled from the seed and the repeat exactly as a planned repeat is), keeping
+    only the `due` conditions. Run ids are the schedule's (`r<repeat>-<prompt>-<strategy>`).
+
+    Orders lie past every planned run and every re-run of one (planned re-runs reach the
+    schedule's length L times 1 + max_reruns), one block of B = prompts x strategies slots per
+    round, and each slot leaves room for its own re-runs: slot j of round e (repeat - repeats)
+    is at L(1 + R) + (eB + j)(1 + R), its re-run N at that plus N (`rerun(slot, N, 1)`)."""
+    block = [(p, s) for p in prompts for s in strategies]
+    if shuffle:
+        random.Random(f"{seed}:{repeat}").shuffle(block)
+    width = 1 + max_reruns
+    base = repeat * len(block) * width  # L(1 + R) + (repeat - repeats) B (1 + R)
+    return [ScheduledRun(repeat, base + j * width, p, s)
+            for j, (p, s) in enumerate(block) if (p, s) in due]
 
 
 Split = tuple[Literal["prompts", "repeats"], list[list[str]], list[list[int]]]

@@ -76,6 +76,10 @@ class Campaign:
 
     @property
     def completeness(self) -> str:
+        if self.header.config.target_half_width is not None:
+            # Adaptive repeats: the planned runs, then as many rounds as the intervals need.
+            return (f"{self.dataset.n_runs} runs finished ({self.planned_runs} planned, then "
+                    f"adaptive rounds), status {self.header.status}")
         return (f"{self.dataset.n_runs} of {self.planned_runs} runs finished, "
                 f"status {self.header.status}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from phase.analysis import adaptive
 from phase.hosts import machine_label
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page
@@ -102,6 +103,9 @@ def provenance_box(ds: Dataset, root: str, extra: dict[str, str]) -> ProvenanceB
         ("Campaign", f"{raw.id}: {len(raw.runs)} runs, {raw.config.tokens} tokens each, "
          f"{raw.config.repeats} repeats, status {raw.status}"),
     ]
+    bought = adaptive.bought(raw)
+    if bought is not None:
+        items.append(("Adaptive repeats", bought))
     if p.llama_cpp_system_info:
         items.append(("llama.cpp", p.llama_cpp_system_info))
     models = [

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from phase.results import ResultsFile, SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.rules import (
+    adaptive,
     backend,
     clocks,
     completeness,
@@ -56,6 +57,7 @@ RAW_RULES: tuple[RawRule, ...] = (
     profile.check,
     shards.check,
     completeness.check,
+    adaptive.check,
     equivalence.check,
     clocks.check,
     samples.check,
@@ -81,6 +83,7 @@ RULES = (
     "profile",
     "shards",
     "completeness",
+    "adaptive",
     "equivalence",
     "clocks",
     "samples",

@@ -4,7 +4,8 @@ Also warns when the campaign is not complete, about runs beyond the configured r
 about disturbed runs (Run.disturbed), which no repeat counts and every summary leaves out.
 Runs of a prompt or strategy the config does not declare are rule consistency's (blocking).
 A shard's file (`shard` set) is expected to hold only its own part of the plan: its prompts and
-its repeats.
+its repeats. Runs of adaptive rounds (config.target_half_width set, repeats past the planned
+ones) are not "beyond the configured repeats": rule adaptive judges whether each was due.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             continue  # another shard's prompt
         if (prompt, strategy) not in configured:
             continue
+        if results.config.target_half_width is not None:
+            runs = [r for r in runs if r.repeat < results.config.repeats]
         present = {r.repeat for r in runs if r.repeat in expected_repeats}
         missing = [i for i in expected_repeats if i not in present]
         extra = len(runs) - len(present)
