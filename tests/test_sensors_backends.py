@@ -42,6 +42,30 @@ def test_rapl_finds_package_dram_psys_and_skips_core_and_mmio(powercap: Path) ->
             s.close()
 
 
+def test_rapl_zone_ids_are_hexadecimal_and_ordered_by_value(tmp_path: Path) -> None:
+    # Real files laid out as powercap_sys.c names them ("%s:%x"): zone 10 is intel-rapl:a,
+    # zone 16 intel-rapl:10, which sorts by name between :1 and :2 but comes after :f.
+    for zone_id in range(17):
+        zone = tmp_path / f"intel-rapl:{zone_id:x}"
+        for path, text in ((zone, f"package-{zone_id}"), (zone / "0", "dram")):
+            d = zone if path is zone else tmp_path / f"intel-rapl:{zone_id:x}:0"
+            d.mkdir()
+            (d / "name").write_text(text + "\n")
+            (d / "energy_uj").write_text(f"{1_000_000 * (zone_id + 1)}\n")
+    found = rapl.probe(tmp_path)
+    try:
+        names = [s.name for s in found.sensors]
+        packages = [n for n in names if not n.endswith("/dram")]
+        assert packages == [f"rapl:package-{i}" for i in range(17)]
+        assert "rapl:package-10/dram" in names and len(names) == 34
+        by_name = {s.name: s for s in found.sensors}
+        assert by_name["rapl:package-10"].read_value() == pytest.approx(11.0)  # intel-rapl:a
+        assert found.problems == []
+    finally:
+        for s in found.sensors:
+            s.close()
+
+
 def test_rapl_read_follows_the_file(powercap: Path) -> None:
     found = rapl.probe(powercap)
     zone = next(s for s in found.sensors if s.name == "rapl:psys")

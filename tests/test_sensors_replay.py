@@ -78,6 +78,19 @@ def test_two_socket_server_sums_both_packages_and_dram_encloses_nothing() -> Non
     assert "all 2 sockets, summed" in cpu["reason"]
 
 
+def test_sixteen_sockets_hex_zone_ids_are_all_summed() -> None:
+    # powercap names zones "%s:%x": packages 10-15 live in intel-rapl:a ... intel-rapl:f
+    result = replayed("superdome-16s-hex-zones", sample_s=0.2)
+    r = rows(result)
+    packages = [f"rapl:package-{s}" for s in range(16)]
+    assert [n for n in r if not n.endswith("/dram")] == packages  # in id order, a after 9
+    assert "rapl:package-10/dram" in r and "rapl:package-15/dram" in r  # intel-rapl:a:0 ...
+    cpu = primary(result, "cpu")
+    assert cpu["sensors"] == packages and "all 16 sockets, summed" in cpu["reason"]
+    total_w = sum(r[n]["window"]["mean_power_w"] for n in packages)
+    assert total_w == pytest.approx(sum(96.0 + s for s in range(16)), rel=0.05)
+
+
 def test_amd_zen_package_without_constraints_has_no_bound() -> None:
     result = replayed("amd-zen")
     r = rows(result)
