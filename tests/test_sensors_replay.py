@@ -78,6 +78,18 @@ def test_two_socket_server_sums_both_packages_and_dram_encloses_nothing() -> Non
     assert "all 2 sockets, summed" in cpu["reason"]
 
 
+def test_psys_encloses_the_package_and_its_dram_zone() -> None:
+    result = replayed("laptop-psys-dram")
+    r = rows(result)
+    assert {n: v["scope"] for n, v in r.items()} == {
+        "rapl:package-0": "chip", "rapl:package-0/dram": "module", "rapl:psys": "board"}
+    # The platform domain covers the memory too: held against the package alone, psys's
+    # "rest of the board" would silently include the DRAM's energy.
+    assert r["rapl:psys"]["encloses"] == ["rapl:package-0", "rapl:package-0/dram"]
+    assert r["rapl:package-0"]["encloses"] == [] and r["rapl:package-0/dram"]["encloses"] == []
+    assert primary(result, "cpu")["sensors"] == ["rapl:package-0"]  # dram is not the chip
+
+
 def test_sixteen_sockets_hex_zone_ids_are_all_summed() -> None:
     # powercap names zones "%s:%x": packages 10-15 live in intel-rapl:a ... intel-rapl:f
     result = replayed("superdome-16s-hex-zones", sample_s=0.2)

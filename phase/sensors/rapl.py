@@ -5,11 +5,11 @@ Each zone directory (`intel-rapl:0`, sub-zones `intel-rapl:0:1`, ...) holds `nam
 ids are hexadecimal: powercap names each zone `"%s:%x"` (drivers/powercap/powercap_sys.c), so
 the eleventh package of a large machine is `intel-rapl:a` and its DRAM `intel-rapl:a:0`.
 We keep the zones whose name is `package-N` (chip; one per CPU socket, all of them), `psys`
-(board: the whole platform as the SoC sees it, which encloses the packages) or `dram`
-(module: memory, disjoint from the package). `core`/`uncore` are parts of a package and are
-left out. The `intel-rapl-mmio` zones repeat the package counter through another path and
-are skipped so no energy is counted twice. AMD CPUs (Zen, Linux 5.8+) expose the same tree
-with package and core zones and no power-limit constraints.
+(board: the whole platform as the SoC sees it, which encloses the packages and the DRAM
+zones) or `dram` (module: memory, disjoint from the package). `core`/`uncore` are parts of a
+package and are left out. The `intel-rapl-mmio` zones repeat the package counter through
+another path and are skipped so no energy is counted twice. AMD CPUs (Zen, Linux 5.8+)
+expose the same tree with package and core zones and no power-limit constraints.
 
 Physical bound: `constraint_0_max_power_uw` is the rated TDP (the kernel fills it from the
 thermal spec power), not a ceiling: a loaded CPU exceeds it by design (an i9-13900HX reports
@@ -150,8 +150,10 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
 
 
 def _declare_enclosures(sensors: list[Sensor]) -> None:
-    """psys encloses every package; a package encloses its core/uncore (not recorded) but
-    not dram, which is disjoint from it."""
-    packages = [s.name for s in sensors if s.part == "cpu-package"]
+    """psys encloses every package and every DRAM zone (the platform domain covers the SoC
+    and its memory); a package encloses its core/uncore (not recorded) but not dram, which
+    is disjoint from it. Declaring only the packages would let a check hold psys against
+    the packages alone and take the DRAM's energy for the rest of the board."""
+    inside = [s.name for s in sensors if s.part in ("cpu-package", "dram")]
     for s in sensors:
-        s.encloses = list(packages) if s.part == "platform" else []
+        s.encloses = list(inside) if s.part == "platform" else []
