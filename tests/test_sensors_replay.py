@@ -14,6 +14,7 @@ import pytest
 from phase.cli import run_cli
 from phase.errors import PhaseError
 from phase.sensors import assert_publishable, discover, replay
+from phase.sensors.primary import Placement, choose_primary
 from phase.sensors.report import survey
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
@@ -32,6 +33,12 @@ def replayed(name: str, *, sample_s: float = 0.3, probe_s: float = 0.4,
     return survey(found, hz=20.0, sample_s=sample_s, probe_s=probe_s,
                   slow_probe_s=slow_probe_s, build=data["build"]["accelerator"],
                   env=data.get("env", {}))
+
+
+def machine_found(name: str) -> Any:
+    data = replay.load(MACHINES / f"{name}.json")
+    machine, roots = replay.machine(data)
+    return discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
 
 
 def rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -124,6 +131,57 @@ def test_gpu_server_two_gpus_by_uuid_summed_and_rapl_for_the_cpu() -> None:
     assert cuda["device"].startswith("cuda:0 GPU-4f5a2b71")
     assert "cuda:1 GPU-a09e77c3" in cuda["device"]
     assert primary(result, "cpu")["sensors"] == ["rapl:package-0", "rapl:package-1"]
+
+
+@pytest.mark.parametrize(("visible", "words"), [
+    (None, "set but empty ('')"),  # as recorded in the fixture
+    (" , ", "set but empty"),
+    ("-1", "'-1' names no device"),
+    ("NoDevFiles", "Slurm sets `NoDevFiles`"),
+    ("GPU-deadbeef", "'GPU-deadbeef' matches no GPUs NVML reads here "
+                     "(GPU-4f5a2b71-0c1e-6d3a-9b2f-17e3a9c0d5e1, GPU-a09e77c3-"),
+    ("0,GPU-deadbeef", "'GPU-deadbeef' matches no GPUs"),  # not silently dropped
+    ("GPU-", "'GPU-' matches 2 of the GPUs"),
+    ("MIG-4f5a2b71-0c1e-6d3a-9b2f-17e3a9c0d5e1", "is a MIG instance"),
+    ("7", "names GPU 7, which NVML does not read"),
+    ("0,0", "names one GPU twice"),
+])
+def test_cuda_visible_devices_that_maps_to_no_gpu_is_one_clear_line(
+        tmp_path: Path, visible: str | None, words: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads((MACHINES / "gpu-server-none-visible.json").read_text())
+    if visible is not None:
+        data["env"] = {"CUDA_VISIBLE_DEVICES": visible}
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(data))
+    assert run_cli(["sensors", "--replay", str(path), "--json", "--probe", "0.1",
+                    "--sample", "0.1"]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    cuda = primary(json.loads(captured.out), "cuda")
+    assert cuda["sensors"] is None and cuda["this_build"]
+    assert words in cuda["reason"] and "\n" not in cuda["reason"], cuda["reason"]
+    # the CPU is still measured
+    assert primary(json.loads(captured.out), "cpu")["sensors"] == ["rapl:package-0",
+                                                                   "rapl:package-1"]
+
+
+def test_cuda_stops_at_the_first_entry_that_names_no_device() -> None:
+    # CUDA's documented rule: "0,2,-1,1" shows 0 and 2; here "1,-1,0" shows GPU 1 only
+    found = machine_found("gpu-server-2x-h100")
+    choice, _ = choose_primary(found.sensors, Placement("cuda", None),
+                               env={"CUDA_VISIBLE_DEVICES": "1,-1,0"})
+    assert choice is not None and choice.sensors == ["nvml:GPU-a09e77c3:energy"]
+    found.close()
+
+
+def test_an_index_of_a_gpu_nvml_could_not_open_does_not_slide_to_the_next() -> None:
+    # GPU 1 is lost: CUDA device 1 is not GPU 2, the next one NVML could open
+    found = machine_found("gpu-server-one-lost")
+    choice, why = choose_primary(found.sensors, Placement("cuda", None),
+                                 env={"CUDA_VISIBLE_DEVICES": "1"})
+    assert choice is None and "names GPU 1, which NVML does not read" in (why or "")
+    found.close()
 
 
 @pytest.mark.parametrize(("name", "smoothing"), [("a100-instant", 0.0), ("h100-averaged", 1.0)])

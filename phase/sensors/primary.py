@@ -101,22 +101,66 @@ def _nvml_by_gpu(sensors: Sequence[Sensor]) -> dict[str, list[Sensor]]:
     return out
 
 
+def _nvml_index(groups: dict[str, list[Sensor]], g: str) -> int | None:
+    return getattr(getattr(groups[g][0], "gpu", None), "index", None)
+
+
+def _uuids(groups: dict[str, list[Sensor]]) -> str:
+    return ", ".join(g for g in groups if g.startswith("GPU-")) or "none (NVML gave no UUID)"
+
+
+def _visible_entries(visible: str) -> list[str]:
+    """CUDA_VISIBLE_DEVICES's entries as CUDA reads them: it stops at the first entry that
+    names no device (CUDA's documentation: "0,2,-1,1" shows GPUs 0 and 2), so `-1` and
+    Slurm's `NoDevFiles` hide every GPU. Raises _NoMatch where that leaves none."""
+    entries = [e.strip() for e in visible.split(",")]
+    if not any(entries):
+        raise _NoMatch(f"CUDA_VISIBLE_DEVICES is set but empty ({visible!r}), so CUDA sees no "
+                       "GPU and nothing ran on one; unset it, or name the GPUs "
+                       "(`nvidia-smi -L` lists them)")
+    kept: list[str] = []
+    for entry in entries:
+        if not (entry.isdigit() or entry.startswith(("GPU-", "MIG-"))):
+            break
+        kept.append(entry)
+    if not kept:
+        raise _NoMatch(f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from CUDA: its first "
+                       f"entry {entries[0]!r} names no device (CUDA stops there; `-1` is the "
+                       "usual way to hide them all, and Slurm sets `NoDevFiles` for a job given "
+                       "no GPU), so nothing ran on a GPU; unset it, or name the GPUs")
+    return kept
+
+
 def _visible_order(groups: dict[str, list[Sensor]], env: Mapping[str, str]) -> list[str]:
     """NVML GPUs in the order CUDA numbers them, or _NoMatch saying why it cannot be told."""
-    by_index = sorted(groups, key=lambda g: getattr(getattr(groups[g][0], "gpu", None),
-                                                    "index", 0))
+    by_index = sorted(groups, key=lambda g: _nvml_index(groups, g) or 0)
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         order = []
-        for entry in (e.strip() for e in visible.split(",") if e.strip()):
+        for entry in _visible_entries(visible):
+            if entry.startswith("MIG-"):
+                raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} is a MIG instance: NVML "
+                               "reads energy per whole GPU, and which GPU holds this instance "
+                               "is not recorded here; name that GPU with --energy-sensor "
+                               "(`nvidia-smi -L` lists each GPU with its MIG devices)")
             if entry.startswith("GPU-"):
-                match = [g for g in groups if g.startswith(entry)]
-            elif entry.isdigit() and int(entry) < len(by_index):
-                match = [by_index[int(entry)]]
+                match = [g for g in groups if g.lower().startswith(entry.lower())]
+                if len(match) != 1:
+                    which = "matches no" if not match else f"matches {len(match)} of the"
+                    raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} {which} GPUs NVML "
+                                   f"reads here ({_uuids(groups)}); give a UUID from "
+                                   "`nvidia-smi -L`, or a longer prefix")
             else:
-                raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} names no NVML GPU "
-                               "(MIG instances and unknown UUIDs cannot be mapped)")
-            order.extend(match[:1])
+                # An index counts every GPU the driver has, including one NVML could not
+                # open: never slide onto the next GPU that it could.
+                match = [g for g in by_index if _nvml_index(groups, g) == int(entry)]
+                if not match:
+                    raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} names GPU {entry}, "
+                                   "which NVML does not read here (see the unavailable "
+                                   "backends), so its energy cannot be measured")
+            if match[0] in order:
+                raise _NoMatch(f"CUDA_VISIBLE_DEVICES={visible!r} names one GPU twice")
+            order.append(match[0])
     else:
         order = by_index
     names = {getattr(getattr(groups[g][0], "gpu", None), "name", None) for g in order}
@@ -139,8 +183,8 @@ def _gpu_sensors(sensors: Sequence[Sensor], placement: Placement,
     labels: list[str] = []
     if not used:  # nothing logged: every GPU CUDA can see
         order = _visible_order(groups, env)
-        if not order:  # CUDA_VISIBLE_DEVICES="" (or only commas): CUDA sees no GPU at all
-            raise _NoMatch("CUDA_VISIBLE_DEVICES is empty, so CUDA sees no GPU")
+        if not order:  # cannot happen (an unmatched entry raises); never an empty choice
+            raise _NoMatch("CUDA sees no GPU here")
         used = [GpuUse(f"CUDA{i}") for i in range(len(order))]
     for gpu in used:
         key = pci_key(gpu.pci_bus_id)
