@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from phase.errors import PhaseError, UsageProblem
-from phase.sensors import apple, discover, jetson, nvml, parse_meter_spec, rapl
+from phase.sensors import amd_energy, apple, discover, jetson, nvml, parse_meter_spec, rapl
 from phase.sensors.meter import MeterSpec, MeterTrace, load_meter
+from phase.sensors.primary import Placement, choose_primary
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sensors"
 
@@ -64,6 +65,52 @@ def test_rapl_zone_ids_are_hexadecimal_and_ordered_by_value(tmp_path: Path) -> N
     finally:
         for s in found.sensors:
             s.close()
+
+
+def _amd_energy_device(hwmon: Path, labels: list[str]) -> Path:
+    device = hwmon / "hwmon7"
+    device.mkdir(parents=True)
+    (device / "name").write_text("amd_energy\n")
+    for n, label in enumerate(labels, start=1):
+        (device / f"energy{n}_label").write_text(label + "\n")
+        (device / f"energy{n}_input").write_text(f"{n * 1_000_000}\n")
+    return device
+
+
+def test_amd_energy_reads_sockets_only_in_socket_order(tmp_path: Path) -> None:
+    labels = [f"Ecore{c:03d}" for c in range(12)] + ["Esocket0", "Esocket1"]
+    _amd_energy_device(tmp_path, labels)
+    found = amd_energy.probe(tmp_path)
+    try:
+        # energy10..12 sort before energy2 by name; socket order follows the label
+        assert [s.name for s in found.sensors] == ["amd_energy:socket-0", "amd_energy:socket-1"]
+        assert found.sensors[0].read_value() == pytest.approx(13.0)  # energy13_input, uJ
+        assert found.sensors[0].part == "cpu-package" and found.problems == []
+    finally:
+        for s in found.sensors:
+            s.close()
+
+
+def test_amd_energy_with_only_core_counters_says_so(tmp_path: Path) -> None:
+    device = _amd_energy_device(tmp_path, ["Ecore000", "Ecore001"])
+    found = amd_energy.probe(tmp_path)
+    assert not found.available and str(device) in found.problems[0]
+    assert "no Esocket" in found.problems[0]
+    assert amd_energy.probe(tmp_path / "absent").problems == []  # not an AMD host: silent
+
+
+def test_rapl_and_amd_energy_together_count_each_socket_once(powercap: Path,
+                                                             tmp_path: Path) -> None:
+    # Both read the same MSRs (a kernel with AMD RAPL powercap and the amd_energy module)
+    _amd_energy_device(tmp_path / "hwmon", ["Ecore000", "Esocket0"])
+    found = discover(powercap, tmp_path / "hwmon", iio_root=tmp_path / "iio",
+                     nvml_enabled=False, apple_enabled=False)
+    try:
+        assert "amd_energy:socket-0" in [s.name for s in found.sensors]
+        choice, _ = choose_primary(found.sensors, Placement("cpu"), env={})
+        assert choice is not None and choice.sensors == ["rapl:package-0"]
+    finally:
+        found.close()
 
 
 def test_rapl_read_follows_the_file(powercap: Path) -> None:

@@ -110,6 +110,18 @@ def test_sixteen_sockets_hex_zone_ids_are_all_summed() -> None:
     assert total_w == pytest.approx(sum(96.0 + s for s in range(16)), rel=0.05)
 
 
+def test_epyc_amd_energy_sums_the_socket_counters_not_the_cores() -> None:
+    result = replayed("epyc-2s-amd-energy")
+    r = rows(result)
+    assert list(r) == ["amd_energy:socket-0", "amd_energy:socket-1"]  # no Ecore counter
+    assert all(v["scope"] == "chip" and v["kind"] == "counter" for v in r.values())
+    cpu = primary(result, "cpu")
+    assert cpu["sensors"] == ["amd_energy:socket-0", "amd_energy:socket-1"]
+    assert "amd_energy socket counters of all 2 sockets, summed" in cpu["reason"]
+    watts = [r[n]["window"]["mean_power_w"] for n in cpu["sensors"]]
+    assert watts == [pytest.approx(86.0, rel=0.05), pytest.approx(79.5, rel=0.05)]
+
+
 def test_amd_zen_package_without_constraints_has_no_bound() -> None:
     result = replayed("amd-zen")
     r = rows(result)

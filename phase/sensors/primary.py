@@ -8,7 +8,8 @@
   the module has no single one (AGX Orin: VDD_GPU_SOC + VDD_CPU_CV).
 * Apple: the rail of the unit that did the work (GPU with Metal, else CPU); the SoC total
   where per-unit rails are missing.
-* CPU only: RAPL's package zones, summed across sockets.
+* CPU only: RAPL's package zones, summed across sockets (amd_energy's socket counters on AMD
+  CPUs under kernels without AMD RAPL powercap).
 * Part of the layers offloaded: the GPUs and the CPU packages together.
 
 The choice and its reason go into the results file (`ResultsFile.primary_energy`); a user
@@ -208,11 +209,15 @@ def _parts(sensors: Sequence[Sensor], *parts: str) -> list[Sensor]:
 
 def _cpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
     """The CPU's own sensors: RAPL packages, an Apple CPU rail, or Jetson compute rails."""
-    packages = _parts(sensors, "cpu-package")
-    if len(packages) > 1:
-        return packages, f"the RAPL package zones of all {len(packages)} sockets, summed"
-    if packages:
-        return packages, "the RAPL package zone"
+    for backend, what in (("rapl", "RAPL package zone"), ("amd_energy", "amd_energy socket "
+                                                                        "counter")):
+        # One backend's sockets only: RAPL and amd_energy read the same MSRs, so a kernel
+        # that offers both would otherwise count each socket twice.
+        packages = [s for s in _parts(sensors, "cpu-package") if s.backend == backend]
+        if len(packages) > 1:
+            return packages, f"the {what}s of all {len(packages)} sockets, summed"
+        if packages:
+            return packages, f"the {what}"
     for part, what in (("apple-cpu", "the CPU rail"), ("apple-soc", "the SoC total")):
         best = _best(_parts(sensors, part))
         if best is not None:
@@ -258,7 +263,8 @@ def choose_primary(sensors: Sequence[Sensor], placement: Placement,
     cpu = _cpu_choice(sensors)
     if not placement.on_gpu:
         if cpu is None:
-            return None, f"{where}, but no sensor measures the CPU (no RAPL package zone)"
+            return None, (f"{where}, but no sensor measures the CPU (no RAPL package "
+                          "zone, nor an amd_energy socket counter)")
         return _made(cpu[0], "cpu", f"{where}; {cpu[1]}"), None
     try:
         gpus, labels = _gpu_sensors(sensors, placement, env)
