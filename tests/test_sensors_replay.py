@@ -14,7 +14,7 @@ import pytest
 from phase.cli import run_cli
 from phase.errors import PhaseError
 from phase.sensors import assert_publishable, discover, replay
-from phase.sensors.primary import Placement, choose_primary
+from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.report import survey
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
@@ -193,6 +193,36 @@ def test_an_index_of_a_gpu_nvml_could_not_open_does_not_slide_to_the_next() -> N
     choice, why = choose_primary(found.sensors, Placement("cuda", None),
                                  env={"CUDA_VISIBLE_DEVICES": "1"})
     assert choice is None and "names GPU 1, which NVML does not read" in (why or "")
+    found.close()
+
+
+L40S, H100 = "nvml:GPU-5e6f7081:energy", "nvml:GPU-d1e2f304:energy"
+
+
+def test_mixed_gpus_cuda_index_is_refused_not_taken_as_nvml_index() -> None:
+    # Recorded with CUDA_VISIBLE_DEVICES=1: fastest first, CUDA device 1 is the L40S, not
+    # NVML's GPU 1 (the H100). Only one GPU is chosen, but the machine's GPUs differ.
+    result = replayed("workstation-l40s-h100")
+    cuda = primary(result, "cuda")
+    assert cuda["sensors"] is None
+    assert "GPUs differ (NVIDIA H100 PCIe, NVIDIA L40S)" in cuda["reason"]
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in cuda["reason"]
+
+
+@pytest.mark.parametrize(("env", "gpus", "expected"), [
+    ({"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, (), [H100]),
+    ({"CUDA_VISIBLE_DEVICES": "GPU-d1e2f304"}, (), [H100]),  # a UUID settles it
+    ({"CUDA_VISIBLE_DEVICES": "GPU-d1e2,GPU-5e6f"}, (), [H100, L40S]),  # in the listed order
+    ({}, (), None),  # every GPU, by number: refused
+    # llama.cpp's logged PCI bus id settles it whatever the order
+    ({}, (GpuUse("CUDA0", "NVIDIA H100 PCIe", "0000:65:00.0"),), [H100]),
+    ({"CUDA_VISIBLE_DEVICES": "1"}, (GpuUse("CUDA0", "NVIDIA L40S", "0000:17:00.0"),), [L40S]),
+])
+def test_mixed_gpus_map_by_pci_bus_id_or_uuid(env: dict[str, str], gpus: tuple[GpuUse, ...],
+                                              expected: list[str] | None) -> None:
+    found = machine_found("workstation-l40s-h100")
+    choice, why = choose_primary(found.sensors, Placement("cuda", None, gpus=gpus), env=env)
+    assert (choice.sensors if choice else None) == expected, why
     found.close()
 
 

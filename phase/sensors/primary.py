@@ -3,7 +3,9 @@
 * Layers offloaded to NVIDIA GPUs: those GPUs' NVML energy counters (a power reading where a
   GPU has no counter), summed. llama.cpp names each GPU it used with its PCI bus id; NVML's
   sensors carry theirs, so the match does not depend on NVML's or CUDA's index order. Where
-  llama.cpp gave no id, CUDA_VISIBLE_DEVICES (UUIDs or indices) is mapped onto NVML's order.
+  llama.cpp gave no id, CUDA_VISIBLE_DEVICES (UUIDs or indices) is mapped onto NVML's order;
+  indices only where CUDA's order is NVML's (CUDA_DEVICE_ORDER=PCI_BUS_ID, or every GPU of
+  the machine the same model), since CUDA numbers GPUs fastest first by default.
 * A Jetson (integrated GPU or CPU): its compute rail, or the sum of its compute rails where
   the module has no single one (AGX Orin: VDD_GPU_SOC + VDD_CPU_CV).
 * Apple: the rail of the unit that did the work (GPU with Metal, else CPU); the SoC total
@@ -164,11 +166,19 @@ def _visible_order(groups: dict[str, list[Sensor]], env: Mapping[str, str]) -> l
             order.append(match[0])
     else:
         order = by_index
-    names = {getattr(getattr(groups[g][0], "gpu", None), "name", None) for g in order}
-    if len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-        raise _NoMatch("llama.cpp gave no PCI bus id and these GPUs differ, so CUDA's "
-                       "fastest-first order cannot be matched to NVML's; set "
-                       "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+    # CUDA numbers every GPU fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID; NVML numbers
+    # them in PCI order. The two agree only where all the machine's GPUs are one model
+    # (ties go in PCI order), so the models of all of them decide, not only of those chosen:
+    # on an H100 + L40S host, CUDA device 1 may be NVML's GPU 0. A list of UUIDs sets the
+    # order itself and needs no index.
+    by_number = visible is None or any(e.isdigit() for e in _visible_entries(visible))
+    models = sorted({str(getattr(getattr(ss[0], "gpu", None), "name", None))
+                     for ss in groups.values()})
+    if by_number and len(models) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        raise _NoMatch(f"this machine's GPUs differ ({', '.join(models)}) and llama.cpp gave "
+                       "no PCI bus id, so CUDA's device numbers (fastest first) cannot be "
+                       "matched to NVML's (PCI order); set CUDA_DEVICE_ORDER=PCI_BUS_ID, or "
+                       "name the GPUs by UUID in CUDA_VISIBLE_DEVICES (`nvidia-smi -L`)")
     return order
 
 
