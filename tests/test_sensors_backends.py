@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from phase.errors import PhaseError, UsageProblem
-from phase.sensors import apple, discover, jetson, nvml, parse_meter_spec, rapl
+from phase.sensors import amd_energy, apple, discover, jetson, nvml, parse_meter_spec, rapl
 from phase.sensors.meter import MeterSpec, MeterTrace, load_meter
+from phase.sensors.primary import Placement, choose_primary
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sensors"
 
@@ -40,6 +41,76 @@ def test_rapl_finds_package_dram_psys_and_skips_core_and_mmio(powercap: Path) ->
     finally:
         for s in found.sensors:
             s.close()
+
+
+def test_rapl_zone_ids_are_hexadecimal_and_ordered_by_value(tmp_path: Path) -> None:
+    # Real files laid out as powercap_sys.c names them ("%s:%x"): zone 10 is intel-rapl:a,
+    # zone 16 intel-rapl:10, which sorts by name between :1 and :2 but comes after :f.
+    for zone_id in range(17):
+        zone = tmp_path / f"intel-rapl:{zone_id:x}"
+        for path, text in ((zone, f"package-{zone_id}"), (zone / "0", "dram")):
+            d = zone if path is zone else tmp_path / f"intel-rapl:{zone_id:x}:0"
+            d.mkdir()
+            (d / "name").write_text(text + "\n")
+            (d / "energy_uj").write_text(f"{1_000_000 * (zone_id + 1)}\n")
+    found = rapl.probe(tmp_path)
+    try:
+        names = [s.name for s in found.sensors]
+        packages = [n for n in names if not n.endswith("/dram")]
+        assert packages == [f"rapl:package-{i}" for i in range(17)]
+        assert "rapl:package-10/dram" in names and len(names) == 34
+        by_name = {s.name: s for s in found.sensors}
+        assert by_name["rapl:package-10"].read_value() == pytest.approx(11.0)  # intel-rapl:a
+        assert found.problems == []
+    finally:
+        for s in found.sensors:
+            s.close()
+
+
+def _amd_energy_device(hwmon: Path, labels: list[str]) -> Path:
+    device = hwmon / "hwmon7"
+    device.mkdir(parents=True)
+    (device / "name").write_text("amd_energy\n")
+    for n, label in enumerate(labels, start=1):
+        (device / f"energy{n}_label").write_text(label + "\n")
+        (device / f"energy{n}_input").write_text(f"{n * 1_000_000}\n")
+    return device
+
+
+def test_amd_energy_reads_sockets_only_in_socket_order(tmp_path: Path) -> None:
+    labels = [f"Ecore{c:03d}" for c in range(12)] + ["Esocket0", "Esocket1"]
+    _amd_energy_device(tmp_path, labels)
+    found = amd_energy.probe(tmp_path)
+    try:
+        # energy10..12 sort before energy2 by name; socket order follows the label
+        assert [s.name for s in found.sensors] == ["amd_energy:socket-0", "amd_energy:socket-1"]
+        assert found.sensors[0].read_value() == pytest.approx(13.0)  # energy13_input, uJ
+        assert found.sensors[0].part == "cpu-package" and found.problems == []
+    finally:
+        for s in found.sensors:
+            s.close()
+
+
+def test_amd_energy_with_only_core_counters_says_so(tmp_path: Path) -> None:
+    device = _amd_energy_device(tmp_path, ["Ecore000", "Ecore001"])
+    found = amd_energy.probe(tmp_path)
+    assert not found.available and str(device) in found.problems[0]
+    assert "no Esocket" in found.problems[0]
+    assert amd_energy.probe(tmp_path / "absent").problems == []  # not an AMD host: silent
+
+
+def test_rapl_and_amd_energy_together_count_each_socket_once(powercap: Path,
+                                                             tmp_path: Path) -> None:
+    # Both read the same MSRs (a kernel with AMD RAPL powercap and the amd_energy module)
+    _amd_energy_device(tmp_path / "hwmon", ["Ecore000", "Esocket0"])
+    found = discover(powercap, tmp_path / "hwmon", iio_root=tmp_path / "iio",
+                     nvml_enabled=False, apple_enabled=False)
+    try:
+        assert "amd_energy:socket-0" in [s.name for s in found.sensors]
+        choice, _ = choose_primary(found.sensors, Placement("cpu"), env={})
+        assert choice is not None and choice.sensors == ["rapl:package-0"]
+    finally:
+        found.close()
 
 
 def test_rapl_read_follows_the_file(powercap: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from phase.cli import run_cli
 from phase.errors import PhaseError
 from phase.sensors import assert_publishable, discover, replay
+from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.report import survey
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
@@ -32,6 +33,12 @@ def replayed(name: str, *, sample_s: float = 0.3, probe_s: float = 0.4,
     return survey(found, hz=20.0, sample_s=sample_s, probe_s=probe_s,
                   slow_probe_s=slow_probe_s, build=data["build"]["accelerator"],
                   env=data.get("env", {}))
+
+
+def machine_found(name: str) -> Any:
+    data = replay.load(MACHINES / f"{name}.json")
+    machine, roots = replay.machine(data)
+    return discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
 
 
 def rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -78,6 +85,43 @@ def test_two_socket_server_sums_both_packages_and_dram_encloses_nothing() -> Non
     assert "all 2 sockets, summed" in cpu["reason"]
 
 
+def test_psys_encloses_the_package_and_its_dram_zone() -> None:
+    result = replayed("laptop-psys-dram")
+    r = rows(result)
+    assert {n: v["scope"] for n, v in r.items()} == {
+        "rapl:package-0": "chip", "rapl:package-0/dram": "module", "rapl:psys": "board"}
+    # The platform domain covers the memory too: held against the package alone, psys's
+    # "rest of the board" would silently include the DRAM's energy.
+    assert r["rapl:psys"]["encloses"] == ["rapl:package-0", "rapl:package-0/dram"]
+    assert r["rapl:package-0"]["encloses"] == [] and r["rapl:package-0/dram"]["encloses"] == []
+    assert primary(result, "cpu")["sensors"] == ["rapl:package-0"]  # dram is not the chip
+
+
+def test_sixteen_sockets_hex_zone_ids_are_all_summed() -> None:
+    # powercap names zones "%s:%x": packages 10-15 live in intel-rapl:a ... intel-rapl:f
+    result = replayed("superdome-16s-hex-zones", sample_s=0.2)
+    r = rows(result)
+    packages = [f"rapl:package-{s}" for s in range(16)]
+    assert [n for n in r if not n.endswith("/dram")] == packages  # in id order, a after 9
+    assert "rapl:package-10/dram" in r and "rapl:package-15/dram" in r  # intel-rapl:a:0 ...
+    cpu = primary(result, "cpu")
+    assert cpu["sensors"] == packages and "all 16 sockets, summed" in cpu["reason"]
+    total_w = sum(r[n]["window"]["mean_power_w"] for n in packages)
+    assert total_w == pytest.approx(sum(96.0 + s for s in range(16)), rel=0.05)
+
+
+def test_epyc_amd_energy_sums_the_socket_counters_not_the_cores() -> None:
+    result = replayed("epyc-2s-amd-energy")
+    r = rows(result)
+    assert list(r) == ["amd_energy:socket-0", "amd_energy:socket-1"]  # no Ecore counter
+    assert all(v["scope"] == "chip" and v["kind"] == "counter" for v in r.values())
+    cpu = primary(result, "cpu")
+    assert cpu["sensors"] == ["amd_energy:socket-0", "amd_energy:socket-1"]
+    assert "amd_energy socket counters of all 2 sockets, summed" in cpu["reason"]
+    watts = [r[n]["window"]["mean_power_w"] for n in cpu["sensors"]]
+    assert watts == [pytest.approx(86.0, rel=0.05), pytest.approx(79.5, rel=0.05)]
+
+
 def test_amd_zen_package_without_constraints_has_no_bound() -> None:
     result = replayed("amd-zen")
     r = rows(result)
@@ -99,6 +143,87 @@ def test_gpu_server_two_gpus_by_uuid_summed_and_rapl_for_the_cpu() -> None:
     assert cuda["device"].startswith("cuda:0 GPU-4f5a2b71")
     assert "cuda:1 GPU-a09e77c3" in cuda["device"]
     assert primary(result, "cpu")["sensors"] == ["rapl:package-0", "rapl:package-1"]
+
+
+@pytest.mark.parametrize(("visible", "words"), [
+    (None, "set but empty ('')"),  # as recorded in the fixture
+    (" , ", "set but empty"),
+    ("-1", "'-1' names no device"),
+    ("NoDevFiles", "Slurm sets `NoDevFiles`"),
+    ("GPU-deadbeef", "'GPU-deadbeef' matches no GPUs NVML reads here "
+                     "(GPU-4f5a2b71-0c1e-6d3a-9b2f-17e3a9c0d5e1, GPU-a09e77c3-"),
+    ("0,GPU-deadbeef", "'GPU-deadbeef' matches no GPUs"),  # not silently dropped
+    ("GPU-", "'GPU-' matches 2 of the GPUs"),
+    ("MIG-4f5a2b71-0c1e-6d3a-9b2f-17e3a9c0d5e1", "is a MIG instance"),
+    ("7", "names GPU 7, which NVML does not read"),
+    ("0,0", "names one GPU twice"),
+])
+def test_cuda_visible_devices_that_maps_to_no_gpu_is_one_clear_line(
+        tmp_path: Path, visible: str | None, words: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads((MACHINES / "gpu-server-none-visible.json").read_text())
+    if visible is not None:
+        data["env"] = {"CUDA_VISIBLE_DEVICES": visible}
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(data))
+    assert run_cli(["sensors", "--replay", str(path), "--json", "--probe", "0.1",
+                    "--sample", "0.1"]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    cuda = primary(json.loads(captured.out), "cuda")
+    assert cuda["sensors"] is None and cuda["this_build"]
+    assert words in cuda["reason"] and "\n" not in cuda["reason"], cuda["reason"]
+    # the CPU is still measured
+    assert primary(json.loads(captured.out), "cpu")["sensors"] == ["rapl:package-0",
+                                                                   "rapl:package-1"]
+
+
+def test_cuda_stops_at_the_first_entry_that_names_no_device() -> None:
+    # CUDA's documented rule: "0,2,-1,1" shows 0 and 2; here "1,-1,0" shows GPU 1 only
+    found = machine_found("gpu-server-2x-h100")
+    choice, _ = choose_primary(found.sensors, Placement("cuda", None),
+                               env={"CUDA_VISIBLE_DEVICES": "1,-1,0"})
+    assert choice is not None and choice.sensors == ["nvml:GPU-a09e77c3:energy"]
+    found.close()
+
+
+def test_an_index_of_a_gpu_nvml_could_not_open_does_not_slide_to_the_next() -> None:
+    # GPU 1 is lost: CUDA device 1 is not GPU 2, the next one NVML could open
+    found = machine_found("gpu-server-one-lost")
+    choice, why = choose_primary(found.sensors, Placement("cuda", None),
+                                 env={"CUDA_VISIBLE_DEVICES": "1"})
+    assert choice is None and "names GPU 1, which NVML does not read" in (why or "")
+    found.close()
+
+
+L40S, H100 = "nvml:GPU-5e6f7081:energy", "nvml:GPU-d1e2f304:energy"
+
+
+def test_mixed_gpus_cuda_index_is_refused_not_taken_as_nvml_index() -> None:
+    # Recorded with CUDA_VISIBLE_DEVICES=1: fastest first, CUDA device 1 is the L40S, not
+    # NVML's GPU 1 (the H100). Only one GPU is chosen, but the machine's GPUs differ.
+    result = replayed("workstation-l40s-h100")
+    cuda = primary(result, "cuda")
+    assert cuda["sensors"] is None
+    assert "GPUs differ (NVIDIA H100 PCIe, NVIDIA L40S)" in cuda["reason"]
+    assert "CUDA_DEVICE_ORDER=PCI_BUS_ID" in cuda["reason"]
+
+
+@pytest.mark.parametrize(("env", "gpus", "expected"), [
+    ({"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, (), [H100]),
+    ({"CUDA_VISIBLE_DEVICES": "GPU-d1e2f304"}, (), [H100]),  # a UUID settles it
+    ({"CUDA_VISIBLE_DEVICES": "GPU-d1e2,GPU-5e6f"}, (), [H100, L40S]),  # in the listed order
+    ({}, (), None),  # every GPU, by number: refused
+    # llama.cpp's logged PCI bus id settles it whatever the order
+    ({}, (GpuUse("CUDA0", "NVIDIA H100 PCIe", "0000:65:00.0"),), [H100]),
+    ({"CUDA_VISIBLE_DEVICES": "1"}, (GpuUse("CUDA0", "NVIDIA L40S", "0000:17:00.0"),), [L40S]),
+])
+def test_mixed_gpus_map_by_pci_bus_id_or_uuid(env: dict[str, str], gpus: tuple[GpuUse, ...],
+                                              expected: list[str] | None) -> None:
+    found = machine_found("workstation-l40s-h100")
+    choice, why = choose_primary(found.sensors, Placement("cuda", None, gpus=gpus), env=env)
+    assert (choice.sensors if choice else None) == expected, why
+    found.close()
 
 
 @pytest.mark.parametrize(("name", "smoothing"), [("a100-instant", 0.0), ("h100-averaged", 1.0)])

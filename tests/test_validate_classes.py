@@ -411,6 +411,16 @@ def test_psys_below_the_package_is_rejected_as_an_enclosure() -> None:
                for f in report.findings)
 
 
+def test_psys_below_the_dram_zone_is_rejected_as_an_enclosure() -> None:
+    # RAPL psys covers the memory as well as the packages: derived for files that declare
+    # nothing, as phase now declares it (rapl._declare_enclosures).
+    report = check(one_run(("package", 2.0), ("dram", 3.0), ("psys", 2.5),
+                           sensors=[CHIP, DRAM, PSYS]))
+    assert {(f.rule, f.sensor) for f in report.findings} == {("enclosure", "psys"),
+                                                             ("enclosure", "dram")}
+    assert all("derived from scope" in f.message for f in report.findings)
+
+
 def test_a_board_sensor_of_another_backend_does_not_enclose_the_chip() -> None:
     gpu = make_sensor("gpu", scope="chip", kind="counter", backend="nvml")
     # RAPL psys does not see a discrete GPU drawing more than the whole CPU platform.

@@ -9,7 +9,7 @@ from typing import Any
 
 from phase.errors import PhaseError
 from phase.results import UnavailableBackend
-from phase.sensors import apple, jetson, meter, nvml, rapl
+from phase.sensors import amd_energy, apple, jetson, meter, nvml, rapl
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import Probe, Sensor
 from phase.sensors.fs import REAL_FS, Fs
@@ -58,6 +58,7 @@ def discover(
     probes.append(nvml.probe(machine.nvml) if nvml_enabled
                   else Probe(nvml.BACKEND, problems=["disabled"]))
     probes.append(jetson.probe(Path(hwmon_root), Path(iio_root), machine.fs))
+    probes.append(amd_energy.probe(Path(hwmon_root), machine.fs))
     probes.append(apple.probe(machine.apple) if apple_enabled
                   else Probe(apple.BACKEND, problems=["disabled"]))
     if specs:

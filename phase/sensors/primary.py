@@ -3,12 +3,15 @@
 * Layers offloaded to NVIDIA GPUs: those GPUs' NVML energy counters (a power reading where a
   GPU has no counter), summed. llama.cpp names each GPU it used with its PCI bus id; NVML's
   sensors carry theirs, so the match does not depend on NVML's or CUDA's index order. Where
-  llama.cpp gave no id, CUDA_VISIBLE_DEVICES (UUIDs or indices) is mapped onto NVML's order.
+  llama.cpp gave no id, CUDA_VISIBLE_DEVICES (UUIDs or indices) is mapped onto NVML's order;
+  indices only where CUDA's order is NVML's (CUDA_DEVICE_ORDER=PCI_BUS_ID, or every GPU of
+  the machine the same model), since CUDA numbers GPUs fastest first by default.
 * A Jetson (integrated GPU or CPU): its compute rail, or the sum of its compute rails where
   the module has no single one (AGX Orin: VDD_GPU_SOC + VDD_CPU_CV).
 * Apple: the rail of the unit that did the work (GPU with Metal, else CPU); the SoC total
   where per-unit rails are missing.
-* CPU only: RAPL's package zones, summed across sockets.
+* CPU only: RAPL's package zones, summed across sockets (amd_energy's socket counters on AMD
+  CPUs under kernels without AMD RAPL powercap).
 * Part of the layers offloaded: the GPUs and the CPU packages together.
 
 The choice and its reason go into the results file (`ResultsFile.primary_energy`); a user
@@ -101,29 +104,81 @@ def _nvml_by_gpu(sensors: Sequence[Sensor]) -> dict[str, list[Sensor]]:
     return out
 
 
+def _nvml_index(groups: dict[str, list[Sensor]], g: str) -> int | None:
+    return getattr(getattr(groups[g][0], "gpu", None), "index", None)
+
+
+def _uuids(groups: dict[str, list[Sensor]]) -> str:
+    return ", ".join(g for g in groups if g.startswith("GPU-")) or "none (NVML gave no UUID)"
+
+
+def _visible_entries(visible: str) -> list[str]:
+    """CUDA_VISIBLE_DEVICES's entries as CUDA reads them: it stops at the first entry that
+    names no device (CUDA's documentation: "0,2,-1,1" shows GPUs 0 and 2), so `-1` and
+    Slurm's `NoDevFiles` hide every GPU. Raises _NoMatch where that leaves none."""
+    entries = [e.strip() for e in visible.split(",")]
+    if not any(entries):
+        raise _NoMatch(f"CUDA_VISIBLE_DEVICES is set but empty ({visible!r}), so CUDA sees no "
+                       "GPU and nothing ran on one; unset it, or name the GPUs "
+                       "(`nvidia-smi -L` lists them)")
+    kept: list[str] = []
+    for entry in entries:
+        if not (entry.isdigit() or entry.startswith(("GPU-", "MIG-"))):
+            break
+        kept.append(entry)
+    if not kept:
+        raise _NoMatch(f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from CUDA: its first "
+                       f"entry {entries[0]!r} names no device (CUDA stops there; `-1` is the "
+                       "usual way to hide them all, and Slurm sets `NoDevFiles` for a job given "
+                       "no GPU), so nothing ran on a GPU; unset it, or name the GPUs")
+    return kept
+
+
 def _visible_order(groups: dict[str, list[Sensor]], env: Mapping[str, str]) -> list[str]:
     """NVML GPUs in the order CUDA numbers them, or _NoMatch saying why it cannot be told."""
-    by_index = sorted(groups, key=lambda g: getattr(getattr(groups[g][0], "gpu", None),
-                                                    "index", 0))
+    by_index = sorted(groups, key=lambda g: _nvml_index(groups, g) or 0)
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         order = []
-        for entry in (e.strip() for e in visible.split(",") if e.strip()):
+        for entry in _visible_entries(visible):
+            if entry.startswith("MIG-"):
+                raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} is a MIG instance: NVML "
+                               "reads energy per whole GPU, and which GPU holds this instance "
+                               "is not recorded here; name that GPU with --energy-sensor "
+                               "(`nvidia-smi -L` lists each GPU with its MIG devices)")
             if entry.startswith("GPU-"):
-                match = [g for g in groups if g.startswith(entry)]
-            elif entry.isdigit() and int(entry) < len(by_index):
-                match = [by_index[int(entry)]]
+                match = [g for g in groups if g.lower().startswith(entry.lower())]
+                if len(match) != 1:
+                    which = "matches no" if not match else f"matches {len(match)} of the"
+                    raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} {which} GPUs NVML "
+                                   f"reads here ({_uuids(groups)}); give a UUID from "
+                                   "`nvidia-smi -L`, or a longer prefix")
             else:
-                raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} names no NVML GPU "
-                               "(MIG instances and unknown UUIDs cannot be mapped)")
-            order.extend(match[:1])
+                # An index counts every GPU the driver has, including one NVML could not
+                # open: never slide onto the next GPU that it could.
+                match = [g for g in by_index if _nvml_index(groups, g) == int(entry)]
+                if not match:
+                    raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} names GPU {entry}, "
+                                   "which NVML does not read here (see the unavailable "
+                                   "backends), so its energy cannot be measured")
+            if match[0] in order:
+                raise _NoMatch(f"CUDA_VISIBLE_DEVICES={visible!r} names one GPU twice")
+            order.append(match[0])
     else:
         order = by_index
-    names = {getattr(getattr(groups[g][0], "gpu", None), "name", None) for g in order}
-    if len(names) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-        raise _NoMatch("llama.cpp gave no PCI bus id and these GPUs differ, so CUDA's "
-                       "fastest-first order cannot be matched to NVML's; set "
-                       "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+    # CUDA numbers every GPU fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID; NVML numbers
+    # them in PCI order. The two agree only where all the machine's GPUs are one model
+    # (ties go in PCI order), so the models of all of them decide, not only of those chosen:
+    # on an H100 + L40S host, CUDA device 1 may be NVML's GPU 0. A list of UUIDs sets the
+    # order itself and needs no index.
+    by_number = visible is None or any(e.isdigit() for e in _visible_entries(visible))
+    models = sorted({str(getattr(getattr(ss[0], "gpu", None), "name", None))
+                     for ss in groups.values()})
+    if by_number and len(models) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+        raise _NoMatch(f"this machine's GPUs differ ({', '.join(models)}) and llama.cpp gave "
+                       "no PCI bus id, so CUDA's device numbers (fastest first) cannot be "
+                       "matched to NVML's (PCI order); set CUDA_DEVICE_ORDER=PCI_BUS_ID, or "
+                       "name the GPUs by UUID in CUDA_VISIBLE_DEVICES (`nvidia-smi -L`)")
     return order
 
 
@@ -139,8 +194,8 @@ def _gpu_sensors(sensors: Sequence[Sensor], placement: Placement,
     labels: list[str] = []
     if not used:  # nothing logged: every GPU CUDA can see
         order = _visible_order(groups, env)
-        if not order:  # CUDA_VISIBLE_DEVICES="" (or only commas): CUDA sees no GPU at all
-            raise _NoMatch("CUDA_VISIBLE_DEVICES is empty, so CUDA sees no GPU")
+        if not order:  # cannot happen (an unmatched entry raises); never an empty choice
+            raise _NoMatch("CUDA sees no GPU here")
         used = [GpuUse(f"CUDA{i}") for i in range(len(order))]
     for gpu in used:
         key = pci_key(gpu.pci_bus_id)
@@ -164,11 +219,15 @@ def _parts(sensors: Sequence[Sensor], *parts: str) -> list[Sensor]:
 
 def _cpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
     """The CPU's own sensors: RAPL packages, an Apple CPU rail, or Jetson compute rails."""
-    packages = _parts(sensors, "cpu-package")
-    if len(packages) > 1:
-        return packages, f"the RAPL package zones of all {len(packages)} sockets, summed"
-    if packages:
-        return packages, "the RAPL package zone"
+    for backend, what in (("rapl", "RAPL package zone"), ("amd_energy", "amd_energy socket "
+                                                                        "counter")):
+        # One backend's sockets only: RAPL and amd_energy read the same MSRs, so a kernel
+        # that offers both would otherwise count each socket twice.
+        packages = [s for s in _parts(sensors, "cpu-package") if s.backend == backend]
+        if len(packages) > 1:
+            return packages, f"the {what}s of all {len(packages)} sockets, summed"
+        if packages:
+            return packages, f"the {what}"
     for part, what in (("apple-cpu", "the CPU rail"), ("apple-soc", "the SoC total")):
         best = _best(_parts(sensors, part))
         if best is not None:
@@ -214,7 +273,8 @@ def choose_primary(sensors: Sequence[Sensor], placement: Placement,
     cpu = _cpu_choice(sensors)
     if not placement.on_gpu:
         if cpu is None:
-            return None, f"{where}, but no sensor measures the CPU (no RAPL package zone)"
+            return None, (f"{where}, but no sensor measures the CPU (no RAPL package "
+                          "zone, nor an amd_energy socket counter)")
         return _made(cpu[0], "cpu", f"{where}; {cpu[1]}"), None
     try:
         gpus, labels = _gpu_sensors(sensors, placement, env)

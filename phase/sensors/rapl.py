@@ -1,13 +1,15 @@
 """Linux RAPL through the powercap sysfs interface (Intel, and AMD on recent kernels).
 
 Each zone directory (`intel-rapl:0`, sub-zones `intel-rapl:0:1`, ...) holds `name`,
-`energy_uj` (a counter in microjoules) and `max_energy_range_uj` (where it wraps to 0).
+`energy_uj` (a counter in microjoules) and `max_energy_range_uj` (where it wraps to 0). Zone
+ids are hexadecimal: powercap names each zone `"%s:%x"` (drivers/powercap/powercap_sys.c), so
+the eleventh package of a large machine is `intel-rapl:a` and its DRAM `intel-rapl:a:0`.
 We keep the zones whose name is `package-N` (chip; one per CPU socket, all of them), `psys`
-(board: the whole platform as the SoC sees it, which encloses the packages) or `dram`
-(module: memory, disjoint from the package). `core`/`uncore` are parts of a package and are
-left out. The `intel-rapl-mmio` zones repeat the package counter through another path and
-are skipped so no energy is counted twice. AMD CPUs (Zen, Linux 5.8+) expose the same tree
-with package and core zones and no power-limit constraints.
+(board: the whole platform as the SoC sees it, which encloses the packages and the DRAM
+zones) or `dram` (module: memory, disjoint from the package). `core`/`uncore` are parts of a
+package and are left out. The `intel-rapl-mmio` zones repeat the package counter through
+another path and are skipped so no energy is counted twice. AMD CPUs (Zen, Linux 5.8+)
+expose the same tree with package and core zones and no power-limit constraints.
 
 Physical bound: `constraint_0_max_power_uw` is the rated TDP (the kernel fills it from the
 thermal spec power), not a ceiling: a loaded CPU exceeds it by design (an i9-13900HX reports
@@ -29,7 +31,9 @@ from phase.sensors.fs import REAL_FS, Fs, ValueFile, open_checked, read_number
 
 BACKEND = "rapl"
 DEFAULT_ROOT = Path("/sys/class/powercap")
-_ZONE_DIR = re.compile(r"^intel-rapl:\d+(:\d+)*$")
+# Hexadecimal ids (powercap_sys.c names zones "%s:%x"): a decimal pattern would drop the
+# packages from the eleventh on, and the CPU total would silently miss them.
+_ZONE_DIR = re.compile(r"^intel-rapl(:[0-9a-f]+)+$")
 
 # Since Linux 5.10 (November 2020, CVE-2020-8694 "Platypus") energy_uj is mode 0400 root.
 _PERMISSION_FIX = (
@@ -77,6 +81,11 @@ def _max_power_w(fs: Fs, zone: Path) -> float | None:
     return max(positive) * 1e-6 if positive else None
 
 
+def _zone_key(dirname: str) -> tuple[int, ...]:
+    """`intel-rapl:10:0` -> (16, 0): zones in id order, not name order (":10" after ":f")."""
+    return tuple(int(part, 16) for part in dirname.split(":")[1:])
+
+
 def _sensor_name(fs: Fs, zone: Path, zone_name: str, root: Path) -> str:
     parts = zone.name.split(":")
     if len(parts) > 2:  # a sub-zone: qualify it by its parent's name ("package-0/dram")
@@ -94,7 +103,8 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
             "not loaded: try `sudo modprobe intel_rapl_msr`)"
         )
         return found
-    zones = [root / n for n in fs.listdir(root) if _ZONE_DIR.match(n)]
+    zones = [root / n for n in sorted((n for n in fs.listdir(root) if _ZONE_DIR.match(n)),
+                                      key=_zone_key)]
     if not zones:
         found.problems.append(f"{root} has no intel-rapl:* zones: no RAPL on this CPU or kernel")
         return found
@@ -140,8 +150,10 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
 
 
 def _declare_enclosures(sensors: list[Sensor]) -> None:
-    """psys encloses every package; a package encloses its core/uncore (not recorded) but
-    not dram, which is disjoint from it."""
-    packages = [s.name for s in sensors if s.part == "cpu-package"]
+    """psys encloses every package and every DRAM zone (the platform domain covers the SoC
+    and its memory); a package encloses its core/uncore (not recorded) but not dram, which
+    is disjoint from it. Declaring only the packages would let a check hold psys against
+    the packages alone and take the DRAM's energy for the rest of the board."""
+    inside = [s.name for s in sensors if s.part in ("cpu-package", "dram")]
     for s in sensors:
-        s.encloses = list(packages) if s.part == "platform" else []
+        s.encloses = list(inside) if s.part == "platform" else []

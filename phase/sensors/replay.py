@@ -93,6 +93,13 @@ class _ReplayFile:
         pass
 
 
+def _is_counter(path: str) -> bool:
+    """Energy files (RAPL energy_uj, hwmon energyN_input) keep counting past the recording;
+    power, current and voltage files repeat it."""
+    name = path.rsplit("/", 1)[-1]
+    return name == "energy_uj" or (name.startswith("energy") and name.endswith("_input"))
+
+
 class ReplayFs:
     """Answers exactly what the snapshot recorded; anything else does not exist."""
 
@@ -100,7 +107,7 @@ class ReplayFs:
         self.kinds: dict[str, str] = fs.get("kinds", {})
         self.dirs: dict[str, list[str]] = fs.get("dirs", {})
         self.files: dict[str, dict[str, Any]] = fs.get("files", {})
-        self.series = {p: Playback(s.get("changes", []), p.endswith("energy_uj"), origin,
+        self.series = {p: Playback(s.get("changes", []), _is_counter(p), origin,
                                    s.get("error")) for p, s in fs.get("series", {}).items()}
 
     def is_dir(self, path: Path) -> bool:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from phase import __version__
-from phase.sensors import apple, jetson, nvml, rapl
+from phase.sensors import amd_energy, apple, jetson, nvml, rapl
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import ReadError
 from phase.sensors.fs import REAL_FS, SysfsFile, ValueFile
@@ -123,7 +123,8 @@ def _changes(read: Callable[[], Any], seconds: float, hz: float = 1000.0) -> dic
 
 def _record_fs(roots: Mapping[str, Path], seconds: float) -> dict[str, Any]:
     fs = RecordingFs()
-    found = [rapl.probe(roots["rapl"], fs), jetson.probe(roots["hwmon"], roots["iio"], fs)]
+    found = [rapl.probe(roots["rapl"], fs), jetson.probe(roots["hwmon"], roots["iio"], fs),
+             amd_energy.probe(roots["hwmon"], fs)]
     series = {}
     for path, handle in fs.opened.items():
         if "error" not in fs.files.get(path, {}) and "read_error" not in fs.files[path]:

@@ -8,6 +8,8 @@ true on every machine phase knows:
 - a `board` sensor encloses the `chip` sensors of its own backend (RAPL psys the packages,
   Jetson VDD_IN the CPU/GPU rail); a `board` meter, attached by the user to the machine,
   encloses every chip sensor;
+- RAPL psys also encloses RAPL's `module` zones (dram): the platform domain covers the
+  memory as well as the packages;
 - nothing else: a `module` sensor (RAPL dram, Apple DRAM) is disjoint from the package, not
   around it, and a board sensor of one backend says nothing about another backend's chip
   (RAPL psys does not see a discrete GPU).
@@ -18,6 +20,7 @@ from __future__ import annotations
 from phase.results import ResultsFile, SensorInfo
 
 USER_METER_BACKEND = "meter"
+RAPL_BACKEND = "rapl"  # the backend name results files record (phase.sensors.rapl.BACKEND)
 
 
 def _derived(big: SensorInfo, small: SensorInfo) -> bool:
@@ -27,6 +30,8 @@ def _derived(big: SensorInfo, small: SensorInfo) -> bool:
         return small.scope != "wall"
     if big.scope == "board" and small.scope == "chip":
         return big.backend == small.backend or big.backend == USER_METER_BACKEND
+    if big.scope == "board" and small.scope == "module":
+        return big.backend == small.backend == RAPL_BACKEND
     return False
 
 
