@@ -1,7 +1,8 @@
 """Queries on results: the one definition of each figure that validation, publishing and the
 terminal summary share.
 
-    queries      conditions, runs by condition, each run's energy, summary rows (summarize)
+    queries      conditions, runs by condition, each run's energy, disturbance
+    summary      summary rows (summarize): medians of undisturbed runs, ratios, intervals
     relative     a figure vs plain decoding's, and spread ((max - min) / mean for a campaign's
                  runs, / median for a benchmark's repeats)
     figures      the registry: every figure's name, label, unit, description, how it is
@@ -20,7 +21,6 @@ from phase.analysis.figures import FIGURES, Figure, RunView, plain_row, row_valu
 from phase.analysis.queries import (
     BOARD_SCOPES,
     PLAIN,
-    Judgement,
     Rejection,
     RejectionOf,
     board_sensor,
@@ -38,13 +38,16 @@ from phase.analysis.queries import (
     ranked_chip_sensors,
     runs_by_condition,
     sensors_by_name,
-    standing_chip_energy,
-    standing_energy,
-    summarize,
     window_s,
     window_tokens,
 )
 from phase.analysis.relative import BENCH_SPREAD, RUN_SPREAD, spread, vs_plain
+from phase.analysis.summary import (
+    Judgement,
+    standing_chip_energy,
+    standing_energy,
+    summarize,
+)
 
 __all__ = [
     "BENCH_SPREAD",

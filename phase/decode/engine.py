@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
-from phase.decode.auto import AutoProposer, Decision
+from phase.decode.auto import AutoProposer
 from phase.decode.backend import system_info
-from phase.decode.loops import Decoded, Divergence, RawStep, plain_loop, speculate_loop
+from phase.decode.loops import Decoded, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel
 from phase.decode.placement import ModelPlacement
 from phase.decode.profiler import BlockMeter, ProfileContext, ProfileSettings, profile_models
@@ -48,27 +48,13 @@ from phase.decode.reference_loop import plain_on_reference, speculate_on_referen
 from phase.decode.result import DecodeResult
 from phase.decode.strategy import Strategy
 from phase.decode.template import format_prompt
+from phase.decode.timed import Timed, decode_result, timed_decode
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
-from phase.results import CostProfile, Pass, Step, token_sha256
+from phase.results import CostProfile, Pass, token_sha256
 
 Callback = Callable[[], object] | None
-
-
-class _Timed(NamedTuple):
-    """The decode window: tokens, raw steps, wall and CPU seconds, unix start and end, and the
-    evidence gathered on the way (per-token gaps where asked, the first divergence)."""
-
-    generated: list[int]
-    raw_trace: list[RawStep]
-    decode_s: float
-    cpu_s: float
-    started_unix_s: float
-    ended_unix_s: float
-    gaps: list[float] | None
-    divergence: Divergence | None
-    overridden: int | None
 
 
 class _Repeat(NamedTuple):
@@ -314,7 +300,7 @@ class Engine:
         window0 = time.perf_counter()
         passes: list[Pass] = []
         try:
-            timed = self._decode(loop, gaps)
+            timed = timed_decode(loop, gaps)
             # The first pass's decisions, before another pass starts the proposer afresh.
             decisions = list(getattr(proposer, "decisions", None) or []) or None
             if repeat is not None:
@@ -322,11 +308,13 @@ class Engine:
         finally:
             if on_decode_end is not None:
                 on_decode_end()
-        result = self._result(strategy, prompt, timed, started_unix, prefill_s, decisions)
+        result = decode_result(strategy, prompt, timed, started_unix, prefill_s, decisions,
+                               self.target.detokenize(timed.generated),
+                               (self.n_threads, self.n_threads_batch))
         result.passes = passes
         return result
 
-    def _repeat(self, prompt: list[int], proposer: Proposer | None, first: _Timed,
+    def _repeat(self, prompt: list[int], proposer: Proposer | None, first: Timed,
                 repeat: _Repeat, window0: float) -> list[Pass]:
         """More passes of the same decode until the window has lasted repeat.min_window_s:
         each drops the generated positions from the caches (the prompt's stay: no prefill
@@ -339,7 +327,7 @@ class Engine:
             if proposer is not None:
                 restart = getattr(proposer, "restart", None)
                 (restart or proposer.begin)(prompt)
-            timed = self._decode(repeat.loop, None)
+            timed = timed_decode(repeat.loop, None)
             passes.append(Pass(decode_s=timed.decode_s, tokens=len(timed.generated),
                                output_sha256=token_sha256(timed.generated)))
         return passes
@@ -354,60 +342,6 @@ class Engine:
         if proposer is not None:
             proposer.begin(prompt)
         return time.perf_counter() - t0
-
-    def _decode(self, loop: Callable[[], Decoded], gaps: list[float] | None) -> _Timed:
-        started_unix = time.time()
-        cpu0 = time.process_time()
-        d0 = time.perf_counter()
-        done = loop()
-        decode_s = time.perf_counter() - d0
-        cpu_s = time.process_time() - cpu0
-        return _Timed(done.generated, done.trace, decode_s, cpu_s, started_unix, time.time(),
-                      gaps, done.divergence, done.overridden)
-
-    def _result(self, strategy: Strategy, prompt: list[int], timed: _Timed,
-                started_unix: float, prefill_s: float,
-                decisions: list[Decision] | None = None) -> DecodeResult:
-        made: list[Decision | None] = list(decisions or [None] * len(timed.raw_trace))
-        trace = [Step(proposed=p, accepted=a, propose_ms=p_ms, verify_ms=v_ms,
-                      **(d.step_fields() if d is not None else {}))
-                 for (p, a, p_ms, v_ms), d in zip(timed.raw_trace, made, strict=True)]
-        drafted = sum(s.proposed for s in trace)
-        accepted = sum(s.accepted for s in trace)
-        if strategy.name == "plain":
-            acceptance, reason = None, "plain decoding proposes no tokens"
-        elif drafted == 0:
-            acceptance, reason = None, "no tokens were proposed in this run"
-        else:
-            acceptance, reason = accepted / drafted, None
-        generated, decode_s = timed.generated, timed.decode_s
-        return DecodeResult(
-            strategy=strategy.label,
-            k=strategy.k,
-            token_ids=generated,
-            text=self.target.detokenize(generated),
-            prompt_tokens=len(prompt),
-            prefill_s=prefill_s,
-            decode_s=decode_s,
-            tokens_per_s=len(generated) / decode_s if decode_s > 0 else 0.0,
-            steps=len(trace),
-            drafted=drafted,
-            accepted=accepted,
-            acceptance=acceptance,
-            acceptance_reason=reason,
-            trace=trace,
-            cpu_s=timed.cpu_s,
-            started_unix_s=started_unix,
-            ended_unix_s=time.time(),
-            decode_started_unix_s=timed.started_unix_s,
-            decode_ended_unix_s=timed.ended_unix_s,
-            n_threads=self.n_threads,
-            n_threads_batch=self.n_threads_batch,
-            top2_gaps=timed.gaps,
-            divergence_index=timed.divergence.index if timed.divergence else None,
-            divergence_gap=timed.divergence.gap if timed.divergence else None,
-            overridden=timed.overridden,
-        )
 
     def check_fits(self, prompt_tokens: int, n_tokens: int) -> None:
         """Raise UsageProblem unless a prompt of this length plus n_tokens fits what llama.cpp

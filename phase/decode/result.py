@@ -88,7 +88,9 @@ class DecodeResult:
         """The results file's record of this run. `strategy` is the name the campaign plan
         uses (e.g. `ngram`, where this result's own label is `ngram-8`); `reference` is the
         plain decoding of the same prompt, which `matches_plain` compares against, and
-        `reference_gaps` its per-token top-2 logit gaps (for the evidence at a divergence)."""
+        `reference_gaps` its per-token top-2 logit gaps (for the evidence at a divergence).
+        Long because it is one field-by-field mapping onto Run: split, a field would be
+        easier to leave out than to see missing."""
         if self.overridden is not None:
             raise PhaseError("a run that followed a reference text is not greedy decoding "
                              "and cannot be recorded as a results-file run")

@@ -14,6 +14,12 @@
     llama_build what llama.cpp's system-info string says: the build's accelerator, features
 """
 
+from phase.results.adaptive import (
+    AdaptiveCondition,
+    AdaptiveRecord,
+    AdaptiveRound,
+    RatioInterval,
+)
 from phase.results.claim import (
     Claim,
     FileBusy,
@@ -37,17 +43,12 @@ from phase.results.io import (
 from phase.results.migrations import MIGRATIONS, ResultsError, migrate
 from phase.results.schema import (
     SCHEMA_VERSION,
-    AdaptiveCondition,
-    AdaptiveRecord,
-    AdaptiveRound,
-    FigureInterval,
     FiniteFloat,
     ModelInfo,
     Pass,
     PlainReference,
     PrimaryEnergy,
     Provenance,
-    RatioInterval,
     ResultsFile,
     Run,
     Scope,
@@ -57,11 +58,10 @@ from phase.results.schema import (
     SensorWindow,
     Step,
     Strict,
-    SummaryFile,
-    SummaryRow,
     UnavailableBackend,
     token_sha256,
 )
+from phase.results.summary import FigureInterval, SummaryFile, SummaryRow
 from phase.results.writing import (
     CampaignWriter,
     WriteFailed,

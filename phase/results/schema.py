@@ -20,8 +20,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from phase.results.adaptive import AdaptiveRecord
 from phase.results.base import (
-    FileName,
     FiniteFloat,
     Fraction,
     NonNegFloat,
@@ -38,7 +38,8 @@ from phase.results.costs import CostProfile
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
-# changes; the Literal of each file model's schema_version follows it):
+# changes; the Literal of each file model's schema_version follows it, here and in
+# summary.py's SummaryFile; the adaptive record lives in adaptive.py):
 #   1 (2026-11): first version.
 #   2 (2026-12): names that say what they hold: Step.draft_ms -> propose_ms (also n-gram
 #                lookups), SensorTrace.value -> values (the declared sensor's unit),
@@ -343,65 +344,6 @@ class PrimaryEnergy(Strict):
     chosen_by: Literal["auto", "override"]
 
 
-class RatioInterval(Strict):
-    """A condition's ratio to plain decoding (median of per-round ratios) and its 95% bootstrap
-    interval (phase.analysis.intervals), on the rounds it rests on."""
-
-    centre: NonNegFloat
-    low: NonNegFloat
-    high: NonNegFloat
-    n: NonNegInt
-    # The larger distance from the centre to an end, relative to the centre; None for a
-    # centre of 0.
-    half_width: NonNegFloat | None
-
-
-class AdaptiveCondition(Strict):
-    """One compared condition (a strategy against plain, on one prompt): its intervals after
-    the planned repeats (`*_before`) and at the end (`*_after`); energy only where measured.
-    None: fewer than two rounds to pair (not known, so it counts as too wide)."""
-
-    prompt: str
-    strategy: str
-    speed_before: RatioInterval | None
-    speed_after: RatioInterval | None
-    energy_before: RatioInterval | None = None
-    energy_after: RatioInterval | None = None
-    # Whether its intervals ended within the target; the runs the extra rounds added for it
-    # (its own, and re-runs of them; plain's runs are counted once per prompt, under plain).
-    reached: bool
-    runs_added: NonNegInt
-
-
-class AdaptiveRound(Strict):
-    """One extra round, decided from the runs of the rounds before it: the conditions still
-    too wide (each run once with plain for its prompt, shuffled), as repeat `repeat`."""
-
-    repeat: NonNegInt
-    # [prompt, strategy] of each condition too wide after the rounds before; the round runs
-    # each once, and plain once for each of their prompts (`runs` in all).
-    conditions: list[list[str]]
-    runs: NonNegInt
-    # What the round was expected to cost (each condition's median run, plus its cooldown and
-    # idle window), checked against the time left in the budget before it started.
-    expected_s: NonNegFloat
-
-
-class AdaptiveRecord(Strict):
-    """What the adaptive repeats did (config.target_half_width set): every round and why it
-    ran, why they stopped, what the budget bought. Re-derived from the runs by validation
-    (rule `adaptive`), so a resumed campaign continues exactly where the decisions left it."""
-
-    rounds: list[AdaptiveRound]
-    # "narrow": every condition within the target; "runs" / "time": the next round did not
-    # fit in what was left of the budget; None while the campaign is still deciding.
-    stopped: Literal["narrow", "runs", "time"] | None
-    stop_reason: str | None
-    runs_spent: NonNegInt
-    seconds_spent: NonNegFloat
-    conditions: list[AdaptiveCondition]
-
-
 class ResultsFile(Strict):
     schema_version: Literal[8]
     kind: Literal["raw"] = "raw"
@@ -447,88 +389,6 @@ class ResultsFile(Strict):
             if unknown:
                 raise ValueError(f"primary_energy names undeclared sensor(s): {unknown}")
         return self
-
-
-# --- summaries (what tables read) ---------------------------------------------------------
-
-
-# The figures of a summary row that may carry an interval (phase.analysis.figures names).
-IntervalFigure = Literal["tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
-                         "energy_ratio_vs_plain", "board_mj_per_token", "cpu_ms_per_token",
-                         "cpu_vs_plain"]
-
-
-class FigureInterval(Strict):
-    """A figure's bootstrap 95% interval (phase.analysis.intervals): of the median of a
-    condition's repeats, or of its ratio to plain decoding's, paired by repeat where `paired`."""
-
-    low: FiniteFloat
-    high: FiniteFloat
-    n: PosInt  # values (or pairs of one repeat) it rests on
-    paired: bool = False
-
-    @model_validator(mode="after")
-    def _check(self) -> FigureInterval:
-        if self.low > self.high:
-            raise ValueError(f"low ({self.low}) is above high ({self.high})")
-        return self
-
-
-class SummaryRow(Strict):
-    prompt: str
-    strategy: str
-    k: PosInt | None
-    n: PosInt | None
-    tokens_per_s: NonNegFloat | None
-    tokens_per_s_spread: NonNegFloat | None = None
-    acceptance: Fraction | None
-    chip_mj_per_token: NonNegFloat | None
-    chip_mj_per_token_reason: str | None = None
-    chip_energy_spread: NonNegFloat | None = None
-    # This condition's chip mJ/token over plain decoding's for the same prompt.
-    energy_ratio_vs_plain: NonNegFloat | None
-    run_ids: list[str] = Field(default_factory=list)
-    # Optional extras (files without them stay valid): why acceptance is missing
-    # where a strategy speculates, process CPU time, and the enclosing (board) sensor's energy,
-    # given only where it passed validation.
-    acceptance_reason: str | None = None
-    cpu_ms_per_token: NonNegFloat | None = None
-    board_mj_per_token: NonNegFloat | None = None
-    board_mj_per_token_reason: str | None = None
-    # From version 8 (absent in older and transcribed files: tokens/s and CPU ms/token over
-    # plain decoding's are then divided from the row's figures): the ratios to plain decoding
-    # as the median of per-repeat ratios, and each figure's bootstrap 95% interval, only
-    # where there are at least two runs (or pairs) to resample.
-    speed_vs_plain: NonNegFloat | None = None
-    cpu_vs_plain: NonNegFloat | None = None
-    intervals: dict[IntervalFigure, FigureInterval] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _check(self) -> SummaryRow:
-        _paired(self.chip_mj_per_token, self.chip_mj_per_token_reason, "chip_mj_per_token")
-        if self.board_mj_per_token is not None and self.board_mj_per_token_reason:
-            raise ValueError("board_mj_per_token has a value, so its reason must be null")
-        for name in self.intervals:
-            if getattr(self, name) is None:
-                raise ValueError(f"intervals.{name}: an interval of a figure the row lacks")
-        return self
-
-
-class SummaryFile(Strict):
-    schema_version: Literal[8]
-    kind: Literal["summary"] = "summary"
-    id: str
-    experiment: str
-    note: str | None
-    summary_only: bool
-    source: str
-    raw_files: list[FileName]
-    raw_runs_note: str | None = None
-    machine: str | None = None
-    # Which declared sensors the chip and board figures come from (derived summaries only).
-    chip_sensor: str | None = None
-    board_sensor: str | None = None
-    rows: list[SummaryRow] = Field(min_length=1)
 
 
 def token_sha256(token_ids: Sequence[int]) -> str:

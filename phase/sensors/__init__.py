@@ -16,12 +16,11 @@ from phase.sensors.base import PostHocSensor, Probe, ReadError, Reading, Sensor,
 from phase.sensors.discovery import Discovery, Machine, assert_publishable, discover
 from phase.sensors.energy import Limits, Series
 from phase.sensors.meter import MeterSpec, MeterTrace, parse_meter_spec
+from phase.sensors.post_hoc import WindowEdges, align_post_hoc
 from phase.sensors.sampler import (
     Sampler,
     UpdatePeriod,
     Window,
-    WindowEdges,
-    align_post_hoc,
 )
 
 __all__ = [
