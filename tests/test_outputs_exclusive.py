@@ -84,7 +84,9 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> 
         time.sleep(0.005)
 
 
-@pytest.mark.parametrize("name", ["profile -o", "sensors --snapshot"])
+# profile -o runs a real profile of the test model (the file appears while it works).
+@pytest.mark.parametrize("name", [pytest.param("profile -o", marks=pytest.mark.model),
+                                  "sensors --snapshot"])
 def test_a_file_that_appears_meanwhile_is_never_replaced(tmp_path: Path, name: str) -> None:
     """The command claims OUT, works (seconds here, minutes for real), then creates it: a file
     the user made in between is kept and the command says so with exit 2."""
