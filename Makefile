@@ -69,14 +69,14 @@ screenshots: site ## full-page PNGs of the home page and each note at 1280 px ->
 # Both run in pytest-xdist workers, one per core; tests/conftest.py keeps a module's shared
 # fixtures on one worker and the `serial` tests one after another (tests/xdist_groups.py hands
 # out the groups, heaviest first). PYTEST_ARGS adds options (make test PYTEST_ARGS="-k site -x";
-# PYTEST_ARGS="-p cpu_times": each test's CPU seconds); pytest's exit status is make's (5: no
+# PYTEST_ARGS=--cpu-times: each test's CPU seconds); pytest's exit status is make's (5: no
 # tests ran).
 # The suite starts `phase` as a process some hundreds of times: each start reads compiled
 # bytecode rather than compiling every module again (uv installs without it, and
 # PYTHONDONTWRITEBYTECODE=1, set on some machines, keeps Python from writing it): about half of
 # a start's CPU. `bytecode` compiles the venv once (`uv sync --compile-bytecode` does it for a new
 # one) and phase's own modules when they changed.
-PYTEST := PYTHONPATH=tests $(PY) -m pytest -n auto --dist loadgroup
+PYTEST := $(PY) -m pytest -n auto --dist loadgroup
 PYTEST_ARGS ?=
 FAST := not (model or browser or slurm or slow)
 

@@ -154,7 +154,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     xdist_groups.write_worker_file(config, groups, {i.nodeid: _weight(i) for i in items})
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-times", action="store_true",
+                     help="end with each test's and file's CPU seconds (tests/cpu_times.py)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("cpu_times"):
+        import cpu_times
+
+        config.pluginmanager.register(cpu_times, "cpu_times")
     if (not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist")
             and config.getoption("dist", "no") == "loadgroup"
             and config.getoption("numprocesses", None)):

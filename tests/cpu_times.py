@@ -1,8 +1,8 @@
 """A pytest plugin that reports each test's CPU time, its own and its finished child processes'
 (user + sys): wall-clock durations on a shared 2-core machine say more about the neighbours
-than about the test. Load it with `-p cpu_times` (tests/ on PYTHONPATH), as
-`make test PYTEST_ARGS="-p cpu_times"` does; the slowest tests and files are printed at the
-end, and PHASE_CPU_TIMES=FILE also writes every test's seconds to FILE as JSON.
+than about the test. `--cpu-times` (tests/conftest.py) loads it, as in
+`make test PYTEST_ARGS=--cpu-times`; the slowest tests and files are printed at the end, and
+PHASE_CPU_TIMES=FILE also writes every test's seconds to FILE as JSON.
 
 A child still running when its test ends (a chart renderer, a browser) counts for no test; a
 module- or session-scoped fixture counts for the first test that uses it (its setup)."""
