@@ -28,7 +28,7 @@ QUICK ?=
 MEASURE_ARGS ?=
 PORT ?= 8000
 
-.PHONY: help setup measure site serve test test-fast bench lint clean screenshots
+.PHONY: help setup measure site serve test test-fast bytecode bench lint clean screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml uv.lock
 	  $(PYTHON) -m pip install --user --quiet uv || \
 	  $(PYTHON) -m pip install --user --quiet --break-system-packages uv; }
 	@echo "syncing $(VENV) (first time: llama-cpp-python compiles, ~5 min on 2 cores)"
-	$(UV) sync --frozen --extra test
+	$(UV) sync --frozen --extra test --compile-bytecode
 	@touch $@
 
 # The locked llama-cpp-python, compiled again from source with the backend's CMake flag (uv
@@ -67,17 +67,31 @@ screenshots: site ## full-page PNGs of the home page and each note at 1280 px ->
 	$(PY) tests/screenshots.py --site-dir site --out docs/screenshots
 
 # Both run in pytest-xdist workers, one per core; tests/conftest.py keeps a module's shared
-# fixtures on one worker and the `serial` tests one after another. PYTEST_ARGS adds options
-# (make test PYTEST_ARGS="-k site -x"); pytest's exit status is make's (5: no tests ran).
+# fixtures on one worker and the `serial` tests one after another (tests/xdist_groups.py hands
+# out the groups, heaviest first). PYTEST_ARGS adds options (make test PYTEST_ARGS="-k site -x";
+# PYTEST_ARGS=--cpu-times: each test's CPU seconds); pytest's exit status is make's (5: no
+# tests ran).
+# The suite starts `phase` as a process some hundreds of times: each start reads compiled
+# bytecode rather than compiling every module again (uv installs without it, and
+# PYTHONDONTWRITEBYTECODE=1, set on some machines, keeps Python from writing it): about half of
+# a start's CPU. `bytecode` compiles the venv once (`uv sync --compile-bytecode` does it for a new
+# one) and phase's own modules when they changed.
 PYTEST := $(PY) -m pytest -n auto --dist loadgroup
 PYTEST_ARGS ?=
 FAST := not (model or browser or slurm or slow)
 
-test: setup ## the whole suite, in parallel (fetches the small test model on first run)
+test: setup bytecode ## the whole suite, in parallel (fetches the small test model on first run)
 	$(PYTEST) $(PYTEST_ARGS)
 
-test-fast: setup ## the edit-run loop: no model, browser, Slurm nor full site build (< 1 min)
+test-fast: setup bytecode ## the edit-run loop: no model, browser, Slurm nor full site build (< 1 min)
 	$(PYTEST) -m "$(FAST)" $(PYTEST_ARGS)
+
+bytecode: $(VENV)/.phase-bytecode
+	@$(PY) -m compileall -q phase tests bench
+
+$(VENV)/.phase-bytecode: $(STAMP)
+	@$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true  # a few vendored files fail
+	@touch $@
 
 bench: setup ## performance benchmarks (not tests) -> bench/results/
 	$(PY) -m bench.run

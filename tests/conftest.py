@@ -1,16 +1,19 @@
 """Shared fixtures. The real test model is fetched once into the phase cache (~/.cache/phase).
 
-`make test` runs the suite in pytest-xdist worker processes (`-n auto --dist loadgroup`); how
-tests are spread over them is at the bottom of this file (pytest_collection_modifyitems); what
-is built once for all of them, in tests/shared_run.py.
+`make test` runs the suite in pytest-xdist worker processes (`-n auto --dist loadgroup`); which
+tests stay together is at the bottom of this file (pytest_collection_modifyitems), how they are
+handed out in tests/xdist_groups.py, and what is built once for all of them in
+tests/shared_run.py.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import xdist_groups
 from shared_run import once_per_run, run_lock
 
 from phase.models import TEST_MODEL, resolve
@@ -104,7 +107,7 @@ def repository_archive_untouched():
     assert _archive_snapshot(REPO / "published") == before, "a test wrote into published/"
 
 
-# --- how the suite is spread over pytest-xdist workers --------------------------------------
+# --- how the suite is spread over pytest-xdist workers (tests/xdist_groups.py) ---------------
 
 
 def _module_scoped(item: pytest.Item) -> bool:
@@ -120,22 +123,69 @@ def _module_scoped(item: pytest.Item) -> bool:
 MODEL_FIXTURES = {"test_model_path", "other_bos_model_path", "renamed_model_path",
                   "unsharded_quick"}
 
+# A test's guessed cost, for handing out the heaviest groups first (a plain test: 1).
+WEIGHTS = {"slow": 10.0, "model": 10.0, "browser": 20.0, "slurm": 10.0}
+
+
+def _weight(item: pytest.Item) -> float:
+    return 1.0 + sum(w for mark, w in WEIGHTS.items() if item.get_closest_marker(mark))
+
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
         names = set(item.fixturenames)
         if names & MODEL_FIXTURES:
             item.add_marker(pytest.mark.model)
         if "built_site" in names:
             item.add_marker(pytest.mark.slow)  # the whole site, mkdocs included (once a run)
-        if not xdist:
-            continue
-        # --dist loadgroup: tests of one group run on one worker, one after another; the rest
-        # are handed out one by one to whichever worker is free.
-        if item.get_closest_marker("serial"):
-            item.add_marker(pytest.mark.xdist_group("serial"))
-        elif _module_scoped(item):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module
-                                                    else item.nodeid.split("::")[0]))
+    if not hasattr(config, "workerinput"):
+        return
+    # A module with a module-scoped fixture stays on one worker, and the `serial` tests
+    # together; a module that has both goes with the serial tests (its fixture set up once).
+    serial_modules = {item.path for item in items if item.get_closest_marker("serial")}
+    groups: dict[str, str] = {}
+    for item in items:
+        module_scoped = _module_scoped(item)
+        if item.get_closest_marker("serial") or (module_scoped and item.path in serial_modules):
+            groups[item.nodeid] = "serial"
+        elif module_scoped:
+            groups[item.nodeid] = item.nodeid.split("::", 1)[0]
+    xdist_groups.write_worker_file(config, groups, {i.nodeid: _weight(i) for i in items})
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-times", action="store_true",
+                     help="end with each test's and file's CPU seconds (tests/cpu_times.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("cpu_times"):
+        import cpu_times
+
+        config.pluginmanager.register(cpu_times, "cpu_times")
+    if (not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist")
+            and config.getoption("dist", "no") == "loadgroup"
+            and config.getoption("numprocesses", None)):
+        config.stash[_GROUPS_DIR] = xdist_groups.controller_dir()
+
+
+_GROUPS_DIR = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # xdist, on the controller: one per worker
+    if _GROUPS_DIR in node.config.stash:
+        node.workerinput[xdist_groups.INPUT_KEY] = str(node.config.stash[_GROUPS_DIR])
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if _GROUPS_DIR in config.stash:
+        return xdist_groups.GroupScheduling(config, log, config.stash[_GROUPS_DIR])
+    return None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _GROUPS_DIR in config.stash:
+        shutil.rmtree(config.stash[_GROUPS_DIR], ignore_errors=True)

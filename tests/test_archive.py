@@ -214,6 +214,7 @@ def test_drafts_and_globs_are_not_published(tmp_path: Path) -> None:
     assert not (paths.published_dir / SLUG).exists()
 
 
+@pytest.mark.slow
 def test_build_docs_publishes_nothing_and_phase_publish_does(tmp_path: Path) -> None:
     paths = _setup(tmp_path)
     result = build_docs(paths)
@@ -232,6 +233,7 @@ def test_build_docs_publishes_nothing_and_phase_publish_does(tmp_path: Path) -> 
     assert unknown.exit_code == 2 and "no note 'no-such-note'" in unknown.output
 
 
+@pytest.mark.slow
 def test_the_repository_archive_serves_the_committed_notes(tmp_path: Path) -> None:
     """published/ holds v1 of both repository notes (frozen before the notes' content work) and
     both notes' v2; the committed results still match them, so nothing is re-published and

@@ -18,6 +18,9 @@ import pytest
 from factories import make_results, write_results
 from sandbox import TRACEBACK, assert_one_line_error, run_phase
 
+# slow (not in `make test-fast`): every command x every bad input, each a separate `phase` process.
+pytestmark = pytest.mark.slow
+
 SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
          "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
 

@@ -31,6 +31,7 @@ def _tree(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_warm_cache_builds_the_same_docs_as_no_cache(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
@@ -129,6 +130,7 @@ def test_trim_drops_the_least_recently_used_first(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mid.head", "new.head"]
 
 
+@pytest.mark.slow
 def test_a_new_citing_version_or_template_change_renders_the_data_page_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_publish_inputs import CPU_FILE, GPU_FILE, make_inputs, site_paths
 
 from phase.publish.data.cache import DatasetCache, _trim
@@ -56,6 +57,7 @@ def _tamper(cache: Path) -> int:
     return count
 
 
+@pytest.mark.slow
 def test_altered_entries_of_every_kind_are_never_served(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
     inputs = make_inputs(tmp_path / "in")

@@ -35,8 +35,12 @@ from phase.sensors import Discovery, Sensor
 
 pytestmark = pytest.mark.model
 
-SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
-         "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
+# PROFILED: a whole quick campaign as a user runs it, its cost profile included (~40 s of CPU of
+# the test model's). SMALL skips the profile: the other tests are about runs, resumes, sensors
+# and exits, and the profile's own tests are in test_profile_campaign and test_auto.
+PROFILED = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
+            "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
+SMALL = [*PROFILED, "--no-profile"]
 
 
 def measure(*args: str) -> Result:
@@ -63,7 +67,7 @@ def test_edit_prompt_includes_the_input_file() -> None:
 
 def test_cli_campaign_writes_a_complete_valid_file(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    result = measure(*SMALL, "-o", str(out))
+    result = measure(*PROFILED, "-o", str(out))
     assert result.exit_code == 0, result.output
     assert result.stdout.strip().endswith(str(out))
     results = load_raw(out)
@@ -146,7 +150,7 @@ SPECULATIVE = load_experiment("speculative")
 SMALL_PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
-    purpose="smoke",
+    purpose="smoke", profile=False,  # as SMALL
     # --quick's: a shared test machine's background load must not change the run counts.
     disturbed_load=None, quiet_check_s=0.5,
 )

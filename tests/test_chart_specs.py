@@ -43,6 +43,7 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> list:
     return out
 
 
+@pytest.mark.slow
 def test_every_chart_kind_is_a_valid_vega_lite_spec(datasets: list) -> None:
     schema = load_schema()
     drawn = set()

@@ -30,8 +30,11 @@ from phase.results import (
 )
 from phase.results.claim import lock_path
 
+# --no-profile: the cost profile is ~100 s of CPU of a quick campaign, and these tests are about
+# who may write which file (test_campaign and test_profile_campaign profile).
 SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
-         "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
+         "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0",
+         "--no-profile"]
 
 HOLDER = textwrap.dedent(
     """
@@ -161,6 +164,7 @@ def test_two_campaigns_without_output_write_two_files(tmp_path: Path) -> None:
     assert load_raw(written).status == "complete"
 
 
+@pytest.mark.slow
 def test_resume_of_a_file_another_process_is_writing_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "busy.json"
     out.write_text(make_results(status="interrupted").model_dump_json(indent=1) + "\n")

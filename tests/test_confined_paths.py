@@ -24,6 +24,9 @@ from phase.publish.site.build import SitePaths, build_site
 from phase.results import ResultsError, load
 from phase.results.safepath import PathEscapes, confined
 
+# slow (not in `make test-fast`): a full build per tampered manifest.
+pytestmark = pytest.mark.slow
+
 SLUG = "fixture-versions"
 ESCAPES = ["../x", "a/../../x", "/etc/hostname", "a//b", "./a", "a/.", "", "a\\..\\b",
            "a/\u0000", "..", "a/\n/b"]

@@ -123,6 +123,7 @@ def _leftovers(root: Path) -> list[Path]:
     return [p for p in root.rglob(f"{STAGING_PREFIX}*")]
 
 
+@pytest.mark.slow
 def test_site_with_a_nul_in_a_prompt_name_refuses_and_leaves_nothing(tmp_path: Path) -> None:
     args = _site_inputs(tmp_path, "co\u0000de")
     proc = run_phase(["site", *args], timeout=600)
@@ -133,6 +134,7 @@ def test_site_with_a_nul_in_a_prompt_name_refuses_and_leaves_nothing(tmp_path: P
     assert not (tmp_path / "site").exists() and not (tmp_path / "pub").exists()
 
 
+@pytest.mark.slow
 def test_a_crash_of_the_chart_renderer_is_an_error_not_an_abort() -> None:
     from phase.publish.charts.png_worker import draw_png
 
@@ -145,6 +147,7 @@ def test_a_crash_of_the_chart_renderer_is_an_error_not_an_abort() -> None:
     assert draw_png(json.dumps(spec), None, 1.0).startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_a_killed_build_leaves_nothing_after_the_next_build(tmp_path: Path) -> None:
     """SIGKILL runs no cleanup; the next build on this host removes what the dead one left."""
     args = _site_inputs(tmp_path, "code")

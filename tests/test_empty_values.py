@@ -21,6 +21,9 @@ from phase.campaign.experiment import known_experiments
 from phase.cli import COMMANDS, main
 from phase.cli.measure import experiment_command
 
+# slow (not in `make test-fast`): every variable phase reads, each a separate `phase` process.
+pytestmark = pytest.mark.slow
+
 
 def _commands() -> list[tuple[list[str], click.Command]]:
     """(argv prefix, command) for every leaf command, experiments' measure commands included."""

@@ -132,6 +132,7 @@ def test_an_incomplete_campaign_is_a_draft_without_headline(tmp_path: Path) -> N
     assert "Fastest: draft-4 on code" in home  # v1's headline, not the draft's
 
 
+@pytest.mark.slow
 def test_authored_notes_keep_their_campaigns_and_can_take_a_note_over(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=2, repo_notes=True)
     paths = site_paths(tmp_path, inputs)

@@ -58,6 +58,7 @@ def test_a_campaign_without_a_profile_has_no_cost_section(tmp_path: Path) -> Non
     assert 'data-kind="cost_curve"' not in page
 
 
+@pytest.mark.slow
 def test_the_cpu_note_shows_the_cost_model_from_version_2_only(tmp_path: Path) -> None:
     from test_publish_inputs import REPO, note_results, site_paths
 

@@ -83,6 +83,7 @@ def _build(tmp_path: Path, rotation: int) -> SitePaths:
     return paths
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rotation", [0, 5])
 def test_no_built_page_holds_an_event_handler_or_a_script_url(tmp_path: Path,
                                                               rotation: int) -> None:
@@ -98,6 +99,7 @@ def test_no_built_page_holds_an_event_handler_or_a_script_url(tmp_path: Path,
     assert "javascript:alert(1)" in hosts and 'href="javascript' not in hosts.lower()
 
 
+@pytest.mark.slow
 def test_the_build_refuses_a_page_with_an_event_handler(tmp_path: Path) -> None:
     """Deny in the output, whatever produced it: here an authored note's raw HTML."""
     paths = _build(tmp_path / "a", 0)

@@ -49,6 +49,7 @@ OUTPUTS: list[tuple[str, Callable[[Path, Path], list[str]]]] = [
 IDS = [case[0] for case in OUTPUTS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "args"), OUTPUTS, ids=IDS)
 def test_an_existing_file_is_refused_and_kept(tmp_path: Path, name: str,
                                               args: Callable[[Path, Path], list[str]]) -> None:
@@ -63,6 +64,7 @@ def test_an_existing_file_is_refused_and_kept(tmp_path: Path, name: str,
     assert "loading" not in proc.stderr  # refused before any model loads
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "args"), OUTPUTS, ids=IDS)
 def test_a_second_writer_is_refused_naming_the_holder(
         tmp_path: Path, name: str, args: Callable[[Path, Path], list[str]]) -> None:
@@ -84,7 +86,10 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], seconds: float = 120) -> 
         time.sleep(0.005)
 
 
-@pytest.mark.parametrize("name", ["profile -o", "sensors --snapshot"])
+# profile -o runs a real profile of the test model (the file appears while it works).
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [pytest.param("profile -o", marks=pytest.mark.model),
+                                  "sensors --snapshot"])
 def test_a_file_that_appears_meanwhile_is_never_replaced(tmp_path: Path, name: str) -> None:
     """The command claims OUT, works (seconds here, minutes for real), then creates it: a file
     the user made in between is kept and the command says so with exit 2."""
@@ -105,6 +110,7 @@ def test_a_file_that_appears_meanwhile_is_never_replaced(tmp_path: Path, name: s
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
 def test_schema_write_replaces_only_a_phase_schema(tmp_path: Path) -> None:
     out = tmp_path / "schema.json"
     out.write_text(json.dumps({"title": "phase results file", "old": True}))

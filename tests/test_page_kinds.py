@@ -98,6 +98,7 @@ def test_the_default_build_has_no_toy_page(tmp_path: Path) -> None:
     assert (paths.docs_dir / "bench/index.md").is_file()
 
 
+@pytest.mark.slow
 def test_a_kind_writing_outside_its_dirs_is_refused_and_nothing_changes(tmp_path: Path) -> None:
     paths = _repository_layout(tmp_path)
     build_docs(paths)

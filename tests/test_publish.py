@@ -233,6 +233,7 @@ def _tree(root: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
+@pytest.mark.slow
 def test_adding_a_version_leaves_the_frozen_page_byte_identical(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
     cpu = inputs.results_dir / CPU_FILE
@@ -305,6 +306,7 @@ def test_blocking_findings_refuse_to_publish(tmp_path: Path) -> None:
     assert not paths.site_dir.exists()
 
 
+@pytest.mark.slow
 def test_build_command_renders_into_the_given_dirs(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
     docs = tmp_path / "docs"
@@ -348,6 +350,7 @@ def test_transcribed_summary_is_valid_and_complete() -> None:
     assert cpu_results().runs  # the fixture builders stay importable for other modules
 
 
+@pytest.mark.slow
 def test_a_campaign_without_finished_runs_is_skipped_not_fatal(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
     started = replaced(gpu_results(), runs=[], status="running", id="fixture-started")

@@ -129,6 +129,7 @@ def page(docs: Path) -> str:
     return (docs / "notes/fixture-costs/index.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_every_cost_section_renders_with_its_chart(page: str) -> None:
     for kind in ("cost_curve", "prediction", "break_even", "auto_choices"):
         assert f'data-kind="{kind}" data-dataset="{FILE}"' in page

@@ -13,6 +13,7 @@ from phase.cli import run_cli
 FIXTURES = Path(__file__).parent / "fixtures" / "sensors"
 
 
+@pytest.mark.slow  # probes this machine's sensors for real: ~5 s of wall clock
 def test_sensors_table_lists_found_and_unavailable(sysfs_tree: Callable[..., Path],
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     powercap, hwmon = sysfs_tree("powercap"), sysfs_tree("hwmon")

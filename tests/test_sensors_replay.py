@@ -354,6 +354,7 @@ def test_bad_snapshot_is_one_line_exit_2(tmp_path: Path, content: bytes, needle:
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # probes this machine's sensors and host for real: ~10 s of wall clock
 def test_snapshot_of_this_machine_replays_and_is_never_overwritten(
         tmp_path: Path, sysfs_tree: Any, capsys: pytest.CaptureFixture[str]) -> None:
     powercap, hwmon = sysfs_tree("powercap"), sysfs_tree("hwmon")

@@ -117,6 +117,7 @@ def test_campaign_id_is_shared_by_shards_and_differs_by_plan_count_and_job() -> 
     assert (a.shard.job_id, a.shard.job_id_source) == ("42", "--job-id")
 
 
+@pytest.mark.slow
 def test_separate_processes_agree_on_the_campaign_id_and_the_plan() -> None:
     """Each shard computes the plan alone: two interpreters (with different hash seeds) must
     derive the same campaign id and the same shuffled runs."""

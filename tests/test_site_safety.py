@@ -258,6 +258,7 @@ def test_relative_dirs_and_an_escaped_title(tmp_path: Path,
     assert "<title>x&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt; - phase</title>" in latest
 
 
+@pytest.mark.slow
 def test_a_huge_output_is_cut_on_the_page_with_a_link_to_the_file(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
     results = gpu_results()

@@ -24,6 +24,9 @@ from phase.errors import PhaseError
 from phase.sensors import discover, replay
 from phase.sensors.report import survey
 
+# slow (not in `make test-fast`): each wrong snapshot replayed by a separate `phase` process.
+pytestmark = pytest.mark.slow
+
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
 FIXTURES = ["gpu-server-one-lost", "jetson-nano-jp4", "mac-m3-max-zeus", "mac-powermetrics",
             "amd-zen"]

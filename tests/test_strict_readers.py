@@ -24,6 +24,9 @@ from phase.publish.numbers.bench import load_bench
 from phase.results import load, load_raw
 from phase.sensors.meter import load_meter
 
+# slow (not in `make test-fast`): every command on every bad file, each a separate `phase` process.
+pytestmark = pytest.mark.slow
+
 GOOD = json.dumps(make_results(status="complete").model_dump(mode="json"), indent=1)
 
 
