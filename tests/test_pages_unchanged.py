@@ -15,7 +15,8 @@ browser) and a merged shard's file must be a bare file name (a schema pattern), 
 e0fe534: the cost-model tables' rows link to their sources and data pages show the cost
 profile's blocks (issue 30), and to the merge of that with 7fa847a: schema 8, every figure
 the median of the undisturbed runs with its bootstrap 95% interval (tables, charts, prose),
-the CPU note's version 3, and each run's passes on its data page. A change that alters pages
+the CPU note's version 3, and each run's passes on its data page (all merged by
+02e2c05). A change that alters pages
 on purpose (a new column) moves it again, to its own commit, and says so in its commit
 message.
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "e0fe534ab5685032cd1d7080f66e704911b77876"
+REFERENCE = "02e2c053c051c90d4e70e8bd2cabf1928e98cdd0"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
