@@ -13,13 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from observers import StopAfter
 
 from phase.analysis import adaptive
 from phase.campaign import DEFAULT_PLAN, QuietObserver, load_experiment, prepare
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.models import TEST_MODEL
-from phase.results import ResultsFile, Run, load_raw
+from phase.results import ResultsFile, load_raw
 from phase.validate import validate_results
 
 pytestmark = pytest.mark.model
@@ -33,16 +34,6 @@ PLAN = replace(
 PLANNED = 1 * 3 * 2  # prompts x strategies x repeats
 
 
-class StopAfter(QuietObserver):
-    """Ctrl-C after `runs` runs have been saved."""
-
-    def __init__(self, runs: int) -> None:
-        self.left = runs
-
-    def run_finished(self, index: int, run: Run) -> None:
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
 
 
 def _campaign(out: Path, plan: object = PLAN, observer: QuietObserver | None = None,

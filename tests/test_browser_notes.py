@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from observers import StopAfter
 from test_browser import CHROMIUM, _charts_drawn, _open, browser  # noqa: F401 (fixture)
 
 from phase.campaign import (
@@ -27,7 +28,7 @@ from phase.models import TEST_MODEL
 from phase.publish.archive.store import Archive
 from phase.publish.notes.generated import note_slug
 from phase.publish.site.build import serving
-from phase.results import Run, load_raw
+from phase.results import load_raw
 
 pytestmark = [
     pytest.mark.browser,
@@ -53,18 +54,6 @@ def _measure(out: Path) -> None:
     assert load_raw(out).status == "complete"
 
 
-class _StopAfter(QuietObserver):
-    """Interrupts the campaign as Ctrl-C does, after some runs were saved."""
-
-    def __init__(self, runs: int) -> None:
-        self.left = runs
-
-    def run_finished(self, index: int, run: Run) -> None:
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
-
-
 def _interrupted(out: Path) -> None:
     experiment = load_experiment("speculative")
     plan = replace(DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
@@ -72,7 +61,7 @@ def _interrupted(out: Path) -> None:
                    cooldown_s=0.0, idle_window_s=0.0, disturbed_load=None,
                    quiet_check_s=0.0)
     campaign = prepare(experiment, plan, Destination(out), discover_sensors(
-        SensorOptions(use=False)), _StopAfter(2))
+        SensorOptions(use=False)), StopAfter(2))
     with pytest.raises(KeyboardInterrupt), campaign:
         campaign.run()
     assert load_raw(out).status == "interrupted"

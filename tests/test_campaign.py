@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from observers import StopAfter
 
 from phase.campaign import (
     DEFAULT_PLAN,
@@ -30,7 +31,7 @@ from phase.campaign import (
 from phase.cli import main
 from phase.errors import PhaseError
 from phase.models import TEST_MODEL
-from phase.results import Run, load_raw
+from phase.results import load_raw
 from phase.sensors import Discovery, Sensor
 
 pytestmark = pytest.mark.model
@@ -132,16 +133,6 @@ def test_missing_directory_and_existing_output_are_refused(tmp_path: Path) -> No
     assert existing.read_text() == "precious"
 
 
-class StopAfter(QuietObserver):
-    """Interrupts the campaign the way Ctrl-C does, after some runs have been saved."""
-
-    def __init__(self, runs: int) -> None:
-        self.left = runs
-
-    def run_finished(self, index: int, run: Run) -> None:
-        self.left -= 1
-        if self.left == 0:
-            raise KeyboardInterrupt
 
 
 SPECULATIVE = load_experiment("speculative")

@@ -15,12 +15,11 @@ readable by root only, as RAPL's are (CVE-2020-8694).
 
 from __future__ import annotations
 
-import errno
 import re
 from pathlib import Path
 
-from phase.sensors.base import Probe, ReadError, Sensor
-from phase.sensors.fs import REAL_FS, Fs, ValueFile, open_checked
+from phase.sensors.base import Probe, Sensor
+from phase.sensors.fs import REAL_FS, Fs, ValueFile, open_counter
 
 BACKEND = "amd_energy"
 DEFAULT_ROOT = Path("/sys/class/hwmon")
@@ -68,19 +67,8 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
                 continue
             sockets += 1
             path = device / f"energy{m.group(1)}_input"
-            try:
-                handle = open_checked(fs, path)
-            except PermissionError:
-                denied.append(path)
-                continue
-            except OSError as exc:
-                found.problems.append(f"{path}: cannot open: {exc.strerror or exc}")
-                continue
-            except ReadError as exc:
-                if exc.errno in (errno.EACCES, errno.EPERM):
-                    denied.append(path)
-                else:
-                    found.problems.append(f"{exc} ({label})")
+            handle = open_counter(fs, path, label, denied, found.problems)
+            if handle is None:
                 continue
             found.sensors.append(AmdSocket(f"amd_energy:socket-{_SOCKET.match(label)[1]}",
                                            handle))

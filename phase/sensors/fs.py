@@ -9,6 +9,7 @@ without the machine.
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Protocol
@@ -98,6 +99,24 @@ def read_number(fs: Fs, path: Path) -> int | None:
         return int(text) if text is not None else None
     except ValueError:
         return None
+
+
+def open_counter(fs: Fs, path: Path, what: str, denied: list[Path],
+                 problems: list[str]) -> ValueFile | None:
+    """open_checked for a discovery: a file this user may not read goes to `denied` (one
+    line with the fix, later), any other failure to `problems` naming `what`; None then."""
+    try:
+        return open_checked(fs, path)
+    except PermissionError:
+        denied.append(path)
+    except OSError as exc:
+        problems.append(f"{path}: cannot open: {exc.strerror or exc}")
+    except ReadError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            denied.append(path)
+        else:
+            problems.append(f"{exc} ({what})")
+    return None
 
 
 def open_checked(fs: Fs, path: Path) -> ValueFile:

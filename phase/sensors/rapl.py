@@ -21,13 +21,12 @@ declares no bound, so the validator's per-scope default applies.
 
 from __future__ import annotations
 
-import errno
 import re
 from pathlib import Path
 
 from phase.results import Scope
-from phase.sensors.base import Probe, ReadError, Sensor
-from phase.sensors.fs import REAL_FS, Fs, ValueFile, open_checked, read_number
+from phase.sensors.base import Probe, Sensor
+from phase.sensors.fs import REAL_FS, Fs, ValueFile, open_counter, read_number
 
 BACKEND = "rapl"
 DEFAULT_ROOT = Path("/sys/class/powercap")
@@ -115,19 +114,8 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
         if zone_name is None or kind is None:
             continue
         path = zone / "energy_uj"
-        try:
-            energy = open_checked(fs, path)
-        except PermissionError:
-            denied.append(path)
-            continue
-        except OSError as exc:
-            found.problems.append(f"{path}: cannot open: {exc.strerror or exc}")
-            continue
-        except ReadError as exc:
-            if exc.errno in (errno.EACCES, errno.EPERM):
-                denied.append(path)
-            else:
-                found.problems.append(f"{exc} (zone {zone_name})")
+        energy = open_counter(fs, path, f"zone {zone_name}", denied, found.problems)
+        if energy is None:
             continue
         max_range = read_number(fs, zone / "max_energy_range_uj")
         found.sensors.append(
