@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from phase.results.base import (
     FileName,
@@ -67,6 +67,13 @@ class SummaryRow(Strict):
     speed_vs_plain: NonNegFloat | None = None
     cpu_vs_plain: NonNegFloat | None = None
     intervals: dict[IntervalFigure, FigureInterval] = Field(default_factory=dict)
+
+    @field_validator("intervals")
+    @classmethod
+    def _sorted(cls, value: dict[str, FigureInterval]) -> dict[str, FigureInterval]:
+        # One order however the row was made (computed, or read back from the build cache,
+        # which sorts keys): the pages and downloads are byte-identical either way.
+        return dict(sorted(value.items()))
 
     @model_validator(mode="after")
     def _check(self) -> SummaryRow:

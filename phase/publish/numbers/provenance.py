@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from phase.analysis import adaptive
 from phase.hosts import machine_label
+from phase.models import EMBEDDED
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page
 from phase.publish.numbers.downloads import data_table
@@ -109,8 +110,19 @@ def provenance_box(ds: Dataset, root: str, extra: dict[str, str]) -> ProvenanceB
     if p.llama_cpp_system_info:
         items.append(("llama.cpp", p.llama_cpp_system_info))
     models = [
-        ModelRow(m.role, m.name, m.quant or "—", _mb(m.size_bytes), m.sha256, m.source)
+        ModelRow(m.role, m.name, _quant(m.quant, m.sha256), _mb(m.size_bytes), m.sha256,
+                 m.source)
         for m in raw.models
     ]
     return ProvenanceBox(ds.name, page, download, ds.sha256, items, models,
                          shlex.join(p.command_line) if p.command_line else None, _csv(ds, root))
+
+
+def _quant(recorded: str | None, sha256: str) -> str:
+    """The storage format as the file recorded it, corrected where the file is one of the
+    embedded models (known by sha256, its format read from its GGUF header): phase before
+    schema 6 recorded llama_model_ftype, which this binding reports as F32 for every file."""
+    known = next((m.quant for m in EMBEDDED.values() if m.sha256 == sha256), None)
+    if known is None or recorded == known:
+        return recorded or "—"
+    return f"{known} (recorded as {recorded or 'nothing'} by an older phase)"
