@@ -15,10 +15,10 @@ browser) and a merged shard's file must be a bare file name (a schema pattern), 
 e0fe534: the cost-model tables' rows link to their sources and data pages show the cost
 profile's blocks (issue 30), and to the merge of that with 7fa847a: schema 8, every figure
 the median of the undisturbed runs with its bootstrap 95% interval (tables, charts, prose),
-the CPU note's version 3, and each run's passes on its data page (all merged by
-02e2c05). A change that alters pages
-on purpose (a new column) moves it again, to its own commit, and says so in its commit
-message.
+the CPU note's version 3, and each run's passes on its data page; then to 9472c06, where
+the cost tables' source links got their own class and the provenance box an embedded
+model's format from its GGUF header. A change that alters pages on purpose (a new column)
+moves it again, to its own commit, and says so in its commit message.
 """
 
 from __future__ import annotations
