@@ -14,7 +14,9 @@ from phase.cli import main
 from phase.results import CostProfile, load_raw
 from phase.validate import validate_file
 
-pytestmark = pytest.mark.model
+# serial: its auto runs are judged against a profile timed minutes earlier; a neighbour
+# test loading the other core in between changes the host's pace.
+pytestmark = [pytest.mark.model, pytest.mark.serial]
 
 QUICK = ["--quick", "--no-sensor", "--prompts", "code", "--tokens", "8", "--repeats", "1",
          "--cooldown", "0", "--idle-window", "0"]

@@ -263,3 +263,21 @@ def test_prompt_ids_of_another_length_than_the_runs_prompt_block() -> None:
     found = [f for f in validate_results(results, "r.json").findings
              if f.rule == "consistency" and f.json_path.endswith("prompt_tokens")]
     assert found and "records 3 prompt token ids" in found[0].message
+
+
+def test_a_run_faster_than_its_profile_is_judged_at_its_own_pace() -> None:
+    """A profile timed while other work ran, and runs made on a quiet host: every pass three
+    times faster than profiled. The draft steps' proposing time is then under half the
+    profile's draft cost; judged at the run's own pace (its plain steps), they hold their
+    draft passes (its target passes tell the pace). A relabelled n-gram step (no proposing
+    time at all) still blocks."""
+    results = _auto_file()
+    run = results.runs[0]
+    fast = [replaced(s, verify_ms=s.verify_ms / 3, propose_ms=s.propose_ms / 3)
+            for s in run.trace]
+    quick = replaced(results, runs=[replaced(run, trace=fast)])
+    assert any(s.proposer == "draft" for s in fast)
+    assert decisions(quick) == []
+    j = _first(quick, "ngram")
+    [f] = decisions(with_step(quick, run.id, j, proposer="draft"))
+    assert "no draft pass" in f.message

@@ -9,7 +9,8 @@ follows from the trace is replayed, never trusted:
 - the decision agrees with the step: `none` exactly when nothing was proposed, and no more
   than the tokens left allow; `ngram` only with a match; `draft` only where the campaign has a
   draft model, and only where the step's proposing time holds that many draft passes at the
-  profile's cheapest draft cost (half of it, for a host that sped up since profiling);
+  profile's cheapest draft cost, scaled by the run's own pace where it ran faster than when
+  profiled (its target passes against the profile's), and halved for noise;
 - the matched context is one the matcher can report (0, or from its shortest key to its
   longest context, within the text so far). Where the file records the prompt's token ids
   (schema 8), the lookup itself is replayed over the prompt and the tokens generated so far:
@@ -36,7 +37,7 @@ from phase.costmodel import CostTable, NoCost, cost_table
 from phase.decode.auto import DECAY, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, K_MAX, _best
 from phase.decode.estimates import PositionEstimate
 from phase.decode.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
-from phase.results import ResultsFile, Run
+from phase.results import CostProfile, ResultsFile, Run
 from phase.results.schema import Step
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -114,7 +115,7 @@ def _setting(run: Run, results: ResultsFile) -> _Setting:
         except NoCost:
             table = None
         drafts = [c.ms for p in profile.points for c in p.draft]
-        min_draft = min(drafts) if drafts else None
+        min_draft = min(drafts) * _pace(run, profile, kv) if drafts else None
         has_draft = has_draft and bool(drafts)
     return _Setting(table, has_draft, min_draft, min(run.k or K_MAX, K_MAX))
 
@@ -139,6 +140,17 @@ def _lookup(run: Run, results: ResultsFile, setting: _Setting) -> _Lookup | None
     if ids is None or len(ids) != run.prompt_tokens:
         return None  # not recorded; a length that disagrees is the consistency rule's
     return _Lookup(list(ids), list(run.token_ids), setting.k_max)
+
+
+def _pace(run: Run, profile: CostProfile, kv: int) -> float:
+    """How much faster than when profiled the host ran this run, by its own target passes
+    (each step verifies proposed + 1 tokens, a pass the profile prices): on a shared machine
+    the profile may have been timed while other work ran, and a run made quiet then drafts
+    faster than the profile's cheapest draft pass. 1 where the run was as fast or slower."""
+    table = cost_table(profile, kv)
+    ratios = sorted(s.verify_ms / cost for s in run.trace
+                    if (cost := table.target(s.proposed + 1)) > 0)
+    return min(1.0, ratios[len(ratios) // 2]) if ratios else 1.0
 
 
 def _replay(run: Run, results: ResultsFile) -> Problem | None:
@@ -194,8 +206,9 @@ def _shape(run: Run, j: int, step: Step, state: _State, setting: _Setting,
         if step.propose_ms < least:
             yield (f"step {j} claims {k} tokens drafted by the draft model, but spent "
                    f"{step.propose_ms:.4g} ms proposing: {k} draft passes take at least "
-                   f"{least:.4g} ms on this host (half the profile's cheapest draft pass, "
-                   f"{setting.min_draft_ms:.4g} ms, each); the trace shows no draft pass",
+                   f"{least:.4g} ms on this host (half the profile's cheapest draft pass at "
+                   f"the run's own pace, {setting.min_draft_ms:.4g} ms, each); the trace "
+                   "shows no draft pass",
                    j, "proposer", {"propose_ms": step.propose_ms, "min_ms": least})
 
 
