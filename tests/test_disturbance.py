@@ -19,13 +19,8 @@ import pytest
 
 from phase.analysis import disturbed_note, summarize
 from phase.campaign import DEFAULT_PLAN, QuietObserver, load_experiment, prepare
-from phase.campaign.disturbance import (
-    NO_PROC,
-    LoadProbe,
-    parse_pid_cpu_ticks,
-    parse_stat_busy,
-    quiet_check,
-)
+from phase.campaign.cpu_counters import NO_PROC, parse_pid_cpu_ticks, parse_stat_busy
+from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.models import TEST_MODEL
