@@ -285,3 +285,31 @@ def test_survey_of_a_replay_has_rocm_sycl_and_vulkan_rows() -> None:
     found = found_on("battlemage-b580-xe")
     result = survey(found, hz=20.0, probe_s=0.2, slow_probe_s=0.3, build="vulkan", env={})
     assert [p["if_model_runs_on"] for p in result["primary"]] == ["cpu", "sycl", "vulkan"]
+
+
+def test_snapshot_records_gpu_hwmon_files_and_replays_them(tmp_path: Path) -> None:
+    from phase.sensors import snapshot
+
+    hwmon = tmp_path / "hwmon"
+    _card(hwmon, "hwmon1", "amdgpu", "0000:03:00.0", {"power1_input": "95000000"})
+    _card(hwmon, "hwmon2", "xe", "0000:05:00.0", {"energy1_input": "9000000",
+                                                  "energy2_input": "7000000"})
+    roots = {"rapl": tmp_path / "powercap", "hwmon": hwmon, "iio": tmp_path / "iio"}
+    data = snapshot.take(roots, {"accelerator": "vulkan"}, seconds=0.05,
+                         env={"GGML_VK_VISIBLE_DEVICES": "0"})
+    files = data["fs"]["files"]
+    assert files[str(hwmon / "hwmon1" / "device" / "uevent")]["text"].endswith("0000:03:00.0")
+    assert files[str(hwmon / "hwmon2" / "energy2_input")]["text"] == "7000000"
+    assert data["env"] == {"GGML_VK_VISIBLE_DEVICES": "0"}
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(data))
+    machine, replay_roots = replay.machine(replay.load(path))
+    found = discover(replay_roots["rapl"], replay_roots["hwmon"], iio_root=replay_roots["iio"],
+                     machine=machine)
+    try:
+        assert [s.name for s in found.sensors if s.backend != "nvml"] == [
+            "amdgpu:0000:03:00.0:power", "xe:0000:05:00.0:package", "xe:0000:05:00.0:card"]
+        amd = next(s for s in found.sensors if s.name == "amdgpu:0000:03:00.0:power")
+        assert amd.read_value() == pytest.approx(95.0)
+    finally:
+        found.close()
