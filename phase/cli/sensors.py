@@ -45,7 +45,8 @@ def _take_snapshot(path: Path, roots: dict[str, Path]) -> None:
 @click.option("--rapl-root", type=click.Path(file_okay=False), default=None,
               help="powercap sysfs root [/sys/class/powercap].")
 @click.option("--hwmon-root", type=click.Path(file_okay=False), default=None,
-              help="hwmon sysfs root for Jetson INA3221 rails [/sys/class/hwmon].")
+              help="hwmon sysfs root (Jetson INA3221 rails, amd_energy, amdgpu, i915/xe GPUs) "
+              "[/sys/class/hwmon].")
 @click.option("--iio-root", type=click.Path(file_okay=False), default=None,
               help="IIO root for JetPack 4 ina3221x rails [/sys/bus/iio/devices].")
 @click.option("--meter", "meters", multiple=True, metavar="FILE:SCOPE:TAU[,OPTIONS]",

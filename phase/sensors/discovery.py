@@ -9,11 +9,22 @@ from typing import Any
 
 from phase.errors import PhaseError
 from phase.results import UnavailableBackend
-from phase.sensors import amd_energy, apple, jetson, meter, nvml, rapl
+from phase.sensors import (
+    amd_energy,
+    amdgpu,
+    amdsmi_gpu,
+    apple,
+    intel_gpu,
+    jetson,
+    meter,
+    nvml,
+    rapl,
+)
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import Probe, Sensor
 from phase.sensors.fs import REAL_FS, Fs
 from phase.sensors.meter import MeterSpec, parse_meter_spec
+from phase.sensors.pci import pci_key
 
 
 @dataclass(frozen=True)
@@ -25,6 +36,9 @@ class Machine:
     nvml: Any | None = None  # a stand-in for the pynvml module; None imports pynvml
     apple: AppleHost | None = None
     synthetic: bool = False
+    # A stand-in for the amdsmi module; None imports it, where amdgpu finds an AMD GPU. A
+    # replay never reads amdsmi (a snapshot records sysfs and NVML, not ROCm's library).
+    amdsmi: Any | None = None
 
 
 @dataclass
@@ -59,6 +73,11 @@ def discover(
                   else Probe(nvml.BACKEND, problems=["disabled"]))
     probes.append(jetson.probe(Path(hwmon_root), Path(iio_root), machine.fs))
     probes.append(amd_energy.probe(Path(hwmon_root), machine.fs))
+    probes.append(amdgpu.probe(Path(hwmon_root), machine.fs))
+    probes.append(intel_gpu.probe(Path(hwmon_root), machine.fs))
+    amd_parts = {pci_key(s.pci_bus_id): s.part for s in probes[-2].sensors}
+    if amd_parts and (machine.amdsmi is not None or not machine.synthetic):
+        probes.append(amdsmi_gpu.probe(amd_parts, machine.amdsmi))
     probes.append(apple.probe(machine.apple) if apple_enabled
                   else Probe(apple.BACKEND, problems=["disabled"]))
     if specs:

@@ -6,6 +6,10 @@
   llama.cpp gave no id, CUDA_VISIBLE_DEVICES (UUIDs or indices) is mapped onto NVML's order;
   indices only where CUDA's order is NVML's (CUDA_DEVICE_ORDER=PCI_BUS_ID, or every GPU of
   the machine the same model), since CUDA numbers GPUs fastest first by default.
+* Layers offloaded through ROCm/HIP, Vulkan or SYCL: the AMD (amdgpu hwmon, or amdsmi's
+  counter) and Intel discrete (i915/xe hwmon) GPUs it used, and NVIDIA ones under Vulkan,
+  matched by PCI bus id or a safe count rule (phase.sensors.gpu_match); an Intel integrated
+  GPU has no sensor of its own, and the reason says so.
 * A Jetson (integrated GPU or CPU): its compute rail, or the sum of its compute rails where
   the module has no single one (AGX Orin: VDD_GPU_SOC + VDD_CPU_CV).
 * Apple: the rail of the unit that did the work (GPU with Metal, else CPU); the SoC total
@@ -26,24 +30,11 @@ from dataclasses import dataclass, field
 
 from phase.errors import UsageProblem
 from phase.results import PrimaryEnergy
+from phase.sensors import gpu_match
 from phase.sensors.base import Sensor
+from phase.sensors.pci import GpuUse, pci_key
 
 _COUNTER_FIRST = ("counter", "power")
-
-
-@dataclass(frozen=True)
-class GpuUse:
-    """One accelerator device llama.cpp used, as it logged it ("CUDA0", "NVIDIA H200",
-    "0000:01:00.0")."""
-
-    name: str
-    description: str = ""
-    pci_bus_id: str | None = None
-
-    @property
-    def index(self) -> int | None:
-        digits = "".join(c for c in self.name if c.isdigit())
-        return int(digits) if digits else None
 
 
 @dataclass(frozen=True)
@@ -72,18 +63,6 @@ class Placement:
             return "no layers offloaded"
         of = f" of {self.n_layers}" if self.n_layers is not None else ""
         return f"{self.n_gpu_layers_offloaded}{of} layers offloaded"
-
-
-def pci_key(bus_id: str | None) -> tuple[int, int, int, int] | None:
-    """'00000000:01:00.0' (NVML) and '0000:01:00.0' (CUDA) -> (0, 1, 0, 0)."""
-    if not bus_id:
-        return None
-    try:
-        domain, bus, rest = bus_id.strip().lower().split(":")
-        device, function = rest.split(".")
-        return int(domain, 16), int(bus, 16), int(device, 16), int(function[:1], 16)
-    except ValueError:
-        return None
 
 
 def _best(sensors: Sequence[Sensor]) -> Sensor | None:
@@ -270,6 +249,8 @@ def choose_primary(sensors: Sequence[Sensor], placement: Placement,
         if apple is None:
             return None, f"{where}, but no Apple GPU or SoC sensor was found"
         return _made(apple[0], "metal", f"{where}; {apple[1]}"), None
+    if placement.on_gpu and placement.accelerator in gpu_match.ACCELERATORS:
+        return _other_gpu_choice(sensors, placement, env, where)
     cpu = _cpu_choice(sensors)
     if not placement.on_gpu:
         if cpu is None:
@@ -293,6 +274,35 @@ def choose_primary(sensors: Sequence[Sensor], placement: Placement,
             return None, f"{where}: the CPU ran the other layers and no sensor measures it"
         return _made([*gpus, *cpu[0]], f"{device} + cpu",
                      f"{reason}; plus the CPU, which ran the other layers: {cpu[1]}"), None
+    return _made(gpus, device, reason), None
+
+
+def _other_gpu_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapping[str, str],
+                      where: str) -> tuple[PrimaryEnergy | None, str | None]:
+    """ROCm/HIP, Vulkan or SYCL: the AMD/Intel (or, under Vulkan, NVIDIA) GPUs it used."""
+    cpu = _cpu_choice(sensors)
+    package = cpu[0][0].name if cpu and cpu[0][0].part == "cpu-package" else None
+    try:
+        gpus, labels, how = gpu_match.choose(sensors, placement.accelerator, placement.gpus,
+                                             env, package)
+    except gpu_match.NoMatch as exc:
+        return None, f"{where}, but its GPU energy cannot be measured: {exc}"
+    kinds = {"energy counter" if s.kind == "counter" else "power reading" for s in gpus}
+    what = " and ".join(sorted({s.name.split(":", 1)[0] for s in gpus})) + " " + \
+        (kinds.pop() if len(kinds) == 1 else "energy counter or power reading")
+    reason = (f"{where}; the {what} of the GPU it used ({how})" if len(gpus) == 1 else
+              f"{where}; the {what}s of the {len(gpus)} GPUs it used, summed ({how})")
+    apu = any(s.part == "apu-soc" for s in gpus)
+    if apu:
+        reason += "; an APU: its figure is the whole SoC's, CPU cores included"
+    device = ", ".join(labels)
+    if placement.partial and not apu:
+        if cpu is None:
+            return None, f"{where}: the CPU ran the other layers and no sensor measures it"
+        return _made([*gpus, *cpu[0]], f"{device} + cpu",
+                     f"{reason}; plus the CPU, which ran the other layers: {cpu[1]}"), None
+    if placement.partial:
+        reason += " (so the CPU's share of the layers is in it already)"
     return _made(gpus, device, reason), None
 
 

@@ -17,13 +17,20 @@ from phase.sensors.sampler import Sampler
 
 def placements_for(found: Discovery, build: str) -> dict[str, Placement]:
     """The places a model could run on this machine: the CPU, and the accelerator its
-    hardware offers (NVIDIA GPUs, a Jetson's GPU, Apple's GPU), every layer offloaded."""
+    hardware offers (NVIDIA GPUs, a Jetson's GPU, Apple's GPU, AMD and Intel GPUs through ROCm,
+    SYCL and Vulkan), every layer offloaded."""
     parts = {s.part for s in found.sensors}
     out = {"cpu": Placement("cpu")}
     if parts & {"gpu", "compute-rail"} or build == "cuda":
         out["cuda"] = Placement("cuda", n_gpu_layers_offloaded=None)
     if parts & {"apple-gpu", "apple-soc", "apple-cpu"} or build == "metal":
         out["metal"] = Placement("metal", n_gpu_layers_offloaded=None)
+    backends = {s.backend for s in found.sensors}
+    for accelerator, has in (("rocm", backends & {"amdgpu", "amdsmi"}),
+                             ("sycl", backends & {"intel_gpu"}),
+                             ("vulkan", backends & {"amdgpu", "amdsmi", "intel_gpu"})):
+        if has or build == accelerator:
+            out[accelerator] = Placement(accelerator, n_gpu_layers_offloaded=None)
     return out
 
 

@@ -12,8 +12,13 @@ holds, with no host name and nothing that is not about power:
   energy-counter and power reads; an error on one GPU is recorded and the others still read;
 * `apple`: the platform, whether zeus-apple-silicon opened IOReport and its cumulative reads
   over a few seconds, or powermetrics' first samples;
-* `build` and `env`: the llama.cpp build's accelerator and CUDA_VISIBLE_DEVICES /
-  CUDA_DEVICE_ORDER, which the primary-energy choice needs.
+* `build` and `env`: the llama.cpp build's accelerator and the variables that hide or order
+  GPUs (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, HIP_/ROCR_VISIBLE_DEVICES,
+  GGML_VK_VISIBLE_DEVICES, ONEAPI_DEVICE_SELECTOR), which the primary-energy choice needs.
+
+The hwmon part covers the GPU drivers too: each amdgpu/i915/xe hwmon directory's files, its
+`device/uevent` (the card's PCI bus id) and a second of its power or energy reads. amdsmi
+(ROCm's library) is not recorded: a replay reads AMD GPUs through hwmon only.
 """
 
 from __future__ import annotations
@@ -30,14 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from phase import __version__
-from phase.sensors import amd_energy, apple, jetson, nvml, rapl
+from phase.sensors import amd_energy, amdgpu, apple, intel_gpu, jetson, nvml, rapl
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import ReadError
 from phase.sensors.fs import REAL_FS, SysfsFile, ValueFile
 
 FORMAT = "phase-sensors-snapshot"
 VERSION = 1
-ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "ONEAPI_DEVICE_SELECTOR")
 
 
 def _errname(exc: OSError) -> str:
@@ -124,7 +130,8 @@ def _changes(read: Callable[[], Any], seconds: float, hz: float = 1000.0) -> dic
 def _record_fs(roots: Mapping[str, Path], seconds: float) -> dict[str, Any]:
     fs = RecordingFs()
     found = [rapl.probe(roots["rapl"], fs), jetson.probe(roots["hwmon"], roots["iio"], fs),
-             amd_energy.probe(roots["hwmon"], fs)]
+             amd_energy.probe(roots["hwmon"], fs), amdgpu.probe(roots["hwmon"], fs),
+             intel_gpu.probe(roots["hwmon"], fs)]
     series = {}
     for path, handle in fs.opened.items():
         if "error" not in fs.files.get(path, {}) and "read_error" not in fs.files[path]:
