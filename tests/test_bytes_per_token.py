@@ -77,7 +77,7 @@ def test_missing_kv_fields_and_bad_input_are_named(tmp_path: Path) -> None:
                       [("blk.0.attn_q.weight", (64, 64), GGML_Q4_0)])
     with pytest.raises(BytesPerTokenError, match=r"llama\.block_count is None"):
         kv_shape(gguf.read_header(path))
-    with pytest.raises(BytesPerTokenError, match="KV cache type 'f17'.*F16"):
+    with pytest.raises(BytesPerTokenError, match=r"KV cache type 'f17'.*F16"):
         kv_shape(gguf.read_header(path), "f17")
     with pytest.raises(BytesPerTokenError, match="fill -1"):
         bytes_per_token(gguf.read_header(path), -1)
