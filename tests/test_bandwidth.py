@@ -31,7 +31,7 @@ def cache_tree(root: Path, entries: list[tuple[int, str, str]]) -> Path:
 def test_bytes_are_counted_as_stream_counts_them() -> None:
     assert bandwidth.stream_bytes("copy", 1000) == 2 * 8 * 1000
     assert bandwidth.stream_bytes("triad", 1000) == 3 * 8 * 1000
-    with pytest.raises(bandwidth.BandwidthError, match="unknown kernel 'scale'.*copy, triad"):
+    with pytest.raises(bandwidth.BandwidthError, match=r"unknown kernel 'scale'.*copy, triad"):
         bandwidth.stream_bytes("scale", 10)
 
 
