@@ -158,7 +158,17 @@ def _parts(kernel: str, arrays: list[np.ndarray], threads: int) -> list[Callable
     return out
 
 
-def _timed_passes(parts: list[Callable[[], None]], repeats: int) -> list[float]:
+def arrays_for(kernel: str, elements: int) -> list[np.ndarray]:
+    """The kernel's arrays (a, c for copy; a, b, c for triad), every page written once."""
+    stream_bytes(kernel, 0)
+    return [np.full(elements, v, dtype=np.float64) for v in (1.0, 2.0, 0.0)[:ARRAYS[kernel]]]
+
+
+def time_kernel(kernel: str, arrays: list[np.ndarray], threads: int, repeats: int
+                ) -> list[float]:
+    """Seconds per timed pass of `kernel` over `arrays` with `threads` threads, after one
+    untimed pass (so that a caller's own arrays can be timed, as bench/ compares them)."""
+    parts = _parts(kernel, arrays, threads)
     with ThreadPoolExecutor(max_workers=len(parts)) as pool:
         list(pool.map(lambda f: f(), parts))  # untimed: touches every page
         times = []
@@ -179,8 +189,7 @@ def measure(kernel: str, threads: int, repeats: int = 10, array_bytes: int | Non
     size = array_bytes or default_array_bytes(llc)
     elements = max(threads, size // WORD)
     _check_memory(kernel, elements * WORD)
-    arrays = [np.full(elements, v, dtype=np.float64) for v in (1.0, 2.0, 0.0)[:ARRAYS[kernel]]]
-    times = _timed_passes(_parts(kernel, arrays, threads), repeats)
+    times = time_kernel(kernel, arrays_for(kernel, elements), threads, repeats)
     moved = stream_bytes(kernel, elements)
     method = METHOD.format(kernel=kernel, threads=threads, mib=elements * WORD / (1 << 20),
                            arrays=ARRAYS[kernel], words=WORDS_PER_ELEMENT[kernel],
