@@ -4,7 +4,8 @@ The arms share one pair of arrays and alternate repeat by repeat (bench.common.a
 phase's copy with 1 thread and with the bench's thread count, numpy's own `np.copyto(dst,
 src)` over the whole arrays on one thread (no slicing, no thread pool: what phase's kernel
 adds over a bare copy shows as a ratio below 1), and, where `sysbench` is installed,
-`sysbench memory` reading a block as large as the arrays (its own bytes: a read of each
+`sysbench memory` reading a block as large as the arrays, or the largest power of two
+below (its own bytes: a read of each
 byte, not STREAM's read + write). Each arm's figure per repeat is its best pass of
 `INNER` passes, as STREAM reports; the row is the median over repeats, its noise their
 spread. Bytes are STREAM's: 2 words of 8 bytes per element copied.
@@ -46,11 +47,13 @@ def _numpy_copy(src: np.ndarray, dst: np.ndarray) -> float:
     return stream_bytes("copy", len(src)) / min(times) / 1e9
 
 
-def _sysbench(block_bytes: int, threads: int) -> float | None:
-    """sysbench memory's read rate in GB/s over one block of `block_bytes` per thread."""
+def _sysbench(size_bytes: int, threads: int) -> float | None:
+    """sysbench memory's read rate in GB/s over one block per thread, the largest power of
+    two up to `size_bytes` (sysbench refuses other block sizes); None where it failed."""
     exe = shutil.which("sysbench")
     if exe is None:
         return None
+    block_bytes = 1 << (size_bytes.bit_length() - 1)
     cmd = [exe, "memory", f"--threads={threads}", f"--memory-block-size={block_bytes // 1024}K",
            f"--memory-total-size={INNER * block_bytes * threads // MIB}M",
            "--memory-oper=read", "--memory-access-mode=seq", "run"]
@@ -74,8 +77,8 @@ def run(ctx: Context) -> Section:
         arms[f"phase {ctx.threads} thr"] = lambda: phase_copy(ctx.threads)
     has_sysbench = shutil.which("sysbench") is not None
     if has_sysbench:
-        arms["sysbench read"] = lambda: _sysbench(size, 1) or float("nan")
-    runs = alternate(max(ctx.repeats, 3), arms, ctx.log)
+        arms["sysbench read"] = lambda: _sysbench(size, 1)
+    runs: dict[str, list[float | None]] = alternate(max(ctx.repeats, 3), arms, ctx.log)
     numpy_gb = median(runs["np.copyto"])
     section.info = {
         "array_mib": size // MIB, "llc_bytes": llc, "inner_passes": INNER,
@@ -98,7 +101,7 @@ def run(ctx: Context) -> Section:
             "threads over slices of the same arrays: what more threads draw here",
             {"phase": runs[name], "np.copyto": runs["np.copyto"]}))
     if has_sysbench:
-        bench_gb = median([v for v in runs["sysbench read"] if v == v])
+        bench_gb = median([v for v in runs["sysbench read"] if v is not None])
         section.rows.append(BenchRow(
             "stream", "copy vs sysbench read, 1 thread", one, bench_gb, "sysbench memory read",
             "GB/s", ratio(one, bench_gb), None, None,
