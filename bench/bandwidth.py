@@ -2,48 +2,29 @@
 
 Generating one token reads (nearly) every weight once, so tokens/s x model bytes is the
 bandwidth decoding actually draws; it can not exceed what the memory system delivers. The
-limit is measured STREAM-style: copy one large array into another (numpy, arrays far
-larger than any cache), counting read + write bytes as STREAM does, with 1 thread and with
-the decode thread count (numpy releases the GIL for the copy, so threads copy disjoint
-slices in parallel). The best median is the limit.
+limit is measured STREAM-style with phase.bandwidth's copy kernel (numpy, arrays far larger
+than any cache), counting read + write bytes as STREAM does, with 1 thread and with the
+decode thread count (numpy releases the GIL for the copy, so threads copy disjoint slices in
+parallel). The best median is the limit.
 """
 
 from __future__ import annotations
 
-import itertools
-import time
-from concurrent.futures import ThreadPoolExecutor
-
-import numpy as np
-
 from bench.common import Context, Section, median
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.analysis.bench_rows import BenchRow
+from phase.bandwidth import WORD, arrays_for, stream_bytes, time_kernel
 from phase.decode import Engine, parse_strategy
 
 MIB = 1 << 20
 
 
 def copy_bandwidth(size_bytes: int, threads: int, repeats: int) -> list[float]:
-    """Bytes/s of `threads` threads copying one size_bytes array into another, per repeat."""
-    n = size_bytes // 8
-    src = np.ones(n, dtype=np.float64)
-    dst = np.zeros(n, dtype=np.float64)  # touched now, so no page faults are timed
-    bounds = np.linspace(0, n, threads + 1, dtype=np.int64)
-    slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
-
-    def part(s: slice) -> None:
-        np.copyto(dst[s], src[s])
-
-    out = []
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(part, slices))  # warm-up
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            list(pool.map(part, slices))
-            dt = time.perf_counter() - t0
-            out.append(2 * n * 8 / dt)
-    return out
+    """Bytes/s of `threads` threads copying one size_bytes array into another, per repeat
+    (phase.bandwidth's copy kernel, the one `phase bandwidth` and the stream section run)."""
+    src, dst = arrays_for("copy", size_bytes // WORD)
+    moved = stream_bytes("copy", len(src))
+    return [moved / t for t in time_kernel("copy", [src, dst], threads, repeats)]
 
 
 def run(ctx: Context) -> Section:

