@@ -21,7 +21,9 @@ from phase.publish.data.datasets import load_dataset
 from phase.publish.notes.render import environment
 from phase.publish.pages.crosshost import build_pages, render_pages
 from phase.publish.site.build import SitePaths, build_site
-from phase.results import HostIdentity, HostInfo, ResultsFile, load_raw
+from phase.results import HostIdentity, HostInfo, PrimaryEnergy, ResultsFile, SensorInfo, load_raw
+from phase.sensors import discover, replay
+from phase.sensors.primary import Placement, choose_primary
 from phase.validate import RuleSettings
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,13 +33,19 @@ GPU = HostIdentity(cpu_model="Intel(R) Xeon(R) Platinum 8480+", cpu_cores=224, r
 ARM = HostIdentity(cpu_model="Neoverse-N1", cpu_cores=8, ram_gib=32, gpus=[],
                    gpu_driver=None, accelerator="cpu")
 CHIP_W = 300.0
+MACHINES = REPO / "tests" / "fixtures" / "sensors" / "machines"
+Chip = tuple[list[SensorInfo], PrimaryEnergy]
 
 
 def on_host(raw: ResultsFile, label: str, identity: HostIdentity, speed: float, *,
-            energy: bool = False, days: int = 1) -> ResultsFile:
+            energy: bool = False, days: int = 1, chip: Chip | None = None) -> ResultsFile:
     """The committed campaign as if measured on another host class, `speed` times as fast
-    (with a chip counter reading CHIP_W over each decode window when `energy`)."""
+    (with a chip counter reading CHIP_W over each decode window when `energy`; with the
+    given chip sensors, each reading CHIP_W, and their primary energy record when `chip`)."""
     sensors = [make_sensor("nvml:0:energy", scope="chip", kind="counter")] if energy else []
+    primary = None
+    if chip is not None:
+        sensors, primary = chip
     runs = []
     # The runs happen `days` later, one after another in their order, each as long as it
     # takes at this speed (a slower host's run ends later, and the next starts after it).
@@ -64,6 +72,7 @@ def on_host(raw: ResultsFile, label: str, identity: HostIdentity, speed: float, 
         "cpu_cores": identity.cpu_cores, "gpus": identity.gpus})
     return ResultsFile.model_validate(raw.model_copy(update={
         "id": f"speculative-{label}", "provenance": provenance, "sensors": sensors,
+        "primary_energy": primary,
         "runs": runs, "created": raw.created + timedelta(days=days),
         "hosts": [HostInfo(hostname=f"{label}-node", host_class=label, identity=identity)],
     }).model_dump())
@@ -208,3 +217,93 @@ def test_text_from_data_is_escaped(tmp_path: Path, committed: ResultsFile) -> No
     assert all(isinstance(v, bytes) for k, v in pages.items() if not k.endswith(".md"))
     assert "<b>x</b>" not in text and "<i>" not in text
     assert "&lt;b&gt;x&lt;/b&gt;" in text or "&#60;b&#62;x" in text
+
+
+def jetson_chip(fixture: str) -> Chip:
+    """The chip sensors and primary energy record phase chooses on a replayed Jetson (the
+    module's real rail layout, tests/fixtures/sensors/machines), as a campaign records them."""
+    machine, roots = replay.machine(replay.load(MACHINES / f"{fixture}.json"))
+    found = discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
+    try:
+        primary, why = choose_primary(found.sensors, Placement("cuda", None), env={})
+        assert primary is not None, why
+        sensors = [make_sensor(s.name, backend=s.backend, scope=s.scope, kind="counter")
+                   for s in found.sensors if s.name in primary.sensors]
+    finally:
+        found.close()
+    return sensors, primary
+
+
+JETSON = HostIdentity(cpu_model="ARMv8 Processor rev 1 (v8l)", cpu_cores=8, ram_gib=16,
+                      gpus=[], gpu_driver=None, accelerator="cuda")
+
+
+def _jetson_page(tmp_path: Path, committed: ResultsFile,
+                 hosts: dict[str, str]) -> tuple[str, dict[str, dict[str, str | None]]]:
+    """The page of the committed campaign replayed on each Jetson (label -> fixture): its
+    Markdown, and the chip cells' hover text per host class label (every host has chip
+    figures, so every one is compared)."""
+    paths = []
+    for i, (label, fixture) in enumerate(hosts.items()):
+        identity = JETSON.model_copy(update={"cpu_cores": 6 + 2 * i})
+        raw = on_host(committed, label, identity, 1.0 + i, chip=jetson_chip(fixture))
+        paths.append(write_results(raw, tmp_path / f"{fixture}.json"))
+    datasets = [load_dataset(p, RuleSettings())[1] for p in paths]
+    assert all(ds is not None for ds in datasets)
+    (page,) = build_pages([ds for ds in datasets if ds is not None])
+    assert {h.label for h in page.coverage.hosts} == set(hosts)
+    titles: dict[str, dict[str, str | None]] = {}
+    for t in page.tables:
+        for r in t.rows:
+            titles.setdefault(r.host.label, {})[f"{t.prompt}/{r.strategy}"] = \
+                r.cells["chip"].title
+    pages = render_pages(environment(REPO / "templates"),
+                         [ds for ds in datasets if ds is not None])
+    return pages[page.path], titles
+
+
+def test_jetsons_whose_chip_figures_cover_the_same_parts_are_compared_without_warning(
+    tmp_path: Path, committed: ResultsFile
+) -> None:
+    text, titles = _jetson_page(tmp_path, committed, {"orin-nx": "jetson-orin-nx",
+                                                      "orin-nano": "jetson-orin-nano"})
+    assert set(titles) == {"orin-nx", "orin-nano"}
+    # Both have chip figures (so they were compared), none marked.
+    assert all(t is None for host in titles.values() for t in host.values())
+    assert "not like for like" not in text and "†" not in text
+
+
+def test_agx_orin_and_orin_nx_chip_figures_are_not_like_for_like(
+    tmp_path: Path, committed: ResultsFile
+) -> None:
+    text, titles = _jetson_page(tmp_path, committed, {"agx<i>orin</i>": "jetson-agx-orin",
+                                                      "orin-nx": "jetson-orin-nx"})
+    assert "Chip energy is not like for like across these hosts" in text
+    assert "they differ in soc)" in text  # the AGX Orin's VDD_GPU_SOC includes the SoC
+    assert "agx&lt;i&gt;orin&lt;/i&gt;: cpu, gpu, cv, soc" in text or \
+        "agx&#60;i&#62;orin" in text
+    assert "orin-nx: cpu, gpu, cv</li>" in text
+    assert "<i>orin</i>" not in text
+    agx = next(v for k, v in titles.items() if k.startswith("agx"))
+    assert set(agx.values()) == {"† covers cpu, gpu, cv, soc; the hosts' chip figures differ "
+                                 "in soc"}
+    assert set(titles["orin-nx"].values()) == {"† covers cpu, gpu, cv; the hosts' chip "
+                                               "figures differ in soc"}
+    assert text.count(" †</td>") == sum(len(v) for v in titles.values())  # every chip cell
+
+
+def test_a_host_whose_chip_coverage_is_unknown_is_not_like_for_like(
+    tmp_path: Path, committed: ResultsFile
+) -> None:
+    nx = on_host(committed, "orin-nx", JETSON, 1.0, chip=jetson_chip("jetson-orin-nx"))
+    # An older file: no primary_energy record, and a chip sensor whose parts phase cannot tell.
+    old = on_host(committed, "h200", GPU, 3.0, energy=True)
+    assert old.primary_energy is None
+    datasets = [load_dataset(write_results(r, tmp_path / f"{r.id}.json"), RuleSettings())[1]
+                for r in (nx, old)]
+    text = next(v for k, v in render_pages(
+        environment(REPO / "templates"), [ds for ds in datasets if ds is not None]).items()
+        if k.endswith("speculative.md"))
+    assert "not like for like" in text
+    assert "what h200 covers is not recorded" in text
+    assert "h200: unknown</li>" in text

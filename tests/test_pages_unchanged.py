@@ -17,7 +17,11 @@ profile's blocks (issue 30), and to the merge of that with 7fa847a: schema 8, ev
 the median of the undisturbed runs with its bootstrap 95% interval (tables, charts, prose),
 the CPU note's version 3, and each run's passes on its data page; then to 9472c06, where
 the cost tables' source links got their own class and the provenance box an embedded
-model's format from its GGUF header. A change that alters pages on purpose (a new column)
+model's format from its GGUF header; then to 32ecdf8: schema 9 (what a chip figure covers)
+stamps the derived summaries, and so their digests on the raw data pages, and the cross-host
+template (a warning where hosts' chip figures cover different parts) changes the template
+digests in the archive's manifests. A change
+that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
 
@@ -35,7 +39,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "9472c06d5d95dd68c43e5e9bcf6a7747d43cf344"
+REFERENCE = "32ecdf838ba824e9ead2117debe7d73ed14a7067"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.

@@ -116,6 +116,11 @@ def test_override_names_sensors_and_records_the_automatic_choice() -> None:
     on_gpu = Placement("cuda", None)
     chosen = override_primary(found.sensors, ["rapl:package-0"], on_gpu, env={})
     assert chosen.chosen_by == "override" and chosen.sensors == ["rapl:package-0"]
+    # What an override covers is what the named sensors cover, not the automatic choice.
+    assert chosen.covers == ["cpu", "uncore"]
+    both = override_primary(found.sensors, ["nvml:GPU-4f5a2b71:energy", "rapl:package-0"],
+                            on_gpu, env={})
+    assert both.covers == ["cpu", "uncore", "gpu", "gpu-memory", "board"]
     assert "--energy-sensor" in chosen.reason and "nvml:GPU-4f5a2b71:energy" in chosen.reason
     with pytest.raises(UsageProblem, match="no such sensor nope"):
         override_primary(found.sensors, ["nope"], on_gpu, env={})

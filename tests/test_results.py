@@ -14,6 +14,7 @@ import pytest
 from factories import (
     make_results,
     make_run,
+    make_sensor,
     make_summary,
     make_summary_row,
     make_trace,
@@ -24,12 +25,14 @@ from factories import (
 from phase.results import (
     SCHEMA_VERSION,
     CampaignWriter,
+    PrimaryEnergy,
     ResultsError,
     ResultsFile,
     Step,
     json_schema_text,
     load,
     load_raw,
+    migrate,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,11 +110,59 @@ def test_version_2_files_read_unchanged_as_the_current_version() -> None:
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2
     loaded = load_raw(path)
-    assert loaded.schema_version == SCHEMA_VERSION == 8
+    assert loaded.schema_version == SCHEMA_VERSION == 9
     assert not loaded.config.ngram_adaptive  # before version 4, ngram had a fixed length
     dumped = json.loads(loaded.model_dump_json(exclude_unset=True))
     dumped["schema_version"] = 2
+    # The one addition, derived by the 8 -> 9 step from the NVML sensor's name.
+    assert dumped["primary_energy"].pop("covers") == ["gpu", "gpu-memory", "board"]
     assert dumped == raw
+
+
+@pytest.mark.parametrize(("sensors", "covers"), [
+    ([("ina3221:VDD_GPU_SOC", "jetson-ina3221"), ("ina3221:VDD_CPU_CV", "jetson-ina3221")],
+     ["cpu", "gpu", "cv", "soc"]),
+    ([("ina3221:VDD_CPU_GPU_CV", "jetson-ina3221")], ["cpu", "gpu", "cv"]),
+    ([("rapl:package-0", "rapl"), ("rapl:package-1", "rapl")], ["cpu", "uncore"]),
+    ([("nvml:GPU-4f5a2b71:energy", "nvml"), ("rapl:package-0", "rapl")],
+     ["cpu", "uncore", "gpu", "gpu-memory", "board"]),
+    ([("apple:cpu", "apple")], ["cpu"]),
+    ([("meter:wall", "meter")], ["unknown"]),
+    ([("ina3221:VDD_CPU_GPU_CV", "jetson-ina3221"), ("ina3221:MYSTERY", "jetson-ina3221")],
+     ["unknown"]),
+])
+def test_version_8_primary_energy_gets_what_it_covers_from_the_sensor_names(
+    tmp_path: Path, sensors: list[tuple[str, str]], covers: list[str]
+) -> None:
+    infos = [make_sensor(n, backend=b) for n, b in sensors]
+    results = make_results(sensors=infos, primary_energy=PrimaryEnergy(
+        sensors=[n for n, _ in sensors], device="cuda", reason="r", chosen_by="auto"))
+    data = json.loads(results.model_dump_json())
+    data["schema_version"] = 8
+    del data["primary_energy"]["covers"]
+    path = tmp_path / "v8.json"
+    path.write_text(json.dumps(data))
+    loaded = load_raw(path)
+    assert loaded.primary_energy is not None and loaded.primary_energy.covers == covers
+    # A version 8 file without primary_energy, or with a malformed one, is left to the schema.
+    del data["primary_energy"]
+    assert "primary_energy" not in migrate(json.loads(json.dumps(data)))
+    data["primary_energy"] = {"sensors": "rapl:package-0"}
+    with pytest.raises(ResultsError, match="primary_energy"):
+        path.write_text(json.dumps(data))
+        load_raw(path)
+
+
+def test_a_version_9_covers_outside_the_vocabulary_is_refused(tmp_path: Path) -> None:
+    results = make_results(sensors=[make_sensor("rapl:package-0")], primary_energy=PrimaryEnergy(
+        sensors=["rapl:package-0"], device="cpu", reason="r", chosen_by="auto"))
+    data = json.loads(results.model_dump_json())
+    assert data["primary_energy"]["covers"] == ["unknown"]  # not given: not known
+    data["primary_energy"]["covers"] = ["cpu", "npu"]
+    path = tmp_path / "v9.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultsError, match=r"primary_energy\.covers"):
+        load_raw(path)
 
 
 def test_a_newer_file_is_refused_with_upgrade_advice(tmp_path: Path) -> None:

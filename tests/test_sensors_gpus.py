@@ -13,6 +13,7 @@ import pytest
 
 from phase.cli import run_cli
 from phase.decode.placement import parse
+from phase.results import sensor_covers
 from phase.sensors import amdgpu, amdsmi_gpu, discover, intel_gpu, replay
 from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.report import survey
@@ -313,3 +314,19 @@ def test_snapshot_records_gpu_hwmon_files_and_replays_them(tmp_path: Path) -> No
         assert amd.read_value() == pytest.approx(95.0)
     finally:
         found.close()
+
+
+def test_what_an_amd_or_intel_chip_figure_covers() -> None:
+    # A discrete card's socket figure is the GPU; an APU's socket is the whole SoC, so a host
+    # comparing it with a discrete GPU's must not read as like for like.
+    choice, _ = choose("radeon-7900xtx-raphael", "rocm", GpuUse("ROCm0", "", "0000:03:00.0"))
+    assert choice is not None and choice.covers == ["gpu"]
+    choice, _ = choose("radeon-7900xtx-raphael", "vulkan",
+                       GpuUse("Vulkan0", "AMD Radeon Graphics (RADV RAPHAEL_MENDOCINO)",
+                              "0000:13:00.0"), layers=10)
+    assert choice is not None and choice.covers == ["cpu", "gpu", "soc"]
+    choice, _ = choose("battlemage-b580-xe", "sycl", GpuUse("SYCL0", "Intel Arc B580"))
+    assert choice is not None and choice.covers == ["gpu"]
+    # The card counter, chosen by hand, covers the card's memory and board too.
+    assert sensor_covers("intel_gpu", "xe:0000:03:00.0:card", "gpu-card") == (
+        "gpu", "gpu-memory", "board")

@@ -292,6 +292,55 @@ def test_jetpack4_nano_reads_the_iio_driver() -> None:
     assert primary(result, "cuda")["sensors"] == ["ina3221:POM_5V_GPU", "ina3221:POM_5V_CPU"]
 
 
+# What each module's chip figure covers, from NVIDIA's power monitor tables per module
+# (phase.results.covers): the AGX Orin's compute rails include the SoC, the others' do not.
+JETSON_CHIP = {
+    "jetson-agx-orin": (["ina3221:VDD_GPU_SOC", "ina3221:VDD_CPU_CV"], ["cpu", "gpu", "cv", "soc"]),
+    "jetson-orin-nano": (["ina3221:VDD_CPU_GPU_CV"], ["cpu", "gpu", "cv"]),
+    "jetson-orin-nx": (["ina3221:VDD_CPU_GPU_CV"], ["cpu", "gpu", "cv"]),
+    "jetson-agx-xavier": (["ina3221:GPU", "ina3221:CPU", "ina3221:CV"], ["cpu", "gpu", "cv"]),
+    "jetson-nano-jp4": (["ina3221:POM_5V_GPU", "ina3221:POM_5V_CPU"], ["cpu", "gpu"]),
+    "jetson-tx2-jp4": (["ina3221:VDD_SYS_GPU", "ina3221:VDD_SYS_CPU"], ["cpu", "gpu"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JETSON_CHIP))
+def test_jetson_replay_json_names_the_chip_rails_and_what_they_cover(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["sensors", "--replay", str(MACHINES / f"{name}.json"), "--json",
+                    "--probe", "0.3", "--sample", "0.2"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    sensors, covers = JETSON_CHIP[name]
+    for where in ("cpu", "cuda"):
+        p = primary(data, where)
+        assert (p["sensors"], p["covers"]) == (sensors, covers)
+    scopes = {r["name"]: r["scope"] for r in data["sensors"]}
+    assert [n for n, scope in scopes.items() if scope == "chip"] == sorted(
+        sensors, key=list(scopes).index)
+    inputs = [r for r in data["sensors"] if r["encloses"]]
+    for r in inputs:  # a module input encloses every other rail of its module
+        assert r["scope"] == "module" and sorted(r["encloses"]) == sorted(
+            n for n in scopes if n != r["name"])
+
+
+def test_orin_nx_rails_leave_the_soc_outside_the_chip_figure() -> None:
+    result = replayed("jetson-orin-nx")
+    r = rows(result)
+    assert r["ina3221:VDD_SOC"]["scope"] == "module"
+    assert r["ina3221:VDD_IN"]["smoothing_s"] == pytest.approx(0.008)  # its update_interval
+    assert "soc" not in primary(result, "cuda")["covers"]
+    assert "soc" in replayed("jetson-agx-orin")["primary"][0]["covers"]
+
+
+def test_replay_text_says_what_the_chip_figure_covers(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["sensors", "--replay", str(MACHINES / "jetson-agx-orin.json"),
+                    "--probe", "0.3", "--sample", "0.2"]) == 0
+    assert "[covers cpu, gpu, cv, soc]" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_mac_zeus_2s_batches_short_window_gets_an_edge_error_not_a_frozen_counter() -> None:
     result = replayed("mac-m3-max-zeus", sample_s=1.0, slow_probe_s=5.0)

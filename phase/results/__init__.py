@@ -2,6 +2,7 @@
 
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
     config      what a campaign was asked to do (CampaignConfig, PromptSpec)
+    covers      what a chip energy figure covers (PrimaryEnergy, the parts, per backend)
     costs       the cost profile a campaign measures before its runs (CostProfile)
     hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
     base        what every model shares (Strict, constrained numbers, paired value/reason)
@@ -31,6 +32,7 @@ from phase.results.claim import (
 )
 from phase.results.config import CampaignConfig, PromptSpec
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
+from phase.results.covers import PARTS, covers_of, covers_words, sensor_covers
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
     dump_json,
@@ -71,6 +73,7 @@ from phase.results.writing import (
 
 __all__ = [
     "MIGRATIONS",
+    "PARTS",
     "SCHEMA_VERSION",
     "AdaptiveCondition",
     "AdaptiveRecord",
@@ -115,6 +118,8 @@ __all__ = [
     "claim_new",
     "claim_new_results",
     "claim_numbered",
+    "covers_of",
+    "covers_words",
     "create_exclusive",
     "dump_json",
     "json_schema",
@@ -123,5 +128,6 @@ __all__ = [
     "load_raw",
     "migrate",
     "parse",
+    "sensor_covers",
     "token_sha256",
 ]

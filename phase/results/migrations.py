@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from phase.errors import PhaseError
+from phase.results.covers import covers_of
 from phase.results.schema import SCHEMA_VERSION
 
 
@@ -100,8 +101,25 @@ def _v7_to_v8(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 9 added primary_energy.covers. An older file's chip sensors are named by
+    backend and rail (`rapl:package-0`, `ina3221:VDD_CPU_GPU_CV`), which is all the derivation
+    reads (phase.results.covers), so it is derived; a sensor it does not know gives
+    ["unknown"]."""
+    primary = data.get("primary_energy")
+    if isinstance(primary, dict) and "covers" not in primary:
+        names = primary.get("sensors")
+        backends = {s["name"]: s["backend"] for s in _items(data, "sensors")
+                    if isinstance(s, dict) and isinstance(s.get("name"), str)
+                    and isinstance(s.get("backend"), str)}
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            primary["covers"] = covers_of(names, backends)
+    data["schema_version"] = 9
+    return data
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
-                                    5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8}
+                                    5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

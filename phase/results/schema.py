@@ -35,6 +35,7 @@ from phase.results.base import (
 from phase.results.base import paired as _paired
 from phase.results.config import CampaignConfig
 from phase.results.costs import CostProfile
+from phase.results.covers import PrimaryEnergy
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
@@ -66,7 +67,10 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                hold medians of repeats, not means.
 #                Adaptive repeats: config.target_half_width, extra_budget_runs,
 #                extra_budget_s; ResultsFile.adaptive (absent: the fixed design).
-SCHEMA_VERSION = 8
+#   9 (2026-12): primary_energy.covers: which parts of the machine the chip figure covers
+#                (phase.results.covers), so hosts whose figures differ are not compared as
+#                like for like; derived from the sensor names for older files.
+SCHEMA_VERSION = 9
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -333,19 +337,8 @@ class PlainReference(Strict):
     prompt_token_ids: list[NonNegInt] | None = None
 
 
-class PrimaryEnergy(Strict):
-    """Which sensors "chip energy" means in this file: the energy of the device that ran the
-    model, as the sum of these sensors' windows (two GPUs, two CPU sockets, two compute
-    rails), with why they were chosen."""
-
-    sensors: list[str] = Field(min_length=1)
-    device: str
-    reason: str
-    chosen_by: Literal["auto", "override"]
-
-
 class ResultsFile(Strict):
-    schema_version: Literal[8]
+    schema_version: Literal[9]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str

@@ -87,7 +87,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[8]
+    schema_version: Literal[9]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

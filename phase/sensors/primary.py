@@ -18,8 +18,10 @@
   CPUs under kernels without AMD RAPL powercap).
 * Part of the layers offloaded: the GPUs and the CPU packages together.
 
-The choice and its reason go into the results file (`ResultsFile.primary_energy`); a user
-can override it (`phase measure --energy-sensor NAME[,NAME]`).
+The choice, its reason and what it covers (phase.results.covers: which parts of the machine,
+so that two hosts' figures are compared like for like only where they cover the same) go
+into the results file (`ResultsFile.primary_energy`); a user can override it
+(`phase measure --energy-sensor NAME[,NAME]`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from phase.errors import UsageProblem
-from phase.results import PrimaryEnergy
+from phase.results import PrimaryEnergy, covers_of
+from phase.results.covers import CoveredPart
 from phase.sensors import gpu_match
 from phase.sensors.base import Sensor
 from phase.sensors.pci import GpuUse, pci_key
@@ -306,9 +309,15 @@ def _other_gpu_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapp
     return _made(gpus, device, reason), None
 
 
+def _covers(sensors: Sequence[Sensor], names: Sequence[str]) -> list[CoveredPart]:
+    return covers_of(names, {s.name: s.backend for s in sensors},
+                     {s.name: s.part for s in sensors})
+
+
 def _made(sensors: Sequence[Sensor], device: str, reason: str) -> PrimaryEnergy:
-    return PrimaryEnergy(sensors=[s.name for s in sensors], device=device, reason=reason,
-                         chosen_by="auto")
+    names = [s.name for s in sensors]
+    return PrimaryEnergy(sensors=names, device=device, reason=reason, chosen_by="auto",
+                         covers=_covers(sensors, names))
 
 
 def override_primary(sensors: Sequence[Sensor], names: Sequence[str],
@@ -327,5 +336,6 @@ def override_primary(sensors: Sequence[Sensor], names: Sequence[str],
                  else f"none ({why})")
     return PrimaryEnergy(sensors=list(names), device=auto.device if auto else
                          placement.accelerator, chosen_by="override",
+                         covers=_covers(sensors, names),
                          reason=f"named with --energy-sensor; the automatic choice was "
                                 f"{automatic}")

@@ -44,6 +44,7 @@ def primary_rows(found: Discovery, build: str,
             "this_build": where == build,
             "sensors": choice.sensors if choice else None,
             "device": choice.device if choice else None,
+            "covers": choice.covers if choice else None,
             "reason": choice.reason if choice else why,
         })
     return rows
@@ -165,7 +166,9 @@ def format_survey(data: dict[str, Any]) -> str:
         for p in data["primary"]:
             mark = " (this build)" if p["this_build"] else ""
             chosen = " + ".join(p["sensors"]) if p["sensors"] else "none"
-            lines.append(f"  model on {p['if_model_runs_on']}{mark}: {chosen} — {p['reason']}")
+            covers = f" [covers {', '.join(p['covers'])}]" if p.get("covers") else ""
+            lines.append(f"  model on {p['if_model_runs_on']}{mark}: {chosen}{covers} — "
+                         f"{p['reason']}")
     if data.get("notes"):
         lines += ["", "Notes:"] + [f"  {n}" for n in data["notes"]]
     if data["unavailable"]:

@@ -40,6 +40,8 @@ The rules and their severities (each module's docstring gives the details):
                             update period) is too large a share of it
     enclosure     rejected  an enclosing sensor not above what it encloses: the reading the
                             evidence (lag, each sensor's history) blames, or both
+    enclosure-sum rejected  an enclosing sensor below the sum of the disjoint sensors of its
+                            backend it encloses (psys < packages + DRAM), beyond tolerance
     lag-confound  rejected  campaign-wide: an enclosing sensor's rest power falling with 1/T
     variance      warning   speed or energy spread too wide (marks a condition unstable)
     host-spread   warning   one condition measured differently by the machines of one class

@@ -6,8 +6,9 @@ Built from whatever raw campaign files of the experiment are published, one pass
 per class the newest complete campaign is shown and the others are linked. Each prompt gets
 one table with a row per strategy and host class: tokens/s, speed vs plain, chip mJ/token,
 energy vs plain and acceptance, from the same derived summaries the notes show (rejected
-values left out), each row linked to its runs on the campaign's data page.
-`docs/hosts/index.md` lists the experiments.
+values left out), each row linked to its runs on the campaign's data page. Where the hosts'
+chip figures do not cover the same parts (phase.publish.pages.likeforlike), the page says
+which parts differ and marks those figures. `docs/hosts/index.md` lists the experiments.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.downloads import cells_frame, frame_files
 from phase.publish.numbers.tables import Cell, Link
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
+from phase.publish.pages.likeforlike import MARK, Coverage, coverage
 from phase.results import HostIdentity, ResultsFile, SummaryRow
 
 ROOT = "../"
@@ -71,6 +73,7 @@ class CrossHostPage:
     hosts: list[HostClass]
     tables: list[PromptTable]
     campaigns: int
+    coverage: Coverage  # what each host's chip figure covers, and whether they differ
 
 
 # The registry's figures each prompt's table shows, as (key, label, hover title): a ratio to
@@ -192,12 +195,30 @@ def build_pages(datasets: list[Dataset]) -> list[CrossHostPage]:
         hosts = [(_host_class(key, label if labels.count(label) == 1 else f"{label} ({key})",
                               pick, rest), pick)
                  for key, label, pick, rest in sorted(chosen, key=lambda c: (c[1], c[0]))]
+        tables = _tables(hosts)
+        covered = _coverage(hosts, tables)
         pages.append(CrossHostPage(
             experiment=experiment, path=f"hosts/{page_stem(experiment)}.md",
             href=f"{page_stem(experiment)}.md", hosts=[h for h, _ in hosts],
-            tables=_tables(hosts), campaigns=sum(len(m) for m in groups[experiment].values()),
+            tables=tables, campaigns=sum(len(m) for m in groups[experiment].values()),
+            coverage=covered,
         ))
     return pages
+
+
+def _coverage(hosts: list[tuple[HostClass, Dataset]], tables: list[PromptTable]) -> Coverage:
+    """Compares what the chip figures of the hosts that have one cover, and marks each such
+    figure where they differ (its hover text says what it covers and which parts differ)."""
+    chip = FIGURES["chip_mj_per_token"].key
+    with_energy = {r.host.key for t in tables for r in t.rows if r.cells[chip].value is not None}
+    covered = coverage([(h.key, h.label, ds.raw_header) for h, ds in hosts
+                        if ds.raw_header is not None], with_energy)
+    for t in tables:
+        for r in t.rows:
+            cell, title = r.cells[chip], covered.title(r.host.key)
+            if cell.value is not None and title is not None:
+                r.cells[chip] = Cell(f"{cell.text} {MARK}", cell.value, title)
+    return covered
 
 
 def _hosts_frame(page: CrossHostPage) -> pd.DataFrame:
@@ -230,7 +251,7 @@ def render_pages(env: jinja2.Environment, datasets: list[Dataset]) -> dict[str, 
         for d in downloads:
             out.update({f"hosts/{f.name}": f.data for f in d.files})
         out[p.path] = env.get_template("crosshost.md.j2").render(page=p, columns=COLUMNS,
-                                                                 downloads=downloads)
+                                                                 downloads=downloads, mark=MARK)
     out[INDEX] = env.get_template("crosshost_index.md.j2").render(pages=pages)
     return out
 

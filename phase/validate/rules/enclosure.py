@@ -40,7 +40,7 @@ from phase.validate.settings import RuleSettings
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     sensors = sensors_by_name(results)
     pairs = enclosures(results)
-    history = _History(results, ctx)
+    history = History(results, ctx)
     out: list[Finding] = []
     for i, run in enumerate(results.runs):
         rejected: set[str] = set()
@@ -48,7 +48,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             for small_name in inside:
                 if big_name in rejected:
                     break
-                big, small = _standing(run, big_name, ctx), _standing(run, small_name, ctx)
+                big, small = standing(run, big_name, ctx), standing(run, small_name, ctx)
                 if big is None or small is None or small_name in rejected:
                     continue
                 pair = _Pair(run, i, big, small, sensors[big_name], sensors[small_name],
@@ -59,18 +59,18 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     return out
 
 
-def _standing(run: Run, sensor: str, ctx: Context) -> SensorWindow | None:
+def standing(run: Run, sensor: str, ctx: Context) -> SensorWindow | None:
     w = energy_window(run, sensor)
     if w is None or w.energy_j is None or w.energy_j <= 0 or ctx.is_rejected(run.id, sensor):
         return None
     return w
 
 
-def _power(w: SensorWindow) -> float | None:
+def window_power(w: SensorWindow) -> float | None:
     return w.energy_j / window_s(w) if w.energy_j is not None and window_s(w) > 0 else None
 
 
-class _History:
+class History:
     """Each sensor's standing mean power per run, by condition: what its repeats read."""
 
     def __init__(self, results: ResultsFile, ctx: Context) -> None:
@@ -78,7 +78,7 @@ class _History:
         self.power: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
         for run in results.runs:
             for w in run.energy:
-                if _standing(run, w.sensor, ctx) is not None and (p := _power(w)) is not None:
+                if standing(run, w.sensor, ctx) is not None and (p := window_power(w)) is not None:
                     self.power[(run.prompt, run.strategy, w.sensor)].setdefault(run.id, p)
 
     def others(self, run: Run, sensor: str) -> list[float]:
@@ -102,14 +102,14 @@ class _Pair:
 
 
 def _compare(pair: _Pair, settings: RuleSettings, ctx: Context,
-             history: _History) -> list[Finding]:
+             history: History) -> list[Finding]:
     big, small = pair.big, pair.small
     assert big.energy_j is not None and small.energy_j is not None
     same = (abs(big.start_unix_s - small.start_unix_s) <= settings.window_match_s
             and abs(big.end_unix_s - small.end_unix_s) <= settings.window_match_s)
     numbers = {"energy_j": big.energy_j, "enclosed_energy_j": small.energy_j,
                "window_s": window_s(big), "enclosed_window_s": window_s(small)}
-    big_w, small_w = _power(big), _power(small)
+    big_w, small_w = window_power(big), window_power(small)
     if same:
         if big.energy_j > small.energy_j:
             return []
@@ -143,11 +143,16 @@ def _compare(pair: _Pair, settings: RuleSettings, ctx: Context,
 
 
 def _in_line(pair: _Pair, w: SensorWindow, settings: RuleSettings,
-             history: _History) -> tuple[bool | None, str]:
+             history: History) -> tuple[bool | None, str]:
+    return in_line(pair.run, w, settings, history)
+
+
+def in_line(run: Run, w: SensorWindow, settings: RuleSettings,
+            history: History) -> tuple[bool | None, str]:
     """Whether this reading is in line with the sensor's other runs of this condition (None:
-    too few to tell), and the words that say so."""
-    others = history.others(pair.run, w.sensor)
-    power = _power(w)
+    too few to tell), and the words that say so (also the enclosure-sum rule's evidence)."""
+    others = history.others(run, w.sensor)
+    power = window_power(w)
     if len(others) < 2 or power is None:
         return None, f"{w.sensor!r} has {len(others)} other standing run(s) of this condition"
     median = statistics.median(others)
@@ -160,7 +165,7 @@ def _in_line(pair: _Pair, w: SensorWindow, settings: RuleSettings,
 
 
 def _by_history(pair: _Pair, shown: str, numbers: dict[str, float], settings: RuleSettings,
-                ctx: Context, history: _History) -> list[Finding]:
+                ctx: Context, history: History) -> list[Finding]:
     big_ok, big_why = _in_line(pair, pair.big, settings, history)
     small_ok, small_why = _in_line(pair, pair.small, settings, history)
     beyond = f"{shown}, by more than edge errors and lag can explain on this window"
