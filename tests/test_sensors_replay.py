@@ -32,7 +32,7 @@ def replayed(name: str, *, sample_s: float = 0.3, probe_s: float = 0.4,
         assert_publishable(found.sensors)  # a replay can never be recorded as measurements
     return survey(found, hz=20.0, sample_s=sample_s, probe_s=probe_s,
                   slow_probe_s=slow_probe_s, build=data["build"]["accelerator"],
-                  env=data.get("env", {}))
+                  env=data.get("env", {}), cuda_gpus=replay.cuda_gpus(data))
 
 
 def machine_found(name: str) -> Any:
