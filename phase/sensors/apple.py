@@ -190,6 +190,8 @@ class PowermetricsStream:
         self.first = threading.Event()
         # Why the stream stopped early (output that is not plists), for the probe to say.
         self.error: str | None = None
+        # The start of output not yet parsed (no NUL seen): shown where no plist came.
+        self.pending = b""
         self.users = 0
         self._source, self._stop = host.start_powermetrics(interval_s)
         self.thread = threading.Thread(target=self._pump, name="powermetrics", daemon=True)
@@ -207,6 +209,7 @@ class PowermetricsStream:
                               "changed on this macOS")
                 self.first.set()
                 return
+            self.pending = rest[:80]
             docs = [d for d in docs if isinstance(d, dict)]
             for doc, t in zip(docs, clock.stamp_all(docs, now()), strict=True):
                 for name, watts in powermetrics_watts(doc):
@@ -273,7 +276,10 @@ def _probe_powermetrics(host: AppleHost, found: Probe) -> None:
     stream = PowermetricsStream(host)
     stream.users += 1  # held while probing
     if not stream.first.wait(FIRST_PLIST_TIMEOUT_S):
-        found.problems.append(f"powermetrics printed no sample in {FIRST_PLIST_TIMEOUT_S:g} s")
+        printed = stream.pending.decode("utf-8", errors="replace").strip()
+        found.problems.append(f"powermetrics printed no sample in {FIRST_PLIST_TIMEOUT_S:g} s"
+                              + (f"; it printed {printed!r}, not a plist (another output "
+                                 "format on this macOS?)" if printed else ""))
     if stream.error and not stream.latest:
         found.problems.append(stream.error)
     for _, name, part in _POWERMETRICS_FIELDS:

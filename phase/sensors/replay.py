@@ -114,11 +114,12 @@ def load(path: Path) -> dict[str, Any]:
     except ResultsError as exc:
         raise SnapshotError(f"{exc} (not a readable snapshot)") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise SnapshotError(f"{path}: not a phase sensors snapshot (no \"format\": \"{FORMAT}\")")
+        raise SnapshotError(f"{path}: $.format: not a phase sensors snapshot (no \"format\": "
+                            f"\"{FORMAT}\")")
     if data.get("version") not in READS:
-        raise SnapshotError(f"{path}: snapshot version {data.get('version')!r}; this phase "
-                            f"reads versions {', '.join(map(str, READS))} (a newer phase "
-                            "took it: replay it with that phase)")
+        raise SnapshotError(f"{path}: $.version: snapshot version {data.get('version')!r}; "
+                            f"this phase reads versions {', '.join(map(str, READS))} (a newer "
+                            "phase took it: replay it with that phase)")
     try:
         return snapshot_schema.check(data, path)  # every field's type before any is used
     except ResultsError as exc:
