@@ -233,6 +233,10 @@ def gpu_sensors(sensors: Sequence[Sensor], used: Sequence[GpuUse],
     for gpu in used:
         key = pci_key(gpu.pci_bus_id)
         match = [g for g, ss in groups.items() if key and pci_key(ss[0].pci_bus_id) == key]
+        if key is not None and not match:  # its bus id settles it: no guess by number
+            raise NoMatch(f"{gpu.name} ({gpu.description or 'no description'}) is the GPU at "
+                          f"PCI {gpu.pci_bus_id}, which NVML does not read here (see the "
+                          "unavailable backends), so its energy cannot be measured")
         if not match:
             if order is None:
                 order, unread = visible_order(groups, env)

@@ -49,7 +49,10 @@ class _ReplayFile:
         if self.read_error:
             raise ReadError(self.read_error)
         if self.playback is not None:
-            return int(self.playback.value())
+            try:
+                return int(self.playback.value())
+            except ReadError as exc:
+                raise ReadError(f"{self.path}: {exc}") from None
         return parse_int(self.path, (self.text or "").encode("utf-8"))
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from phase.sensors.base import ReadError
 from phase.sensors.playback import Playback
 
 
@@ -127,9 +128,10 @@ class ReplayNvml:
 
     def _read(self, h: int, key: str) -> int:
         play = self.play[(h, key)]
-        if not play.t:
-            self._raise(self.gpus[h].get(key, {}))
-        return int(play.value())
+        try:
+            return int(play.value())
+        except ReadError:  # nothing recorded, or the recording ended in this NVML error
+            return int(self._raise(self.gpus[h].get(key, {})))
 
     def nvmlDeviceGetTotalEnergyConsumption(self, h: int) -> int:
         return self._read(h, "energy_mj")
@@ -139,9 +141,10 @@ class ReplayNvml:
 
     def nvmlDeviceGetFieldValues(self, h: int, field_ids: list[int]) -> list[Any]:
         play = self.play[(h, "power_instant_mw")]
-        if not play.t:
+        try:
+            value = int(play.value())
+        except ReadError:  # nothing recorded, or the recording ended in this field error
             code = self.gpus[h].get("power_instant_mw", {}).get("code")
             return [SimpleNamespace(nvmlReturn=code or self._lib.NVML_ERROR_NOT_SUPPORTED,
                                     value=SimpleNamespace(uiVal=0))]
-        return [SimpleNamespace(nvmlReturn=self.NVML_SUCCESS,
-                                value=SimpleNamespace(uiVal=int(play.value())))]
+        return [SimpleNamespace(nvmlReturn=self.NVML_SUCCESS, value=SimpleNamespace(uiVal=value))]
