@@ -363,7 +363,10 @@ def test_snapshot_of_this_machine_replays_and_is_never_overwritten(
     assert run_cli([*args, "--snapshot", str(out)]) == 0
     data = json.loads(out.read_text())
     files = data["fs"]["files"]
-    assert files[str(powercap / "intel-rapl:0" / "energy_uj")]["text"] == "84213377190"
+    energy = str(powercap / "intel-rapl:0" / "energy_uj")
+    assert files[energy]["text"] == "84213377190\n"  # as the kernel gave it: raw, not parsed
+    assert data["version"] == 2 and data["fs"]["series"][energy]["counter"] is True
+    assert "devices" in data["cuda"] or data["cuda"]["error"]  # CUDA's list, or why none
     assert files[str(hwmon / "hwmon1" / "in1_label")]["text"] == "VDD_IN"
     assert "hostname" not in json.dumps(data["host"])
     capsys.readouterr()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from phase.cli import run_cli
-from phase.sensors import cuda_devices, discover, replay
+from phase.sensors import cuda_devices, discover, replay, snapshot
 from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.report import survey
 
@@ -210,3 +210,27 @@ def test_powermetrics_output_of_another_shape_replays_as_it_ran(
     reasons = [u["reason"] for u in result["unavailable"] if u["backend"] == "apple"]
     assert any(words in r for r in reasons), reasons
     assert primary(result, "metal")["sensors"] is None
+
+
+def test_recording_a_replayed_machine_keeps_mig_instances_and_raw_output(
+        tmp_path: Path) -> None:
+    # The recorder run against the replay's stand-ins: what it writes must replay the same.
+    gpus, _ = replay.machine(load("gpu-server-mig"))
+    mac, _ = replay.machine(load("mac-powermetrics-raw"))
+    roots = {k: tmp_path / k for k in ("rapl", "hwmon", "iio")}
+    env = {"CUDA_VISIBLE_DEVICES": GPU1_MIG + "1"}
+    data = snapshot.take(roots, {"accelerator": "cuda"}, seconds=0.2, env=env,
+                         nvml_module=gpus.nvml, apple_host=mac.apple)
+    assert data["version"] == 2 and data["env"] == env
+    assert data["nvml"]["gpus"][1]["mig_devices"] == {"value": [GPU1_MIG + "1", GPU1_MIG + "2"]}
+    pm = data["apple"]["powermetrics"]
+    raw = "".join(text for _, text in pm["raw"])
+    assert "<key>gpu_power</key>" in raw and raw.endswith("\0")  # whole plists, as printed
+    assert {r["key"] for r in pm["readings"]} >= {"apple:gpu-power"}
+    path = tmp_path / "again.json"
+    path.write_text(json.dumps(data))
+    again = replay.load(path)  # the schema takes what the recorder writes
+    found = found_in(again)
+    choice, why = choose_primary(found.sensors, Placement("cuda", None), env=again["env"])
+    found.close()
+    assert choice is not None and choice.sensors == [MIG_B], why

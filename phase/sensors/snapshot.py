@@ -294,11 +294,11 @@ def _record_powermetrics(host: AppleHost, seconds: float) -> dict[str, Any]:
 
     stream = apple.PowermetricsStream(dataclasses.replace(host, start_powermetrics=recording))
     docs: list[dict[str, Any]] = []
-    seen: set[float] = set()
+    seen: set[tuple[str, float]] = set()  # the keys of one plist share its time
     while time.monotonic() < deadline:
         for name, reading in list(stream.latest.items()):
-            if reading.t_unix_s not in seen:
-                seen.add(reading.t_unix_s)
+            if (name, reading.t_unix_s) not in seen:
+                seen.add((name, reading.t_unix_s))
                 docs.append({"t_s": reading.t_unix_s, "key": name, "w": reading.value})
         time.sleep(stream.interval_s / 4)
     stream.release()
