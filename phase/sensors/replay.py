@@ -97,7 +97,9 @@ class ReplayFs:
 
     def read_text(self, path: Path) -> str | None:
         entry = self.files.get(str(path))
-        return None if entry is None or "error" in entry else entry.get("text")
+        if entry is None or "error" in entry or "text" not in entry:
+            return None
+        return str(entry["text"]).strip()  # as RealFs.read_text: a value file's text is raw
 
     def open_value(self, path: Path) -> _ReplayFile:
         entry = self.files.get(str(path))

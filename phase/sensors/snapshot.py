@@ -41,7 +41,7 @@ from phase import __version__
 from phase.sensors import amd_energy, apple, cuda_devices, jetson, nvml, rapl
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import ReadError
-from phase.sensors.fs import REAL_FS, SysfsFile, ValueFile, parse_int
+from phase.sensors.fs import REAL_FS, SysfsFile, ValueFile
 
 FORMAT = "phase-sensors-snapshot"
 VERSION = 2
@@ -111,8 +111,6 @@ class RecordingFs:
             # The text as read, not the number: a replay parses it as a live read would
             # (a file a live read cannot parse stays one a replay cannot).
             entry["text"] = data.decode("utf-8", errors="replace")
-            with contextlib.suppress(ReadError):
-                parse_int(path, data)
         self.opened[str(path)] = handle
         return handle
 
