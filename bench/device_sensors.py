@@ -85,7 +85,8 @@ def main() -> None:
 
     machine, roots = replay.machine(replay.load(out / "snapshot.json"))
     found = discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
-    replayed = survey(found, hz=20.0, sample_s=2.0, build="cuda", env=data.get("env", {}))
+    replayed = survey(found, hz=20.0, sample_s=2.0, build="cuda", env=data.get("env", {}),
+                      cuda_gpus=replay.cuda_gpus(data))
     (out / "replay.txt").write_text(format_survey(replayed) + "\n")
     print(format_survey(replayed))
 

@@ -300,7 +300,8 @@ def test_snapshot_records_gpu_hwmon_files_and_replays_them(tmp_path: Path) -> No
                          env={"GGML_VK_VISIBLE_DEVICES": "0"})
     files = data["fs"]["files"]
     assert files[str(hwmon / "hwmon1" / "device" / "uevent")]["text"].endswith("0000:03:00.0")
-    assert files[str(hwmon / "hwmon2" / "energy2_input")]["text"] == "7000000"
+    # The raw text as the kernel gave it (snapshot version 2 keeps it, newline and all).
+    assert files[str(hwmon / "hwmon2" / "energy2_input")]["text"] == "7000000\n"
     assert data["env"] == {"GGML_VK_VISIBLE_DEVICES": "0"}
     path = tmp_path / "snap.json"
     path.write_text(json.dumps(data))

@@ -32,7 +32,7 @@ def replayed(name: str, *, sample_s: float = 0.3, probe_s: float = 0.4,
         assert_publishable(found.sensors)  # a replay can never be recorded as measurements
     return survey(found, hz=20.0, sample_s=sample_s, probe_s=probe_s,
                   slow_probe_s=slow_probe_s, build=data["build"]["accelerator"],
-                  env=data.get("env", {}))
+                  env=data.get("env", {}), cuda_gpus=replay.cuda_gpus(data))
 
 
 def machine_found(name: str) -> Any:
@@ -412,7 +412,10 @@ def test_snapshot_of_this_machine_replays_and_is_never_overwritten(
     assert run_cli([*args, "--snapshot", str(out)]) == 0
     data = json.loads(out.read_text())
     files = data["fs"]["files"]
-    assert files[str(powercap / "intel-rapl:0" / "energy_uj")]["text"] == "84213377190"
+    energy = str(powercap / "intel-rapl:0" / "energy_uj")
+    assert files[energy]["text"] == "84213377190\n"  # as the kernel gave it: raw, not parsed
+    assert data["version"] == 2 and data["fs"]["series"][energy]["counter"] is True
+    assert "devices" in data["cuda"] or data["cuda"]["error"]  # CUDA's list, or why none
     assert files[str(hwmon / "hwmon1" / "in1_label")]["text"] == "VDD_IN"
     assert "hostname" not in json.dumps(data["host"])
     capsys.readouterr()

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
 FIXTURES = ["gpu-server-one-lost", "jetson-nano-jp4", "mac-m3-max-zeus", "mac-powermetrics",
-            "amd-zen"]
+            "amd-zen", "gpu-server-mig", "mac-powermetrics-raw"]  # the last two: version 2
 # Values of the wrong type or out of range for some field, as a careless or hostile editor
 # would write them. Strings that Python would happily int() are included on purpose.
 WRONG: list[Any] = ["x", "12", "", 1, -1, 1.5, 10**30, None, True, [], {}, [[0.0, 1], [0.0, 2]],

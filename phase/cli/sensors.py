@@ -75,6 +75,7 @@ def sensors(as_json: bool, sample_s: float | None, probe_s: float, rapl_root: st
                          machine=machine)
         build = data.get("build", {}).get("accelerator") or "cpu"
         env = data.get("env", {})
+        cuda_gpus = replay.cuda_gpus(data)
         sample_s = REPLAY_SAMPLE_S if sample_s is None else sample_s
     else:
         roots = {**snapshot.default_roots(), **{k: Path(v) for k, v in given.items() if v}}
@@ -83,10 +84,11 @@ def sensors(as_json: bool, sample_s: float | None, probe_s: float, rapl_root: st
         found = discover_sensors(SensorOptions(
             meters=meters, rapl_root=str(roots["rapl"]), hwmon_root=str(roots["hwmon"]),
             iio_root=str(roots["iio"])))
-        build, env = _this_build(), dict(os.environ)
+        build, env, cuda_gpus = _this_build(), dict(os.environ), ()
     # A sampled window is taken at the rate a campaign samples at.
     result = survey(found, hz=DEFAULT_PLAN.sample_hz, sample_s=sample_s,
-                    probe_s=min(1.0, probe_s), slow_probe_s=probe_s, build=build, env=env)
+                    probe_s=min(1.0, probe_s), slow_probe_s=probe_s, build=build, env=env,
+                    cuda_gpus=cuda_gpus)
     if replay_from is not None:
         result["replay"] = {"file": str(replay_from), "taken": data.get("taken"),
                             "host": data.get("host"), "build": build}

@@ -121,8 +121,10 @@ def split_plists(buffer: bytes) -> tuple[list[dict[str, Any]], bytes]:
     return docs, rest
 
 
-def powermetrics_watts(doc: dict[str, Any]) -> Iterator[tuple[str, float]]:
-    processor = doc.get("processor", {})
+def powermetrics_watts(doc: Any) -> Iterator[tuple[str, float]]:
+    processor = doc.get("processor", {}) if isinstance(doc, dict) else {}
+    if not isinstance(processor, dict):  # another macOS's shape: no reading, not a crash
+        return
     for key, name, _ in _POWERMETRICS_FIELDS:
         if isinstance(processor.get(key), int | float):
             yield name, processor[key] * 1e-3
@@ -186,6 +188,10 @@ class PowermetricsStream:
         self.interval_s = interval_s
         self.latest: dict[str, Reading] = {}
         self.first = threading.Event()
+        # Why the stream stopped early (output that is not plists), for the probe to say.
+        self.error: str | None = None
+        # The start of output not yet parsed (no NUL seen): shown where no plist came.
+        self.pending = b""
         self.users = 0
         self._source, self._stop = host.start_powermetrics(interval_s)
         self.thread = threading.Thread(target=self._pump, name="powermetrics", daemon=True)
@@ -195,7 +201,16 @@ class PowermetricsStream:
         rest = b""
         clock = PlistClock(self.interval_s)
         for chunk in self._source:
-            docs, rest = split_plists(rest + chunk)
+            try:
+                docs, rest = split_plists(rest + chunk)
+            except Exception as exc:  # plistlib raises several kinds on text that is no plist
+                self.error = (f"powermetrics printed something that is not a plist "
+                              f"({type(exc).__name__}: {exc}); its output format may have "
+                              "changed on this macOS")
+                self.first.set()
+                return
+            self.pending = rest[:80]
+            docs = [d for d in docs if isinstance(d, dict)]
             for doc, t in zip(docs, clock.stamp_all(docs, now()), strict=True):
                 for name, watts in powermetrics_watts(doc):
                     self.latest[name] = Reading(t, watts)
@@ -203,10 +218,12 @@ class PowermetricsStream:
 
     def reading(self, name: str) -> Reading:
         seen = self.latest.get(name)
+        if seen is None and self.error:
+            raise ReadError(f"{name}: {self.error}")
         if seen is None:
             raise ReadError(f"{name}: powermetrics has not reported it yet")
         if now() - seen.t_unix_s > 5 * self.interval_s + 1.0:
-            raise ReadError(f"{name}: powermetrics stopped reporting")
+            raise ReadError(f"{name}: {self.error or 'powermetrics stopped reporting'}")
         return seen
 
     def release(self) -> None:
@@ -259,11 +276,16 @@ def _probe_powermetrics(host: AppleHost, found: Probe) -> None:
     stream = PowermetricsStream(host)
     stream.users += 1  # held while probing
     if not stream.first.wait(FIRST_PLIST_TIMEOUT_S):
-        found.problems.append(f"powermetrics printed no sample in {FIRST_PLIST_TIMEOUT_S:g} s")
+        printed = stream.pending.decode("utf-8", errors="replace").strip()
+        found.problems.append(f"powermetrics printed no sample in {FIRST_PLIST_TIMEOUT_S:g} s"
+                              + (f"; it printed {printed!r}, not a plist (another output "
+                                 "format on this macOS?)" if printed else ""))
+    if stream.error and not stream.latest:
+        found.problems.append(stream.error)
     for _, name, part in _POWERMETRICS_FIELDS:
         if name in stream.latest:
             found.sensors.append(PowermetricsPower(stream, name, part))
-    if stream.first.is_set() and not found.sensors:
+    if stream.first.is_set() and not found.sensors and not stream.error:
         found.problems.append("powermetrics reported no cpu/gpu/combined power (a Mac "
                               "without Apple Silicon power samplers?)")
     soc = [s for s in found.sensors if s.part == "apple-soc"]

@@ -49,22 +49,31 @@ class SysfsFile:
         self.path = path
         self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
-    def read_int(self) -> int:
+    def read_bytes(self) -> bytes:
+        """The attribute's text as the kernel gives it (a snapshot records it so)."""
         if self.fd is None:
             raise ReadError(f"{self.path}: file already closed")
         try:
-            data = os.pread(self.fd, 64, 0)
+            return os.pread(self.fd, 64, 0)
         except OSError as exc:
             raise ReadError(f"{self.path}: {exc.strerror or exc}", errno=exc.errno) from None
-        try:
-            return int(data)
-        except ValueError:
-            raise ReadError(f"{self.path}: not an integer: {data[:32]!r}") from None
+
+    def read_int(self) -> int:
+        return parse_int(self.path, self.read_bytes())
 
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def parse_int(path: Path, data: bytes) -> int:
+    """An integer attribute's value (`b"84213377190\\n"`); a replay parses its recorded text
+    with this too, so a file whose text a live read refuses is refused in a replay."""
+    try:
+        return int(data)
+    except ValueError:
+        raise ReadError(f"{path}: not an integer: {data[:32]!r}") from None
 
 
 class RealFs:

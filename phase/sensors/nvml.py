@@ -72,7 +72,12 @@ class Gpu:
     architecture: int | None = None
     compute_capability: tuple[int, int] | None = None
     mig_enabled: bool | None = None
+    # The UUIDs of its MIG instances (CUDA_VISIBLE_DEVICES may name one); None: not listed.
+    mig_uuids: tuple[str, ...] | None = None
     max_limit_mw: int | None = None
+    # How many GPUs NVML counted, this one and any it could not open: CUDA's numbers past an
+    # unopened GPU cannot be matched to NVML's (phase.sensors.primary).
+    nvml_count: int | None = None
 
     @property
     def label(self) -> str:
@@ -196,9 +201,26 @@ def gpu_facts(nvml: Any, index: int, handle: Any) -> Gpu:
     gpu.compute_capability = (int(cc[0]), int(cc[1])) if cc is not None else None
     mig = _ask(nvml, "nvmlDeviceGetMigMode", handle)
     gpu.mig_enabled = bool(mig[0]) if mig is not None else None
+    if gpu.mig_enabled:
+        gpu.mig_uuids = mig_uuids(nvml, handle)
     limits = _ask(nvml, "nvmlDeviceGetPowerManagementLimitConstraints", handle)
     gpu.max_limit_mw = int(limits[1]) if limits is not None and limits[1] else None
     return gpu
+
+
+def mig_uuids(nvml: Any, handle: Any) -> tuple[str, ...] | None:
+    """The UUIDs of a MIG-mode GPU's instances (`MIG-...`), in NVML's slot order; None where
+    NVML or the binding cannot list them. An empty slot raises NVML_ERROR_NOT_FOUND."""
+    slots = _ask(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle)
+    if slots is None or not hasattr(nvml, "nvmlDeviceGetMigDeviceHandleByIndex"):
+        return None
+    out = []
+    for slot in range(int(slots)):
+        instance = _ask(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+        uuid = _ask(nvml, "nvmlDeviceGetUUID", instance) if instance is not None else None
+        if uuid is not None:
+            out.append(_text(uuid))
+    return tuple(out)
 
 
 def load(module: Any | None = None) -> tuple[Any, str | None]:
@@ -273,6 +295,7 @@ def probe(module: Any | None = None) -> Probe:
             except nvml.NVMLError as exc:  # this GPU only: the others are still read
                 found.problems.append(f"GPU {index}: cannot open it: {describe(nvml, exc)}")
         for gpu in gpus:
+            gpu.nvml_count = count
             _probe_gpu(nvml, session, gpu, _base_name(gpu, gpus), found)
     except nvml.NVMLError as exc:
         found.problems.append(f"NVML failed while listing GPUs: {describe(nvml, exc)}")

@@ -1,11 +1,10 @@
 """Which sensors measure "chip energy": the device that ran the model, summed over its parts.
 
 * Layers offloaded to NVIDIA GPUs: those GPUs' NVML energy counters (a power reading where a
-  GPU has no counter), summed. llama.cpp names each GPU it used with its PCI bus id; NVML's
-  sensors carry theirs, so the match does not depend on NVML's or CUDA's index order. Where
-  llama.cpp gave no id, CUDA_VISIBLE_DEVICES (UUIDs or indices) is mapped onto NVML's order;
-  indices only where CUDA's order is NVML's (CUDA_DEVICE_ORDER=PCI_BUS_ID, or every GPU of
-  the machine the same model), since CUDA numbers GPUs fastest first by default.
+  GPU has no counter), summed. Which NVML GPU each CUDA device is follows
+  phase.sensors.cuda_map: by PCI bus id where llama.cpp logged one, else through
+  CUDA_VISIBLE_DEVICES (GPU or MIG UUIDs, or numbers where CUDA's order is NVML's), and
+  refused where it cannot be told.
 * Layers offloaded through ROCm/HIP, Vulkan or SYCL: the AMD (amdgpu hwmon, or amdsmi's
   counter) and Intel discrete (i915/xe hwmon) GPUs it used, and NVIDIA ones under Vulkan,
   matched by PCI bus id or a safe count rule (phase.sensors.gpu_match); an Intel integrated
@@ -35,10 +34,10 @@ from phase.results import PrimaryEnergy, covers_of
 from phase.results.covers import CoveredPart
 from phase.sensors import gpu_match
 from phase.sensors.base import Sensor
-from phase.sensors.pci import GpuUse, pci_key
+from phase.sensors.cuda_map import GpuUse, NoMatch, gpu_sensors, pci_key
+from phase.sensors.cuda_map import best as _best
 
-_COUNTER_FIRST = ("counter", "power")
-
+__all__ = ["GpuUse", "Placement", "choose_primary", "override_primary", "pci_key"]
 
 @dataclass(frozen=True)
 class Placement:
@@ -66,133 +65,6 @@ class Placement:
             return "no layers offloaded"
         of = f" of {self.n_layers}" if self.n_layers is not None else ""
         return f"{self.n_gpu_layers_offloaded}{of} layers offloaded"
-
-
-def _best(sensors: Sequence[Sensor]) -> Sensor | None:
-    """A counter before a power reading, then the least smoothed."""
-    ranked = sorted(sensors, key=lambda s: (_COUNTER_FIRST.index(s.kind), s.smoothing_s))
-    return ranked[0] if ranked else None
-
-
-class _NoMatch(Exception):
-    pass
-
-
-def _nvml_by_gpu(sensors: Sequence[Sensor]) -> dict[str, list[Sensor]]:
-    out: dict[str, list[Sensor]] = {}
-    for s in sensors:
-        if s.part == "gpu":
-            out.setdefault(s.device or s.name.rsplit(":", 1)[0], []).append(s)
-    return out
-
-
-def _nvml_index(groups: dict[str, list[Sensor]], g: str) -> int | None:
-    return getattr(getattr(groups[g][0], "gpu", None), "index", None)
-
-
-def _uuids(groups: dict[str, list[Sensor]]) -> str:
-    return ", ".join(g for g in groups if g.startswith("GPU-")) or "none (NVML gave no UUID)"
-
-
-def _visible_entries(visible: str) -> list[str]:
-    """CUDA_VISIBLE_DEVICES's entries as CUDA reads them: it stops at the first entry that
-    names no device (CUDA's documentation: "0,2,-1,1" shows GPUs 0 and 2), so `-1` and
-    Slurm's `NoDevFiles` hide every GPU. Raises _NoMatch where that leaves none."""
-    entries = [e.strip() for e in visible.split(",")]
-    if not any(entries):
-        raise _NoMatch(f"CUDA_VISIBLE_DEVICES is set but empty ({visible!r}), so CUDA sees no "
-                       "GPU and nothing ran on one; unset it, or name the GPUs "
-                       "(`nvidia-smi -L` lists them)")
-    kept: list[str] = []
-    for entry in entries:
-        if not (entry.isdigit() or entry.startswith(("GPU-", "MIG-"))):
-            break
-        kept.append(entry)
-    if not kept:
-        raise _NoMatch(f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from CUDA: its first "
-                       f"entry {entries[0]!r} names no device (CUDA stops there; `-1` is the "
-                       "usual way to hide them all, and Slurm sets `NoDevFiles` for a job given "
-                       "no GPU), so nothing ran on a GPU; unset it, or name the GPUs")
-    return kept
-
-
-def _visible_order(groups: dict[str, list[Sensor]], env: Mapping[str, str]) -> list[str]:
-    """NVML GPUs in the order CUDA numbers them, or _NoMatch saying why it cannot be told."""
-    by_index = sorted(groups, key=lambda g: _nvml_index(groups, g) or 0)
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        order = []
-        for entry in _visible_entries(visible):
-            if entry.startswith("MIG-"):
-                raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} is a MIG instance: NVML "
-                               "reads energy per whole GPU, and which GPU holds this instance "
-                               "is not recorded here; name that GPU with --energy-sensor "
-                               "(`nvidia-smi -L` lists each GPU with its MIG devices)")
-            if entry.startswith("GPU-"):
-                match = [g for g in groups if g.lower().startswith(entry.lower())]
-                if len(match) != 1:
-                    which = "matches no" if not match else f"matches {len(match)} of the"
-                    raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} {which} GPUs NVML "
-                                   f"reads here ({_uuids(groups)}); give a UUID from "
-                                   "`nvidia-smi -L`, or a longer prefix")
-            else:
-                # An index counts every GPU the driver has, including one NVML could not
-                # open: never slide onto the next GPU that it could.
-                match = [g for g in by_index if _nvml_index(groups, g) == int(entry)]
-                if not match:
-                    raise _NoMatch(f"CUDA_VISIBLE_DEVICES entry {entry!r} names GPU {entry}, "
-                                   "which NVML does not read here (see the unavailable "
-                                   "backends), so its energy cannot be measured")
-            if match[0] in order:
-                raise _NoMatch(f"CUDA_VISIBLE_DEVICES={visible!r} names one GPU twice")
-            order.append(match[0])
-    else:
-        order = by_index
-    # CUDA numbers every GPU fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID; NVML numbers
-    # them in PCI order. The two agree only where all the machine's GPUs are one model
-    # (ties go in PCI order), so the models of all of them decide, not only of those chosen:
-    # on an H100 + L40S host, CUDA device 1 may be NVML's GPU 0. A list of UUIDs sets the
-    # order itself and needs no index.
-    by_number = visible is None or any(e.isdigit() for e in _visible_entries(visible))
-    models = sorted({str(getattr(getattr(ss[0], "gpu", None), "name", None))
-                     for ss in groups.values()})
-    if by_number and len(models) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-        raise _NoMatch(f"this machine's GPUs differ ({', '.join(models)}) and llama.cpp gave "
-                       "no PCI bus id, so CUDA's device numbers (fastest first) cannot be "
-                       "matched to NVML's (PCI order); set CUDA_DEVICE_ORDER=PCI_BUS_ID, or "
-                       "name the GPUs by UUID in CUDA_VISIBLE_DEVICES (`nvidia-smi -L`)")
-    return order
-
-
-def _gpu_sensors(sensors: Sequence[Sensor], placement: Placement,
-                 env: Mapping[str, str]) -> tuple[list[Sensor], list[str]]:
-    """One sensor per GPU the model used, and the device labels; _NoMatch if one is unknown."""
-    groups = _nvml_by_gpu(sensors)
-    if not groups:
-        raise _NoMatch("NVML found no GPU sensor")
-    used = list(placement.gpus)
-    order: list[str] | None = None
-    chosen: list[Sensor] = []
-    labels: list[str] = []
-    if not used:  # nothing logged: every GPU CUDA can see
-        order = _visible_order(groups, env)
-        if not order:  # cannot happen (an unmatched entry raises); never an empty choice
-            raise _NoMatch("CUDA sees no GPU here")
-        used = [GpuUse(f"CUDA{i}") for i in range(len(order))]
-    for gpu in used:
-        key = pci_key(gpu.pci_bus_id)
-        match = [g for g, ss in groups.items() if key and pci_key(ss[0].pci_bus_id) == key]
-        if not match:
-            order = order if order is not None else _visible_order(groups, env)
-            if gpu.index is None or gpu.index >= len(order):
-                raise _NoMatch(f"{gpu.name} ({gpu.description or 'no description'}) matches no "
-                               "NVML GPU")
-            match = [order[gpu.index]]
-        best = _best(groups[match[0]])
-        assert best is not None
-        chosen.append(best)
-        labels.append(f"cuda:{gpu.index} {best.device or best.name}")
-    return chosen, labels
 
 
 def _parts(sensors: Sequence[Sensor], *parts: str) -> list[Sensor]:
@@ -261,8 +133,8 @@ def choose_primary(sensors: Sequence[Sensor], placement: Placement,
                           "zone, nor an amd_energy socket counter)")
         return _made(cpu[0], "cpu", f"{where}; {cpu[1]}"), None
     try:
-        gpus, labels = _gpu_sensors(sensors, placement, env)
-    except _NoMatch as exc:
+        gpus, labels = gpu_sensors(sensors, placement.gpus, env)
+    except NoMatch as exc:
         return None, f"{where}, but its GPU energy cannot be measured: {exc}"
     what = "energy counter" if all(s.kind == "counter" for s in gpus) else "power reading"
     reason = (f"{where}; the NVML {what} of the GPU it used" if len(gpus) == 1 else

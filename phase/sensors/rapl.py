@@ -124,7 +124,7 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
                 kind[0],
                 kind[1],
                 energy,
-                wrap_j=max_range * 1e-6 if max_range else None,
+                wrap_j=max_range * 1e-6 if max_range and max_range > 0 else None,
                 max_power_w=_max_power_w(fs, zone),
             )
         )

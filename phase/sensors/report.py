@@ -5,24 +5,26 @@ where the model would run, and every backend that is unavailable with the reason
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from phase.sensors.base import PostHocSensor, ReadError
 from phase.sensors.discovery import Discovery
 from phase.sensors.periods import DEFAULT_PROBE_S, SLOW_PROBE_S
-from phase.sensors.primary import Placement, choose_primary
+from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.sampler import Sampler
 
 
-def placements_for(found: Discovery, build: str) -> dict[str, Placement]:
+def placements_for(found: Discovery, build: str,
+                   cuda_gpus: Sequence[GpuUse] = ()) -> dict[str, Placement]:
     """The places a model could run on this machine: the CPU, and the accelerator its
     hardware offers (NVIDIA GPUs, a Jetson's GPU, Apple's GPU, AMD and Intel GPUs through ROCm,
-    SYCL and Vulkan), every layer offloaded."""
+    SYCL and Vulkan), every layer offloaded; on CUDA, the devices CUDA lists where they are
+    known (a snapshot's), as llama.cpp logs them."""
     parts = {s.part for s in found.sensors}
     out = {"cpu": Placement("cpu")}
     if parts & {"gpu", "compute-rail"} or build == "cuda":
-        out["cuda"] = Placement("cuda", n_gpu_layers_offloaded=None)
+        out["cuda"] = Placement("cuda", n_gpu_layers_offloaded=None, gpus=tuple(cuda_gpus))
     if parts & {"apple-gpu", "apple-soc", "apple-cpu"} or build == "metal":
         out["metal"] = Placement("metal", n_gpu_layers_offloaded=None)
     backends = {s.backend for s in found.sensors}
@@ -34,10 +36,10 @@ def placements_for(found: Discovery, build: str) -> dict[str, Placement]:
     return out
 
 
-def primary_rows(found: Discovery, build: str,
-                 env: Mapping[str, str] | None) -> list[dict[str, Any]]:
+def primary_rows(found: Discovery, build: str, env: Mapping[str, str] | None,
+                 cuda_gpus: Sequence[GpuUse] = ()) -> list[dict[str, Any]]:
     rows = []
-    for where, placement in placements_for(found, build).items():
+    for where, placement in placements_for(found, build, cuda_gpus).items():
         choice, why = choose_primary(found.sensors, placement, env)
         rows.append({
             "if_model_runs_on": where,
@@ -52,12 +54,13 @@ def primary_rows(found: Discovery, build: str,
 
 def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
            probe_s: float = DEFAULT_PROBE_S, slow_probe_s: float = SLOW_PROBE_S,
-           build: str = "cpu", env: Mapping[str, str] | None = None) -> dict[str, Any]:
+           build: str = "cpu", env: Mapping[str, str] | None = None,
+           cuda_gpus: Sequence[GpuUse] = ()) -> dict[str, Any]:
     """Measure update periods, then a live reading per sensor or (sample_s) one window.
 
     Closes the sensors when done. The result is JSON-ready.
     """
-    primary = primary_rows(found, build, env)
+    primary = primary_rows(found, build, env, cuda_gpus)
     sampler = Sampler(found.sensors, hz=hz, probe_s=probe_s, slow_probe_s=slow_probe_s)
     rows: list[dict[str, Any]] = []
     try:

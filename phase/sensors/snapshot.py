@@ -5,13 +5,18 @@ runs discovery and a sampled window against it, and tests use snapshots as fixtu
 holds, with no host name and nothing that is not about power:
 
 * `fs`: every sysfs path discovery looked at (powercap, hwmon, IIO): directory listings, each
-  file's text or the error reading it (`EACCES` ...) and its mode, and for the counters and
-  rails a second of reads at ~1 kHz (only the changes, with their times);
+  file's text as the kernel gave it (a replay parses it with the live parser) or the error
+  reading it (`EACCES` ...) and its mode, and for the counters and rails a second of reads at
+  ~1 kHz (only the changes, with their times; `counter` where discovery read it as one);
 * `nvml`: per GPU, each fact phase asks NVML (name, UUID, PCI bus id, architecture, compute
-  capability, MIG mode, power limits) as a value or an NVML error code, and a second of
-  energy-counter and power reads; an error on one GPU is recorded and the others still read;
+  capability, MIG mode and MIG instance UUIDs, power limits) as a value or an NVML error
+  code, and a second of energy-counter and power reads; an error on one GPU is recorded and
+  the others still read;
+* `cuda`: CUDA's own device list (number, PCI bus id, name; phase.sensors.cuda_devices), which
+  settles CUDA's numbering against NVML's in a replay;
 * `apple`: the platform, whether zeus-apple-silicon opened IOReport and its cumulative reads
-  over a few seconds, or powermetrics' first samples;
+  over a few seconds, or powermetrics' raw output (its plists as printed, with arrival times)
+  and the readings phase parsed from it;
 * `build` and `env`: the llama.cpp build's accelerator and the variables that hide or order
   GPUs (CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER, HIP_/ROCR_VISIBLE_DEVICES,
   GGML_VK_VISIBLE_DEVICES, ONEAPI_DEVICE_SELECTOR), which the primary-energy choice needs.
@@ -19,11 +24,14 @@ holds, with no host name and nothing that is not about power:
 The hwmon part covers the GPU drivers too: each amdgpu/i915/xe hwmon directory's files, its
 `device/uevent` (the card's PCI bus id) and a second of its power or energy reads. amdsmi
 (ROCm's library) is not recorded: a replay reads AMD GPUs through hwmon only.
+
+docs/snapshots.md describes the format and its versions.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno as errno_names
 import os
 import platform
@@ -35,13 +43,24 @@ from pathlib import Path
 from typing import Any
 
 from phase import __version__
-from phase.sensors import amd_energy, amdgpu, apple, intel_gpu, jetson, nvml, rapl
+from phase.sensors import (
+    amd_energy,
+    amdgpu,
+    apple,
+    cuda_devices,
+    intel_gpu,
+    jetson,
+    nvml,
+    rapl,
+)
 from phase.sensors.apple import AppleHost
 from phase.sensors.base import ReadError
 from phase.sensors.fs import REAL_FS, SysfsFile, ValueFile
 
 FORMAT = "phase-sensors-snapshot"
-VERSION = 1
+VERSION = 2
+# Powermetrics output kept: enough plists for a replay to loop over, never a runaway file.
+_MAX_RAW_CHUNKS = 200
 ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
             "ROCR_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "ONEAPI_DEVICE_SELECTOR")
 
@@ -100,9 +119,13 @@ class RecordingFs:
             entry["error"] = _errname(exc)
             raise
         try:
-            entry["text"] = str(handle.read_int())
+            data = handle.read_bytes()
         except ReadError as exc:
             entry["read_error"] = str(exc)
+        else:
+            # The text as read, not the number: a replay parses it as a live read would
+            # (a file a live read cannot parse stays one a replay cannot).
+            entry["text"] = data.decode("utf-8", errors="replace")
         self.opened[str(path)] = handle
         return handle
 
@@ -132,10 +155,16 @@ def _record_fs(roots: Mapping[str, Path], seconds: float) -> dict[str, Any]:
     found = [rapl.probe(roots["rapl"], fs), jetson.probe(roots["hwmon"], roots["iio"], fs),
              amd_energy.probe(roots["hwmon"], fs), amdgpu.probe(roots["hwmon"], fs),
              intel_gpu.probe(roots["hwmon"], fs)]
+    # A file discovery read as a counter plays back as one (counting on, wrapping at its
+    # range), whatever its name.
+    counters = {str(getattr(getattr(s, "file", None), "path", "")) for p in found
+                for s in p.sensors if s.kind == "counter"}
     series = {}
     for path, handle in fs.opened.items():
         if "error" not in fs.files.get(path, {}) and "read_error" not in fs.files[path]:
             series[path] = _changes(handle.read_int, seconds)
+            if path in counters:
+                series[path]["counter"] = True
     for probe in found:
         for sensor in probe.sensors:
             sensor.close()
@@ -176,6 +205,7 @@ def _record_gpu(lib: Any, index: int, seconds: float) -> dict[str, Any]:
                     ("enforced_power_limit_mw", "nvmlDeviceGetEnforcedPowerLimit")):
         gpu[key] = _nvml_value(lib, fn, handle)
     util = _nvml_value(lib, "nvmlDeviceGetUtilizationRates", handle)
+    gpu["mig_devices"] = _record_mig(lib, handle)
     gpu["utilization_pct"] = ({"value": int(util["value"].gpu)} if "value" in util else util)
     procs = _nvml_value(lib, "nvmlDeviceGetComputeRunningProcesses", handle)
     gpu["compute_pids"] = ({"value": [int(p.pid) for p in procs["value"]]} if "value" in procs
@@ -194,6 +224,23 @@ def _record_gpu(lib: Any, index: int, seconds: float) -> dict[str, Any]:
     gpu["power_instant_mw"] = (_changes(instant, seconds, 200) if field_id is not None
                                else {"changes": [], "error": "no such field in the binding"})
     return gpu
+
+
+def _record_mig(lib: Any, handle: Any) -> dict[str, Any]:
+    """The UUIDs of the GPU's MIG instances (nvml.mig_uuids reads them so), or why not."""
+    slots = _nvml_value(lib, "nvmlDeviceGetMaxMigDeviceCount", handle)
+    if "value" not in slots:
+        return slots
+    uuids = []
+    for slot in range(int(slots["value"])):
+        try:
+            instance = lib.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except (lib.NVMLError, AttributeError):
+            continue  # an empty slot (NVML_ERROR_NOT_FOUND), as nvml.mig_uuids skips it
+        uuid = _nvml_value(lib, "nvmlDeviceGetUUID", instance)
+        if "value" in uuid:
+            uuids.append(uuid["value"])
+    return {"value": uuids}
 
 
 def _record_nvml(module: Any | None, seconds: float) -> dict[str, Any]:
@@ -235,18 +282,43 @@ def _record_apple(host: AppleHost, seconds: float) -> dict[str, Any]:
         out["zeus"] = {"installed": True, **_changes(sample, max(seconds, 5.0), 200)}
         return out
     if host.powermetrics_path and host.euid == 0:
-        stream = apple.PowermetricsStream(host)
-        docs: list[dict[str, Any]] = []
-        deadline = time.monotonic() + max(seconds, 2.0)
-        seen: set[float] = set()
-        while time.monotonic() < deadline:
-            for name, reading in list(stream.latest.items()):
-                if reading.t_unix_s not in seen:
-                    seen.add(reading.t_unix_s)
-                    docs.append({"t_s": reading.t_unix_s, "key": name, "w": reading.value})
-            time.sleep(stream.interval_s / 4)
-        stream.release()
-        out["powermetrics"] = {"interval_s": stream.interval_s, "readings": docs}
+        out["powermetrics"] = _record_powermetrics(host, seconds)
+    return out
+
+
+def _record_powermetrics(host: AppleHost, seconds: float) -> dict[str, Any]:
+    """powermetrics' output as it printed it (chunks with their arrival times, ending at a
+    plist's end where it can) and the readings phase's parser took from it."""
+    raw: list[list[Any]] = []
+    start = time.monotonic()
+    deadline = start + max(seconds, 2.0)
+
+    def recording(interval_s: float) -> tuple[apple.Source, Any]:
+        source, stop = host.start_powermetrics(interval_s)
+
+        def chunks() -> apple.Source:
+            for chunk in source:
+                whole = bool(raw) and raw[-1][1].endswith("\0")
+                if len(raw) < _MAX_RAW_CHUNKS and (time.monotonic() < deadline or not whole):
+                    raw.append([round(time.monotonic() - start, 6),
+                                chunk.decode("utf-8", errors="replace")])
+                yield chunk
+
+        return chunks(), stop
+
+    stream = apple.PowermetricsStream(dataclasses.replace(host, start_powermetrics=recording))
+    docs: list[dict[str, Any]] = []
+    seen: set[tuple[str, float]] = set()  # the keys of one plist share its time
+    while time.monotonic() < deadline:
+        for name, reading in list(stream.latest.items()):
+            if (name, reading.t_unix_s) not in seen:
+                seen.add((name, reading.t_unix_s))
+                docs.append({"t_s": reading.t_unix_s, "key": name, "w": reading.value})
+        time.sleep(stream.interval_s / 4)
+    stream.release()
+    out: dict[str, Any] = {"interval_s": stream.interval_s, "readings": docs, "raw": raw}
+    if stream.error:
+        out["error"] = stream.error
     return out
 
 
@@ -268,6 +340,7 @@ def take(roots: Mapping[str, Path], build: Mapping[str, Any], *, seconds: float 
         "roots": {k: str(v) for k, v in roots.items()},
         "fs": _record_fs(roots, seconds),
         "nvml": _record_nvml(nvml_module, seconds),
+        "cuda": cuda_devices.read(),
         "apple": _record_apple(apple_host or AppleHost(), seconds),
     }
 

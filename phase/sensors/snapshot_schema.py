@@ -5,7 +5,9 @@ A snapshot comes from another machine, attached to a bug report: every field has
 type (strict: no "1" for 1), every recorded time is a finite number and the times of a series
 strictly increase (a replay divides by the steps between them), every value is finite, paths
 are absolute and free of control characters, and a GPU's `index` is its place in the list
-(the replay looks GPUs up by it). Unknown keys are refused: a typo is not silently ignored.
+(the replay looks GPUs up by it), as is a CUDA device's `index`. Unknown keys are refused: a
+typo is not silently ignored. Versions 1 and 2 share this schema: what version 2 added is
+optional (docs/snapshots.md).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ Name = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f/]+$", max_length=255)]
 Time = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 Text = Annotated[str, Field(max_length=1 << 16)]
+Line = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$", max_length=255)]
 
 
 class _Strict(BaseModel):
@@ -45,6 +48,8 @@ class Series(_Strict):
     changes: list[tuple[Time, int]] = []
     error: Text = ""
     code: int | None = None
+    # Version 2: discovery read this file as an energy counter (it counts on in a replay).
+    counter: bool = False
 
     @model_validator(mode="after")
     def _times(self) -> Series:
@@ -95,6 +100,12 @@ class FactInts(_Fact):
     value: list[Annotated[int, Field(ge=0)]] = []
 
 
+class FactStrs(_Fact):
+    """The UUIDs of a GPU's MIG instances (`MIG-...`), in NVML's slot order."""
+
+    value: Annotated[list[Line], Field(max_length=64)] = []
+
+
 class Gpu(_Strict):
     index: Annotated[int, Field(ge=0)]
     handle: _Fact = _Fact()
@@ -113,6 +124,8 @@ class Gpu(_Strict):
     # older snapshots: idle and alone.
     utilization_pct: FactInt = FactInt()
     compute_pids: FactInts = FactInts()
+    # Version 2: its MIG instances (absent: not recorded, so a MIG UUID cannot be placed).
+    mig_devices: FactStrs = FactStrs()
 
 
 class Nvml(_Strict):
@@ -165,8 +178,17 @@ class PmReading(_Strict):
 
 
 class Powermetrics(_Strict):
-    interval_s: Annotated[float, Field(gt=0, le=60, allow_inf_nan=False)]
+    # At least 10 ms: the replay emits output at this pace, and no Mac samples faster.
+    interval_s: Annotated[float, Field(ge=0.01, le=60, allow_inf_nan=False)]
     readings: list[PmReading] = []
+    # Version 2: what powermetrics printed, chunk by chunk with its arrival time (s).
+    raw: Annotated[list[tuple[Time, Text]], Field(max_length=1000)] = []
+    error: Text = ""
+
+    @model_validator(mode="after")
+    def _times(self) -> Powermetrics:
+        _increasing([t for t, _ in self.raw], "raw chunk")
+        return self
 
 
 class Apple(_Strict):
@@ -178,6 +200,30 @@ class Apple(_Strict):
     powermetrics: Powermetrics = Powermetrics(interval_s=0.1)
 
 
+class CudaDevice(_Strict):
+    index: Annotated[int, Field(ge=0)]
+    pci_bus_id: Annotated[str, Field(pattern=r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+                                             r"\.[0-7]$")]
+    name: Line = ""
+
+
+class Cuda(_Strict):
+    """Version 2: CUDA's device list as the recording process saw it
+    (phase.sensors.cuda_devices), or why the driver API could not say."""
+
+    devices: Annotated[list[CudaDevice], Field(max_length=64)] = []
+    error: Text = ""
+    code: int | None = None
+
+    @model_validator(mode="after")
+    def _indices(self) -> Cuda:
+        for place, device in enumerate(self.devices):
+            if device.index != place:
+                raise ValueError(f"devices[{place}].index is {device.index}; a CUDA device's "
+                                 "index is its place in the list")
+        return self
+
+
 class Roots(_Strict):
     rapl: SysPath
     hwmon: SysPath
@@ -186,7 +232,7 @@ class Roots(_Strict):
 
 class Snapshot(_Strict):
     format: Literal["phase-sensors-snapshot"]
-    version: Literal[1]
+    version: Literal[1, 2]
     phase_version: Text = ""
     taken: Text = ""
     host: dict[Name, Text | None] = {}
@@ -195,6 +241,7 @@ class Snapshot(_Strict):
     roots: Roots
     fs: Fs = Fs()
     nvml: Nvml = Nvml()
+    cuda: Cuda = Cuda()
     apple: Apple = Apple()
 
 

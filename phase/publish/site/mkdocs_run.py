@@ -12,7 +12,7 @@ from phase.publish.pages import PAGE_KINDS
 from phase.publish.pages.base import NavItem, PageKind
 
 HAND_WRITTEN = (("About", "about.md"), ("Results format", "results-format.md"),
-                ("Architecture", "architecture.md"))
+                ("Sensor snapshots", "snapshots.md"), ("Architecture", "architecture.md"))
 
 
 def nav(docs_dir: Path, notes: list[NoteSource],
