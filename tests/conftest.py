@@ -8,6 +8,17 @@ tests/shared_run.py.
 
 from __future__ import annotations
 
+import os
+
+# llama.cpp's CPU threads are OpenMP threads (libgomp), which spin on their core while they wait
+# for their siblings. The suite runs a worker per core, each with its llama.cpp threads, a
+# browser or a `phase` process: a spinning thread then holds the core its sibling waits for,
+# and a test-model campaign costs three to four times the CPU it needs (a profiled one measured
+# at 60 s instead of 15 s with the machine busy). Passive threads sleep instead. Set here, before
+# any test loads llama.cpp, and inherited by every `phase` process a test starts; what a
+# campaign computes does not change, only how its idle threads wait.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
 import shutil
 from collections.abc import Callable
 from pathlib import Path

@@ -39,6 +39,12 @@ pytestmark = [
 ]
 
 
+# A cost profile of one pass per block, two blocks per pass size: the notes draw and predict
+# from it as from a long one, and what these pages show of it is its presence, not its
+# precision (the default, 3 blocks of at least 50 ms, was a third of this test's CPU).
+SMALL_PROFILE = {"profile_blocks": 2, "profile_min_block_s": 0.0}
+
+
 def _measure(out: Path) -> None:
     """A small campaign that is a study (a --quick one is a smoke test, never published): the
     quick plan's settings, with its purpose set to "study" by the caller."""
@@ -46,7 +52,7 @@ def _measure(out: Path) -> None:
     assert experiment.quick is not None
     plan = replace(experiment.quick, purpose="study", prompts=("code",),
                    strategies=("plain", "draft-2", "draft-4"), tokens=8, repeats=2,
-                   cooldown_s=0.0, idle_window_s=0.0)
+                   cooldown_s=0.0, idle_window_s=0.0, **SMALL_PROFILE)
     campaign = prepare(experiment, plan, Destination(out), discover_sensors(
         SensorOptions(use=False)), QuietObserver())
     with campaign:
@@ -59,7 +65,7 @@ def _interrupted(out: Path) -> None:
     plan = replace(DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
                    strategies=("plain", "draft-2", "draft-4"), tokens=8, repeats=2,
                    cooldown_s=0.0, idle_window_s=0.0, disturbed_load=None,
-                   quiet_check_s=0.0)
+                   quiet_check_s=0.0, **SMALL_PROFILE)
     campaign = prepare(experiment, plan, Destination(out), discover_sensors(
         SensorOptions(use=False)), StopAfter(2))
     with pytest.raises(KeyboardInterrupt), campaign:

@@ -1,12 +1,18 @@
-"""`phase --help` lists every command without importing any (so it starts at once), and each
-listed command resolves to the click command of that name."""
+"""`phase --help` lists every command without importing any (so it starts at once), each
+listed command resolves to the click command of that name, and the light commands start
+without the heavy libraries (the suite starts `phase` some hundreds of times: each import of
+llama.cpp, numpy and jinja2, or of Altair and pandas, costs a start a few tenths of a second of
+CPU)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from phase.cli import COMMANDS, main
@@ -40,3 +46,42 @@ def test_every_listed_command_resolves_to_its_command() -> None:
 def test_unknown_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["nosuch"])
     assert result.exit_code == 2 and "No such command" in result.output
+
+
+# What no light command may load; each belongs to the commands that decode or draw.
+NOT_FOR_LIGHT = ("llama_cpp", "altair", "pandas", "vl_convert", "mkdocs", "jinja2", "rich")
+COMMITTED = sorted((Path(__file__).resolve().parent.parent / "results").glob("speculative-*.json"))
+
+
+def _loaded_by(argv: list[str]) -> tuple[int, list[str]]:
+    """Run `phase ARGV` in a fresh interpreter: its exit code and which of NOT_FOR_LIGHT it
+    loaded (the last line of stdout, after the command's own output)."""
+    code = ("import json, sys; from phase.cli import run_cli; "
+            f"rc = run_cli({argv!r}); "
+            f"print(json.dumps([rc, [m for m in {NOT_FOR_LIGHT!r} if m in sys.modules]]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, check=True).stdout
+    rc, loaded = json.loads(out.strip().splitlines()[-1])
+    return rc, loaded
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    code = (f"import sys, phase.cli; print([m for m in {NOT_FOR_LIGHT!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("argv", [
+    ["validate", str(COMMITTED[0])],
+    ["schema"],
+    ["models", "list"],
+    ["sensors", "--help"],  # `phase sensors` itself asks llama.cpp for its build
+    ["merge", "--help"],
+    ["predict", "--help"],
+    ["measure", "speculative", "--help"],
+    ["measure", "speculative", "--tokens", "0"],  # refused on its options: exit 2
+], ids=lambda argv: " ".join(argv[:2]) if argv[0] != "validate" else "validate FILE")
+def test_light_commands_start_without_heavy_libraries(argv: list[str]) -> None:
+    rc, loaded = _loaded_by(argv)
+    assert rc in (0, 2) and loaded == [], (rc, loaded)

@@ -13,27 +13,82 @@
     shards      one part of a plan per machine (--shard I/N or a scheduler's array index)
     merge       the shards of one campaign -> one results file (checks in merge_checks)
     ui          the terminal's progress bar and closing table (rich, no click)
+
+The names below are looked up on first use (PEP 562), not imported with the package: the
+runner and prepare load llama.cpp, which `phase sensors`, `phase merge` and a `phase measure`
+refused on its options never need (tests/test_cli_lazy.py checks they start without it).
 """
 
-from phase.campaign.experiment import (
-    EXPERIMENTS_DIR,
-    Experiment,
-    known_experiments,
-    load_experiment,
-)
-from phase.campaign.plan import DEFAULT_PLAN, CampaignPlan, campaign_config
-from phase.campaign.prepare import prepare
-from phase.campaign.prompts import load_prompt, load_prompts
-from phase.campaign.runner import (
-    Campaign,
-    CampaignFailed,
-    Destination,
-    Observer,
-    QuietObserver,
-    default_output,
-)
-from phase.campaign.schedule import ScheduledRun, schedule
-from phase.campaign.sensing import SensorOptions, discover_sensors
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from phase.campaign.experiment import (
+        EXPERIMENTS_DIR,
+        Experiment,
+        known_experiments,
+        load_experiment,
+    )
+    from phase.campaign.plan import DEFAULT_PLAN, CampaignPlan, campaign_config
+    from phase.campaign.prepare import prepare
+    from phase.campaign.prompts import load_prompt, load_prompts
+    from phase.campaign.runner import (
+        Campaign,
+        CampaignFailed,
+        Destination,
+        Observer,
+        QuietObserver,
+        default_output,
+    )
+    from phase.campaign.schedule import ScheduledRun, schedule
+    from phase.campaign.sensing import SensorOptions, discover_sensors
+
+# name -> the submodule that defines it
+_WHERE = {
+    "EXPERIMENTS_DIR": "experiment", "Experiment": "experiment",
+    "known_experiments": "experiment", "load_experiment": "experiment",
+    "DEFAULT_PLAN": "plan", "CampaignPlan": "plan", "campaign_config": "plan",
+    "prepare": "prepare",
+    "load_prompt": "prompts", "load_prompts": "prompts",
+    "Campaign": "runner", "CampaignFailed": "runner", "Destination": "runner",
+    "Observer": "runner", "QuietObserver": "runner", "default_output": "runner",
+    "ScheduledRun": "schedule", "schedule": "schedule",
+    "SensorOptions": "sensing", "discover_sensors": "sensing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # An AttributeError for any other name lets `from phase.campaign import ui` import the
+    # submodule, as it would without this hook.
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
+
+class _Package(types.ModuleType):
+    """Keeps `prepare` and `schedule` the functions: the import system sets a submodule as an
+    attribute of its package once it loads, and these two share their module's name (the
+    eager imports this file used to make bound the function after the module)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (name in _WHERE and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{self.__name__}.{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "DEFAULT_PLAN",

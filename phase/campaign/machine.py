@@ -10,14 +10,17 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from phase import REPO_ROOT, __version__
-from phase.decode.cpu_buffers import ExtraBuffers
-from phase.decode.placement import ModelPlacement
 from phase.errors import env_value
 from phase.hosts import accelerator_build, ram_gib
 from phase.results import HostIdentity, HostInfo, Provenance
 from phase.sensors.nvml import gpu_driver_version, gpu_names
+
+if TYPE_CHECKING:  # types only: both load llama.cpp, which `phase measure --help` never needs
+    from phase.decode.cpu_buffers import ExtraBuffers
+    from phase.decode.placement import ModelPlacement
 
 
 def cpu_model() -> str | None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from phase.decode import ModelPlacement
 from phase.errors import UsageProblem
 from phase.results import PrimaryEnergy, SensorTrace, SensorWindow, UnavailableBackend
 from phase.sensors import Discovery, Window, discover, jetson, meter, rapl
 from phase.sensors.primary import GpuUse, Placement, choose_primary, override_primary
+
+if TYPE_CHECKING:  # a type only: the decode package loads llama.cpp, `phase sensors` need not
+    from phase.decode import ModelPlacement
 
 
 @dataclass(frozen=True)

@@ -9,23 +9,13 @@ import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from phase.campaign import (
-    CampaignFailed,
-    CampaignPlan,
-    Destination,
-    Experiment,
-    SensorOptions,
-    default_output,
-    discover_sensors,
-    load_experiment,
-    prepare,
-    ui,
-)
+from phase.campaign.experiment import Experiment, load_experiment
 from phase.campaign.machine import hostname
+from phase.campaign.plan import CampaignPlan
 from phase.campaign.shards import (
     ShardRequest,
     identify,
@@ -35,6 +25,9 @@ from phase.campaign.shards import (
     shard_request,
 )
 from phase.cli.common import PhaseCommand, say
+
+if TYPE_CHECKING:
+    from phase.campaign import Destination, SensorOptions
 
 EXIT_STATUS = """\b
 Exit status:
@@ -133,6 +126,10 @@ def run_campaign(exp: Experiment, plan: CampaignPlan, destination: Destination,
                  job: tuple[str | None, str | None] = (None, None)) -> None:
     """Prepare (bad input: exit 2, nothing written), run with a progress bar, summarise.
     Ctrl-C keeps the finished runs, prints the command that continues, and exits 130."""
+    # Here, not at the top: the runner loads llama.cpp, numpy and rich (a quarter of a second of
+    # CPU of every start), which `--help` and a command refused on its options never need.
+    from phase.campaign import CampaignFailed, discover_sensors, prepare, ui
+
     # A file-size limit (ulimit -f) would kill the process mid-write; ignored, the write fails
     # with EFBIG instead and the campaign stops with its message (finished runs kept).
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -181,6 +178,8 @@ def _default_path(exp: Experiment, plan: CampaignPlan, quick: bool, out_dir: Pat
     """`<dir>/<experiment>-<host class>-<date>.json`, or a shard's `<dir>/<campaign id>-shard-
     <I>-of-<N>.json`; <dir> is --out-dir, else results/ (results/quick/ for --quick)."""
     if shard is None:
+        from phase.campaign import default_output
+
         return default_output(exp.name, quick=quick and out_dir is None,
                               results_dir=out_dir or Path("results"))
     identity = identify(exp.name, plan, shard, job)
@@ -202,6 +201,8 @@ def _callback(exp: Experiment) -> Any:
         request = shard_request(shard) if shard is not None else shard_from_env(os.environ)
         job = job_id(job_id_opt, os.environ)
         hostname()  # an empty PHASE_HOSTNAME is refused now, not after the models load
+        from phase.campaign import Destination, SensorOptions
+
         given = resume or output_arg or output
         # A default name is claimed atomically (numbered -2, -3... when taken); a shard's
         # name is its identity, so a second writer of it is refused instead.

@@ -1,23 +1,62 @@
 """Greedy fixed-length decoding over llama.cpp: plain, draft-k and n-gram speculation.
 
 This package is the only place in phase that imports `llama_cpp`.
+
+The names below are looked up on first use (PEP 562), not imported with the package: a light
+module of it (`phase.decode.ngram_length`, `phase.decode.strategy`) that validation or the
+site needs then loads without llama.cpp and jinja2 (about a tenth of a second of CPU of every
+`phase validate` start). tests/test_cli_lazy.py checks that it stays so.
 """
 
-from phase.decode.backend import system_info
-from phase.decode.engine import Engine
-from phase.decode.placement import Device, ModelPlacement, this_build
-from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
-from phase.decode.result import DecodeResult, compare_to_plain
-from phase.decode.strategy import (
-    DEFAULT_DRAFT_KS,
-    NGRAM_K,
-    NGRAM_N_MAX,
-    NGRAM_N_MIN,
-    Strategy,
-    parse_strategy,
-)
-from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
-from phase.decode.vocab_file import VocabFile, check_fit
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from phase.decode.backend import system_info
+    from phase.decode.engine import Engine
+    from phase.decode.placement import Device, ModelPlacement, this_build
+    from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
+    from phase.decode.result import DecodeResult, compare_to_plain
+    from phase.decode.strategy import (
+        DEFAULT_DRAFT_KS,
+        NGRAM_K,
+        NGRAM_N_MAX,
+        NGRAM_N_MIN,
+        Strategy,
+        parse_strategy,
+    )
+    from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
+    from phase.decode.vocab_file import VocabFile, check_fit
+
+# name -> the submodule that defines it
+_WHERE = {
+    "system_info": "backend",
+    "Engine": "engine",
+    "Device": "placement", "ModelPlacement": "placement", "this_build": "placement",
+    "DraftProposer": "proposers", "NgramProposer": "proposers", "Proposer": "proposers",
+    "DecodeResult": "result", "compare_to_plain": "result",
+    "DEFAULT_DRAFT_KS": "strategy", "NGRAM_K": "strategy", "NGRAM_N_MAX": "strategy",
+    "NGRAM_N_MIN": "strategy", "Strategy": "strategy", "parse_strategy": "strategy",
+    "IncompatibleVocab": "vocab", "VocabInfo": "vocab", "check_compatible": "vocab",
+    "VocabFile": "vocab_file", "check_fit": "vocab_file",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # An AttributeError for any other name lets `from phase.decode import backend` import
+    # the submodule, as it would without this hook.
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __all__ = [
     "DEFAULT_DRAFT_KS",

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from phase.costmodel import CostTable
 from phase.decode.estimates import NgramEstimates, PositionEstimate
 from phase.decode.ngram import NgramMatcher
-from phase.decode.proposers import DraftProposer
+
+if TYPE_CHECKING:  # proposers loads llama.cpp; validation reads this module's constants
+    from phase.decode.proposers import DraftProposer
 
 K_MAX = 16
 # Fading per step: evidence from ~50 steps ago counts a third as much as the latest.
