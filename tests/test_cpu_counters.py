@@ -95,7 +95,9 @@ def test_a_mac_source_measures_a_real_hog_and_names_it() -> None:
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.2)
-        check = quiet_check(1.0, probe)
+        # Every process that ran, not only the top three: on a loaded machine (the suite's
+        # other worker) the hog need not be among the busiest.
+        check = quiet_check(1.0, probe, top=1000)
     finally:
         hog.kill()
         hog.wait()
