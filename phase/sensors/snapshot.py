@@ -206,6 +206,8 @@ def _record_gpu(lib: Any, index: int, seconds: float) -> dict[str, Any]:
         gpu[key] = _nvml_value(lib, fn, handle)
     util = _nvml_value(lib, "nvmlDeviceGetUtilizationRates", handle)
     gpu["mig_devices"] = _record_mig(lib, handle)
+    c2c = _nvml_value(lib, "nvmlDeviceGetC2cModeInfoV", handle)
+    gpu["c2c_mode"] = {"value": int(c2c["value"].isC2cEnabled)} if "value" in c2c else c2c
     gpu["utilization_pct"] = ({"value": int(util["value"].gpu)} if "value" in util else util)
     procs = _nvml_value(lib, "nvmlDeviceGetComputeRunningProcesses", handle)
     gpu["compute_pids"] = ({"value": [int(p.pid) for p in procs["value"]]} if "value" in procs
