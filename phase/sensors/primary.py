@@ -4,7 +4,8 @@
   GPU has no counter), summed. Which NVML GPU each CUDA device is follows
   phase.sensors.cuda_map: by PCI bus id where llama.cpp logged one, else through
   CUDA_VISIBLE_DEVICES (GPU or MIG UUIDs, or numbers where CUDA's order is NVML's), and
-  refused where it cannot be told.
+  refused where it cannot be told. On a Grace module (GH200) that counter covers the Grace
+  CPU and its memory too, so nothing is added for the CPU (phase.sensors.nvml).
 * Layers offloaded through ROCm/HIP, Vulkan or SYCL: the AMD (amdgpu hwmon, or amdsmi's
   counter) and Intel discrete (i915/xe hwmon) GPUs it used, and NVIDIA ones under Vulkan,
   matched by PCI bus id or a safe count rule (phase.sensors.gpu_match); an Intel integrated
@@ -14,7 +15,8 @@
 * Apple: the rail of the unit that did the work (GPU with Metal, else CPU); the SoC total
   where per-unit rails are missing.
 * CPU only: RAPL's package zones, summed across sockets (amd_energy's socket counters on AMD
-  CPUs under kernels without AMD RAPL powercap).
+  CPUs under kernels without AMD RAPL powercap, or where RAPL shows fewer sockets than
+  amd_energy; never both); on a Grace Hopper, the module counters that hold the Grace.
 * Part of the layers offloaded: the GPUs and the CPU packages together.
 
 The choice, its reason and what it covers (phase.results.covers: which parts of the machine,
