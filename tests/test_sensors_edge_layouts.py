@@ -205,3 +205,26 @@ def test_epyc_with_one_rapl_zone_for_two_sockets_takes_amd_energy(
     assert cpu["sensors"] == ["amd_energy:socket-0", "amd_energy:socket-1"]
     assert "RAPL shows only 1 package zone(s)" in cpu["reason"]
     assert cpu["covers"] == ["cpu", "uncore"]
+
+
+def test_recording_a_grace_module_keeps_its_c2c_mode(tmp_path: Path) -> None:
+    # The recorder run against the replay's NVML stand-in: what it writes replays the same.
+    from phase.sensors import snapshot
+
+    roots = {k: tmp_path / k for k in ("rapl", "hwmon", "iio")}
+    recorded = {}
+    for name in ("gh200-module", "h100-averaged"):
+        machine, _ = replay.machine(replay.load(MACHINES / f"{name}.json"))
+        data = snapshot.take(roots, {"accelerator": "cuda"}, seconds=0.1, env={},
+                             nvml_module=machine.nvml, apple_host=machine.apple)
+        recorded[name] = data["nvml"]["gpus"][0]["c2c_mode"]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        again, _ = replay.machine(replay.load(path))
+        found = discover(tmp_path / "rapl", tmp_path / "hwmon", iio_root=tmp_path / "iio",
+                         machine=again)
+        parts = {s.name.rsplit(":", 1)[1]: s.part for s in found.sensors if s.backend == "nvml"}
+        found.close()
+        assert parts["energy"] == ("gpu-module" if name == "gh200-module" else "gpu")
+    assert recorded["gh200-module"] == {"value": 1}
+    assert "value" not in recorded["h100-averaged"]  # not recorded then: NVML cannot say

@@ -227,7 +227,8 @@ def gpu_facts(nvml: Any, index: int, handle: Any) -> Gpu:
     if gpu.mig_enabled:
         gpu.mig_uuids = mig_uuids(nvml, handle)
     c2c = _ask(nvml, "nvmlDeviceGetC2cModeInfoV", handle)
-    gpu.c2c = bool(c2c.isC2cEnabled) if c2c is not None else None
+    enabled = getattr(c2c, "isC2cEnabled", None)  # a binding's struct; None: cannot say
+    gpu.c2c = bool(enabled) if enabled is not None else None
     limits = _ask(nvml, "nvmlDeviceGetPowerManagementLimitConstraints", handle)
     gpu.max_limit_mw = int(limits[1]) if limits is not None and limits[1] else None
     return gpu
