@@ -131,6 +131,7 @@ def test_mi300a_partial_offload_adds_no_cpu_and_covers_the_cpu(
     assert chosen.sensors == ["amdgpu:0000:42:00.0:power"]
     assert chosen.covers == ["cpu", "gpu", "soc"]
     assert "an APU" in chosen.reason and "in it already" in chosen.reason
+    assert "3 other APU socket(s) here are not in the figure" in chosen.reason
 
 
 # --- Grace Hopper and Grace Blackwell: NVML's counter is the module's -----------------------
@@ -228,3 +229,30 @@ def test_recording_a_grace_module_keeps_its_c2c_mode(tmp_path: Path) -> None:
         assert parts["energy"] == ("gpu-module" if name == "gh200-module" else "gpu")
     assert recorded["gh200-module"] == {"value": 1}
     assert "value" not in recorded["h100-averaged"]  # not recorded then: NVML cannot say
+
+
+def test_partial_offload_on_one_of_two_gh200_modules_says_the_other_grace_is_out(
+        tmp_path: Path) -> None:
+    data = json.loads((MACHINES / "gh200-module.json").read_text())
+    second = json.loads(json.dumps(data["nvml"]["gpus"][0]))
+    second |= {"index": 1, "uuid": {"value": "GPU-7b8c9d0e-1f2a-3b4c-5d6e-7f8a9b0c1d2e"},
+               "pci_bus_id": {"value": "00000019:01:00.0"}}
+    data["nvml"]["gpus"].append(second)
+    path = tmp_path / "gh200-2x.json"
+    path.write_text(json.dumps(data))
+    machine, roots = replay.machine(replay.load(path))
+    found = discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
+    try:
+        used = GpuUse("CUDA0", "NVIDIA GH200 480GB", "0009:01:00.0")
+        chosen, why = choose_primary(found.sensors, Placement("cuda", 10, 29, (used,)), {})
+        cpu, _ = choose_primary(found.sensors, Placement("cpu"), {})
+    finally:
+        found.close()
+    assert why is None and chosen is not None
+    assert chosen.sensors == ["nvml:GPU-6a7b8c9d:energy"]
+    assert "1 other module(s) here are not in the figure" in chosen.reason
+    assert cpu is not None and len(cpu.sensors) == 2  # CPU-only: both modules' Graces
+    # Grace Blackwell: the other GPU shares this Grace, so nothing is said to be left out
+    one, _ = choose("gb200-two-gpus", "cuda", GpuUse("CUDA0", "NVIDIA GB200", "0008:01:00.0"),
+                    layers=10)
+    assert one is not None and "in it already)" in one.reason

@@ -181,7 +181,12 @@ def _cuda_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapping[s
                    "CPU, its LPDDR5X, the GPU and its HBM), so no CPU sensor is added to it")
     device = ", ".join(labels)
     if placement.partial and len(module) == len(gpus):
-        reason += " (the CPU's share of the layers is in it already)"
+        # other Grace Hopper modules' CPUs (a Grace Blackwell's sibling GPU shares this Grace)
+        rest = {s.device for s in sensors if s.part == "gpu-module" and _arch(s) < _BLACKWELL}
+        rest -= {s.device for s in gpus}
+        reason += " (the CPU's share of the layers is in it already" + (
+            f", as far as its threads ran on these modules' Grace: {len(rest)} other "
+            "module(s) here are not in the figure)" if rest else ")")
     elif placement.partial:
         if cpu is None:
             return None, f"{where}: the CPU ran the other layers and no sensor measures it"
@@ -248,8 +253,18 @@ def _other_gpu_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapp
         return _made([*gpus, *cpu[0]], f"{device} + cpu",
                      f"{reason}; plus the CPU, which ran the other layers: {cpu[1]}"), None
     if placement.partial:
-        reason += " (so the CPU's share of the layers is in it already)"
+        others = _other_apus(sensors, gpus)
+        reason += f" (so the CPU's share of the layers is in it already{others})"
     return _made(gpus, device, reason), None
+
+
+def _other_apus(sensors: Sequence[Sensor], gpus: Sequence[Sensor]) -> str:
+    """APU sockets the figure leaves out (an MI300A node has four): CPU threads on their
+    cores are not in it."""
+    used = {pci_key(s.pci_bus_id) for s in gpus}
+    others = {pci_key(s.pci_bus_id) for s in sensors if s.part == "apu-soc"} - used
+    return (f", as far as its threads ran on these APUs' cores: {len(others)} other APU "
+            "socket(s) here are not in the figure") if others else ""
 
 
 def _dual_die(gpus: Sequence[Sensor], labels: Sequence[str]) -> str:
