@@ -256,3 +256,52 @@ def test_partial_offload_on_one_of_two_gh200_modules_says_the_other_grace_is_out
     one, _ = choose("gb200-two-gpus", "cuda", GpuUse("CUDA0", "NVIDIA GB200", "0008:01:00.0"),
                     layers=10)
     assert one is not None and "in it already)" in one.reason
+
+
+class _TwoDieAmdsmi:
+    """ROCm's amdsmi as an MI250X shows it (the calls phase makes): both dies are devices,
+    the primary's counter advances at the package's power, the secondary's not at all."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.clock, self.t0 = time.monotonic, time.monotonic()
+        self.watts = {"c1": 213.0, "c6": 0.0}
+
+    def amdsmi_init(self) -> None:
+        self.t0 = self.clock()
+
+    def amdsmi_get_processor_handles(self) -> list[str]:
+        return ["c1", "c6"]
+
+    def amdsmi_get_gpu_device_bdf(self, handle: str) -> str:
+        return f"0000:{handle}:00.0"
+
+    def amdsmi_get_energy_count(self, handle: str) -> dict[str, float]:
+        ticks = (self.clock() - self.t0) * self.watts[handle] / 15.3e-6
+        return {"energy_accumulator": int(ticks), "counter_resolution": 15.3}
+
+    def amdsmi_get_power_info(self, handle: str) -> dict[str, Any]:
+        return {"current_socket_power": "N/A", "average_socket_power": int(self.watts[handle])}
+
+
+def test_mi250x_amdsmi_counter_stands_for_both_dies_and_counts_once(tmp_path: Path) -> None:
+    from phase.sensors.discovery import Machine
+
+    hwmon = tmp_path / "hwmon"
+    write_card(hwmon, "hwmon1", "1002:740C", "0000:c1:00.0",
+               {"power1_average": "213000000", "power1_cap_max": "560000000"})
+    write_card(hwmon, "hwmon2", "1002:740C", "0000:c6:00.0",
+               {"power1_average": "0", "power1_cap_max": "0"})
+    found = discover(tmp_path / "powercap", hwmon, iio_root=tmp_path / "iio",
+                     nvml_enabled=False, apple_enabled=False,
+                     machine=Machine(amdsmi=_TwoDieAmdsmi()))
+    try:
+        names = [s.name for s in found.sensors]
+        assert names == ["amdgpu:0000:c1:00.0:power-average", "amdsmi:0000:c1:00.0:energy"]
+        both = (rocm("0000:c1:00.0", 0), rocm("0000:c6:00.0", 1))
+        choice, why = choose_primary(found.sensors, Placement("rocm", None, 29, both), {})
+    finally:
+        found.close()
+    assert why is None and choice is not None
+    assert choice.sensors == ["amdsmi:0000:c1:00.0:energy"]  # one figure, not one per die
