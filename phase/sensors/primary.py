@@ -95,7 +95,7 @@ def _cpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
 
 
 def _rapl_or_amd_energy(rapl: list[Sensor], amd: list[Sensor]) -> tuple[list[Sensor], str]:
-    """Both drivers read an AMD CPU's energy MSRs (Linux 5.8-5.12 can load both): RAPL, the
+    """Both drivers read an AMD CPU's energy MSRs (Linux 5.11-5.12 can load both): RAPL, the
     kernel's maintained interface, unless it shows fewer package zones than amd_energy shows
     sockets (a kernel that gives several sockets one package zone), where only amd_energy
     counts every socket."""
