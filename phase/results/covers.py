@@ -15,7 +15,10 @@ The parts (PARTS) and where each backend's sensors fall:
   kernel's Documentation/power/powercap/powercap.rst.)
 * NVML: the GPU "and its associated circuitry (e.g. memory)" (NVML API reference,
   nvmlDeviceGetPowerUsage; nvmlDeviceGetTotalEnergyConsumption counts the same device):
-  gpu, gpu-memory and the rest of the GPU's board.
+  gpu, gpu-memory and the rest of the GPU's board. On a Grace Hopper or Grace Blackwell
+  module (part `gpu-module`) the energy counter is the module's (zeus, ml-energy/zeus#172;
+  NVML_POWER_SCOPE_MODULE in nvml.h): the Grace CPU with its uncore, its LPDDR5X (dram),
+  the GPU with its HBM, and the module's regulators (board).
 * Jetson INA3221 rails, per module (NVIDIA Jetson Linux developer guide, "Jetson power
   monitor" / "Power and performance" tables per module; the same rail names jtop
   (rbonghi/jetson_stats) reads and labels):
@@ -34,8 +37,10 @@ The parts (PARTS) and where each backend's sensors fall:
   "combined" package power is CPU + GPU + ANE.
 * AMD GPUs (amdgpu hwmon `power1_average`/`power1_input`, amdsmi's energy accumulator): the
   socket power of the GPU package (kernel drivers/gpu/drm/amd/pm/amdgpu_pm.c); on an APU
-  the socket is the whole SoC, CPU cores included. Whether a discrete card's socket figure
-  includes its memory differs between generations, so gpu-memory is not claimed.
+  the socket is the whole SoC, CPU cores included (MI300A too). An MI250/MI250X package's
+  figure, on its primary die, covers both of its dies: still "gpu". Whether a discrete
+  card's socket figure includes its memory differs between generations, so gpu-memory is
+  not claimed.
 * Intel GPUs (i915/xe hwmon; the kernel's sysfs-driver-intel-{i915,xe}-hwmon ABI docs): the
   package counter (xe `energy2_input`, i915 `energy1_input`) covers the GPU package; xe's
   card counter (`energy1_input`) the whole card, memory and regulators included.
@@ -122,6 +127,8 @@ def sensor_covers(backend: str | None, name: str,
     if backend == "amd_energy" or (backend is None and prefix == "amd_energy"):
         return _CPU_PACKAGE if rest.startswith("socket") else None
     if backend == "nvml" or (backend is None and prefix == "nvml"):
+        if part == "gpu-module":
+            return ("cpu", "uncore", "gpu", "gpu-memory", "dram", "board")
         return ("gpu", "gpu-memory", "board")
     if backend == "jetson-ina3221" or (backend is None and prefix == "ina3221"):
         return JETSON_RAILS.get(rest)

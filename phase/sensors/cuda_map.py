@@ -44,7 +44,7 @@ Groups = dict[str, list[Sensor]]
 def nvml_by_gpu(sensors: Sequence[Sensor]) -> Groups:
     out: Groups = {}
     for s in sensors:
-        if s.part == "gpu":
+        if s.part in ("gpu", "gpu-module"):  # a Grace module's counter is its GPU's too
             out.setdefault(s.device or s.name.rsplit(":", 1)[0], []).append(s)
     return out
 

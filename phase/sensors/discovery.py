@@ -78,6 +78,11 @@ def discover(
     amd_parts = {pci_key(s.pci_bus_id): s.part for s in probes[-2].sensors}
     if amd_parts and (machine.amdsmi is not None or not machine.synthetic):
         probes.append(amdsmi_gpu.probe(amd_parts, machine.amdsmi))
+        # amdsmi's counter on an MI250X primary die covers both dies, as hwmon's figure does
+        siblings = {pci_key(s.pci_bus_id): getattr(s, "sibling_slots", ())
+                    for s in probes[-3].sensors}
+        for s in probes[-1].sensors:
+            s.sibling_slots = siblings.get(pci_key(s.pci_bus_id), ())  # type: ignore[attr-defined]
     probes.append(apple.probe(machine.apple) if apple_enabled
                   else Probe(apple.BACKEND, problems=["disabled"]))
     if specs:

@@ -15,8 +15,10 @@ Per GPU the best sensor is taken: chip scope before board (an xe card's package 
 its card counter), a counter before a power reading (amdsmi's accumulator before hwmon
 power), then the least smoothed. An Intel integrated GPU has no sensor of its own (i915 and
 xe give hwmon to discrete cards only): the reason says so and names the CPU package counter
-that holds it. An AMD APU's figure is the whole SoC's, CPU included, so with part of the
-layers on the CPU nothing is added for the CPU.
+that holds it. The two dies of an MI250/MI250X share one figure, on the primary die: a
+model on either die is measured by it, and on both it is counted once. An AMD APU's figure
+is the whole SoC's, CPU included, so with part of the layers on the CPU nothing is added
+for the CPU.
 """
 
 from __future__ import annotations
@@ -52,10 +54,20 @@ def _cards(sensors: Sequence[Sensor], accelerator: str) -> dict[Key, list[Sensor
     vendors = _VENDORS_OF[accelerator]
     out: dict[Key, list[Sensor]] = {}
     for s in sensors:
-        key = pci_key(s.pci_bus_id)
-        if key is not None and _VENDOR_OF_BACKEND.get(s.backend) in vendors:
-            out.setdefault(key, []).append(s)
+        if _VENDOR_OF_BACKEND.get(s.backend) not in vendors:
+            continue
+        # A dual-die package's figure stands for its secondary die too (phase.sensors.amdgpu)
+        for bus_id in (s.pci_bus_id, *getattr(s, "sibling_slots", ())):
+            key = pci_key(bus_id)
+            if key is not None:
+                out.setdefault(key, []).append(s)
     return out
+
+
+def _bus_id(sensors: list[Sensor], key: Key) -> str:
+    """The PCI bus id, as its driver spells it, of the GPU `key` (a die a sibling covers)."""
+    ids = [b for s in sensors for b in (s.pci_bus_id, *getattr(s, "sibling_slots", ()))]
+    return next((b for b in ids if b and pci_key(b) == key), str(sensors[0].pci_bus_id))
 
 
 def best(sensors: Sequence[Sensor]) -> Sensor:
@@ -156,8 +168,12 @@ def choose(sensors: Sequence[Sensor], accelerator: str, gpus: Sequence[GpuUse],
                           f"({', '.join(s.name for s in cards[k])}: the card with its memory, "
                           "regulators and fans), not its chip's: see why its package counter "
                           "is unavailable, or name the card sensor with --energy-sensor")
-    chosen = [best(cards[k]) for k in keys]
-    labels = [f"{accelerator}:{i} {s.pci_bus_id}" for i, s in enumerate(chosen)]
+    chosen: list[Sensor] = []
+    for k in keys:  # two dies of one package share one figure: it is counted once
+        pick = best(cards[k])
+        if all(pick is not c for c in chosen):
+            chosen.append(pick)
+    labels = [f"{accelerator}:{i} {_bus_id(cards[k], k)}" for i, k in enumerate(keys)]
     vendors = "/".join(sorted({_NAMES[_vendor_of(cards[k])] for k in keys}))
     how = ("matched by the PCI bus id llama.cpp logged" if not pending
            else f"{every} {vendors} GPU here, as llama.cpp uses them all by default" if not gpus

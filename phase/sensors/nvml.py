@@ -18,6 +18,15 @@ another GPU under the same name.
 The physical bound is the GPU's largest settable power limit plus 25% for transients (NVML
 caps average power at the limit; short peaks exceed it): assumed, not read.
 
+On a Grace Hopper (GH200) or Grace Blackwell module, where the GPU is joined to a Grace CPU
+by NVLink-C2C (nvmlDeviceGetC2cModeInfoV says so; the name "GH200"/"GB200"/"GB300" where the
+driver lacks the call), the energy counter is the whole module's: Grace CPU, its LPDDR5X,
+the GPU and its HBM, and the regulators between (zeus, ml-energy/zeus#172, reads it so; the
+power readings stay at NVML's default GPU scope, which is why zeus asks for
+NVML_POWER_SCOPE_MODULE explicitly). That counter's part is `gpu-module`, so what a chip
+figure covers (phase.results.covers) and the primary choice (no CPU sensor added on top)
+follow from it.
+
 Errors are per GPU: a GPU that cannot be opened (no permission, lost from the bus) is reported
 and the others are still read. A GPU in MIG mode is read as a whole, including other
 instances' work, and the probe says so.
@@ -36,6 +45,7 @@ BACKEND = "nvml"
 AVERAGED_POWER_S = 1.0
 _TRANSIENT_HEADROOM = 1.25
 _AMPERE = 7  # NVML_DEVICE_ARCH_AMPERE
+_GRACE_NAMES = ("GH200", "GB200", "GB300")
 _ARCH_NAMES = {2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
                8: "Ada", 9: "Hopper", 10: "Blackwell"}
 
@@ -75,6 +85,8 @@ class Gpu:
     # The UUIDs of its MIG instances (CUDA_VISIBLE_DEVICES may name one); None: not listed.
     mig_uuids: tuple[str, ...] | None = None
     max_limit_mw: int | None = None
+    # NVLink-C2C to a Grace CPU (GH200, GB200): None where NVML cannot say.
+    c2c: bool | None = None
     # How many GPUs NVML counted, this one and any it could not open: CUDA's numbers past an
     # unopened GPU cannot be matched to NVML's (phase.sensors.primary).
     nvml_count: int | None = None
@@ -82,6 +94,13 @@ class Gpu:
     @property
     def label(self) -> str:
         return f"GPU {self.index} ({self.name})" if self.name else f"GPU {self.index}"
+
+    @property
+    def grace_module(self) -> bool:
+        """Joined to a Grace CPU, so its energy counter covers the whole module."""
+        if self.c2c is not None:
+            return self.c2c
+        return any(k in (self.name or "") for k in _GRACE_NAMES)
 
     @property
     def arch_name(self) -> str:
@@ -111,6 +130,10 @@ class NvmlEnergy(_NvmlSensor):
     def __init__(self, session: _Session, gpu: Gpu, base: str, bound: float | None) -> None:
         super().__init__(session, gpu, f"{base}:energy", kind="counter", smoothing_s=0.0,
                          max_power_w=bound, assumed=("max_power_w",) if bound else ())
+        if gpu.grace_module:  # the module's counter: Grace CPU and memory included
+            self.part = "gpu-module"
+            self.max_power_w = None  # the GPU's power limit does not bound the module
+            self.assumed = []
 
     def read_value(self) -> float:
         try:
@@ -203,6 +226,9 @@ def gpu_facts(nvml: Any, index: int, handle: Any) -> Gpu:
     gpu.mig_enabled = bool(mig[0]) if mig is not None else None
     if gpu.mig_enabled:
         gpu.mig_uuids = mig_uuids(nvml, handle)
+    c2c = _ask(nvml, "nvmlDeviceGetC2cModeInfoV", handle)
+    enabled = getattr(c2c, "isC2cEnabled", None)  # a binding's struct; None: cannot say
+    gpu.c2c = bool(enabled) if enabled is not None else None
     limits = _ask(nvml, "nvmlDeviceGetPowerManagementLimitConstraints", handle)
     gpu.max_limit_mw = int(limits[1]) if limits is not None and limits[1] else None
     return gpu
@@ -324,6 +350,10 @@ def _probe_gpu(nvml: Any, session: _Session, gpu: Gpu, base: str, found: Probe) 
         found.notes.append(
             f"{label}: MIG mode is on: its energy counter and power readings cover the whole "
             "GPU, including the work of every other MIG instance on it")
+    if gpu.grace_module:
+        found.notes.append(
+            f"{label}: joined to a Grace CPU (NVLink-C2C): its energy counter covers the whole "
+            "module (Grace CPU, its memory, the GPU and its HBM); its power readings the GPU")
     bound = gpu.max_limit_mw * 1e-3 * _TRANSIENT_HEADROOM if gpu.max_limit_mw else None
     try:
         nvml.nvmlDeviceGetTotalEnergyConsumption(gpu.handle)

@@ -49,15 +49,27 @@ def hwmon_devices(fs: Fs, root: Path, *names: str) -> list[Path]:
     return sorted(found, key=lambda p: (len(p.name), p.name))  # hwmon10 after hwmon9
 
 
-def pci_slot(fs: Fs, hwmon_dir: Path) -> str | None:
-    """The PCI bus id of the device a hwmon directory belongs to, from the device's uevent
-    (`PCI_SLOT_NAME=`); None where the parent is not a PCI device or cannot be read."""
+def _uevent(fs: Fs, hwmon_dir: Path, field: str) -> str | None:
     text = fs.read_text(hwmon_dir / "device" / "uevent") or ""
     for line in text.splitlines():
         key, _, value = line.partition("=")
-        if key.strip() == "PCI_SLOT_NAME" and pci_key(value) is not None:
-            return value.strip().lower()
+        if key.strip() == field:
+            return value.strip()
     return None
+
+
+def pci_slot(fs: Fs, hwmon_dir: Path) -> str | None:
+    """The PCI bus id of the device a hwmon directory belongs to, from the device's uevent
+    (`PCI_SLOT_NAME=`); None where the parent is not a PCI device or cannot be read."""
+    value = _uevent(fs, hwmon_dir, "PCI_SLOT_NAME")
+    return value.lower() if value is not None and pci_key(value) is not None else None
+
+
+def pci_id(fs: Fs, hwmon_dir: Path) -> str | None:
+    """The device's `vendor:device` PCI id (`PCI_ID=1002:74A0` in its uevent), upper case;
+    None where it cannot be read. It tells products apart that the driver's files do not."""
+    value = _uevent(fs, hwmon_dir, "PCI_ID")
+    return value.upper() if value and ":" in value else None
 
 
 def read_uw_max(fs: Fs, hwmon_dir: Path, names: list[str]) -> float | None:

@@ -4,7 +4,8 @@
   GPU has no counter), summed. Which NVML GPU each CUDA device is follows
   phase.sensors.cuda_map: by PCI bus id where llama.cpp logged one, else through
   CUDA_VISIBLE_DEVICES (GPU or MIG UUIDs, or numbers where CUDA's order is NVML's), and
-  refused where it cannot be told.
+  refused where it cannot be told. On a Grace module (GH200) that counter covers the Grace
+  CPU and its memory too, so nothing is added for the CPU (phase.sensors.nvml).
 * Layers offloaded through ROCm/HIP, Vulkan or SYCL: the AMD (amdgpu hwmon, or amdsmi's
   counter) and Intel discrete (i915/xe hwmon) GPUs it used, and NVIDIA ones under Vulkan,
   matched by PCI bus id or a safe count rule (phase.sensors.gpu_match); an Intel integrated
@@ -14,7 +15,8 @@
 * Apple: the rail of the unit that did the work (GPU with Metal, else CPU); the SoC total
   where per-unit rails are missing.
 * CPU only: RAPL's package zones, summed across sockets (amd_energy's socket counters on AMD
-  CPUs under kernels without AMD RAPL powercap).
+  CPUs under kernels without AMD RAPL powercap, or where RAPL shows fewer sockets than
+  amd_energy; never both); on a Grace Hopper, the module counters that hold the Grace.
 * Part of the layers offloaded: the GPUs and the CPU packages together.
 
 The choice, its reason and what it covers (phase.results.covers: which parts of the machine,
@@ -73,20 +75,40 @@ def _parts(sensors: Sequence[Sensor], *parts: str) -> list[Sensor]:
 
 def _cpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
     """The CPU's own sensors: RAPL packages, an Apple CPU rail, or Jetson compute rails."""
-    for backend, what in (("rapl", "RAPL package zone"), ("amd_energy", "amd_energy socket "
-                                                                        "counter")):
-        # One backend's sockets only: RAPL and amd_energy read the same MSRs, so a kernel
-        # that offers both would otherwise count each socket twice.
-        packages = [s for s in _parts(sensors, "cpu-package") if s.backend == backend]
-        if len(packages) > 1:
-            return packages, f"the {what}s of all {len(packages)} sockets, summed"
-        if packages:
-            return packages, f"the {what}"
+    packages = _parts(sensors, "cpu-package")
+    rapl = [s for s in packages if s.backend == "rapl"]
+    amd = [s for s in packages if s.backend == "amd_energy"]
+    # One backend's sockets only: RAPL and amd_energy read the same MSRs, so a kernel that
+    # loads both would otherwise count each socket twice.
+    if rapl and amd:
+        return _rapl_or_amd_energy(rapl, amd)
+    for chosen, what in ((rapl, "RAPL package zone"), (amd, "amd_energy socket counter")):
+        if len(chosen) > 1:
+            return chosen, f"the {what}s of all {len(chosen)} sockets, summed"
+        if chosen:
+            return chosen, f"the {what}"
     for part, what in (("apple-cpu", "the CPU rail"), ("apple-soc", "the SoC total")):
         best = _best(_parts(sensors, part))
         if best is not None:
             return [best], what
     return None
+
+
+def _rapl_or_amd_energy(rapl: list[Sensor], amd: list[Sensor]) -> tuple[list[Sensor], str]:
+    """Both drivers read an AMD CPU's energy MSRs (Linux 5.11-5.12 can load both): RAPL, the
+    kernel's maintained interface, unless it shows fewer package zones than amd_energy shows
+    sockets (a kernel that gives several sockets one package zone), where only amd_energy
+    counts every socket."""
+    if len(amd) > len(rapl):
+        return amd, (f"the amd_energy socket counters of all {len(amd)} sockets, summed; "
+                     f"RAPL shows only {len(rapl)} package zone(s) for them (a kernel that "
+                     "registers one zone for several sockets), so it is not used, and "
+                     "never added: both read the same MSRs")
+    summed = (f"the RAPL package zones of all {len(rapl)} sockets, summed" if len(rapl) > 1
+              else "the RAPL package zone")
+    return rapl, (f"{summed}; amd_energy's socket counters read the same MSRs, so they are "
+                  "not added (RAPL is the kernel's maintained driver; amd_energy was removed "
+                  "in Linux 5.13)")
 
 
 def _jetson_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
@@ -126,12 +148,19 @@ def choose_primary(sensors: Sequence[Sensor], placement: Placement,
         return _made(apple[0], "metal", f"{where}; {apple[1]}"), None
     if placement.on_gpu and placement.accelerator in gpu_match.ACCELERATORS:
         return _other_gpu_choice(sensors, placement, env, where)
-    cpu = _cpu_choice(sensors)
+    cpu = _cpu_choice(sensors) or _grace_cpu_choice(sensors)
     if not placement.on_gpu:
         if cpu is None:
             return None, (f"{where}, but no sensor measures the CPU (no RAPL package "
                           "zone, nor an amd_energy socket counter)")
         return _made(cpu[0], "cpu", f"{where}; {cpu[1]}"), None
+    return _cuda_choice(sensors, placement, env, where)
+
+
+def _cuda_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapping[str, str],
+                 where: str) -> tuple[PrimaryEnergy | None, str | None]:
+    """CUDA: the NVML sensors of the GPUs it used, plus the CPU where it ran some layers."""
+    cpu = _cpu_choice(sensors)
     try:
         gpus, labels = gpu_sensors(sensors, placement.gpus, env)
     except NoMatch as exc:
@@ -143,13 +172,59 @@ def choose_primary(sensors: Sequence[Sensor], placement: Placement,
     if mig:
         reason += ("; MIG mode is on, so the whole-GPU figure includes the work of other MIG "
                    f"instances ({', '.join(mig)})")
+    module = [s for s in gpus if s.part == "gpu-module"]
+    if module:
+        refused = _grace_blackwell_pair(module)
+        if refused:
+            return None, f"{where}, but {refused}"
+        reason += ("; a Grace module: NVML's energy counter covers the whole module (Grace "
+                   "CPU, its LPDDR5X, the GPU and its HBM), so no CPU sensor is added to it")
     device = ", ".join(labels)
-    if placement.partial:
+    if placement.partial and len(module) == len(gpus):
+        # other Grace Hopper modules' CPUs (a Grace Blackwell's sibling GPU shares this Grace)
+        rest = {s.device for s in sensors if s.part == "gpu-module" and _arch(s) < _BLACKWELL}
+        rest -= {s.device for s in gpus}
+        reason += " (the CPU's share of the layers is in it already" + (
+            f", as far as its threads ran on these modules' Grace: {len(rest)} other "
+            "module(s) here are not in the figure)" if rest else ")")
+    elif placement.partial:
         if cpu is None:
             return None, f"{where}: the CPU ran the other layers and no sensor measures it"
         return _made([*gpus, *cpu[0]], f"{device} + cpu",
                      f"{reason}; plus the CPU, which ran the other layers: {cpu[1]}"), None
     return _made(gpus, device, reason), None
+
+
+_BLACKWELL = 10  # NVML_DEVICE_ARCH_BLACKWELL
+
+
+def _arch(s: Sensor) -> int:
+    return int(getattr(getattr(s, "gpu", None), "architecture", 0) or 0)
+
+
+def _grace_cpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
+    """A Grace CPU alone: phase reads no sensor of its own (no RAPL on Arm), but each Grace
+    Hopper module's energy counter holds it, with the idle GPU and the memory. Not on Grace
+    Blackwell, whose counters share a Grace between two GPUs in a way NVML does not show."""
+    module = [s for s in sensors if s.part == "gpu-module" and s.kind == "counter"]
+    if not module or any(_arch(s) >= _BLACKWELL for s in module):
+        return None
+    what = (f"the energy counters of all {len(module)} Grace Hopper modules, summed"
+            if len(module) > 1 else "the Grace Hopper module's energy counter")
+    return module, (f"{what}: the Grace CPU has no counter of its own here, and the module's "
+                    "holds it, with the idle GPU, its HBM and the LPDDR5X")
+
+
+def _grace_blackwell_pair(module: Sequence[Sensor]) -> str | None:
+    """Why a sum of Grace Blackwell module counters is refused, or None. One Grace CPU serves
+    two Blackwell GPUs there (GB200, GB300), so each GPU's module figure includes that shared
+    Grace: summing two would count it twice, and NVML does not say which GPUs share one."""
+    blackwell = [s.name for s in module if _arch(s) >= _BLACKWELL]
+    if len(blackwell) < 2:
+        return None
+    return (f"the GPUs it used ({', '.join(blackwell)}) are Grace Blackwell GPUs whose energy "
+            "counters each cover a module whose Grace CPU two GPUs share: summing them would "
+            "count a Grace twice; run on one GPU, or name the sensors with --energy-sensor")
 
 
 def _other_gpu_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapping[str, str],
@@ -167,6 +242,7 @@ def _other_gpu_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapp
         (kinds.pop() if len(kinds) == 1 else "energy counter or power reading")
     reason = (f"{where}; the {what} of the GPU it used ({how})" if len(gpus) == 1 else
               f"{where}; the {what}s of the {len(gpus)} GPUs it used, summed ({how})")
+    reason += _dual_die(gpus, labels)
     apu = any(s.part == "apu-soc" for s in gpus)
     if apu:
         reason += "; an APU: its figure is the whole SoC's, CPU cores included"
@@ -177,8 +253,38 @@ def _other_gpu_choice(sensors: Sequence[Sensor], placement: Placement, env: Mapp
         return _made([*gpus, *cpu[0]], f"{device} + cpu",
                      f"{reason}; plus the CPU, which ran the other layers: {cpu[1]}"), None
     if placement.partial:
-        reason += " (so the CPU's share of the layers is in it already)"
+        others = _other_apus(sensors, gpus)
+        reason += f" (so the CPU's share of the layers is in it already{others})"
     return _made(gpus, device, reason), None
+
+
+def _other_apus(sensors: Sequence[Sensor], gpus: Sequence[Sensor]) -> str:
+    """APU sockets the figure leaves out (an MI300A node has four): CPU threads on their
+    cores are not in it."""
+    used = {pci_key(s.pci_bus_id) for s in gpus}
+    others = {pci_key(s.pci_bus_id) for s in sensors if s.part == "apu-soc"} - used
+    return (f", as far as its threads ran on these APUs' cores: {len(others)} other APU "
+            "socket(s) here are not in the figure") if others else ""
+
+
+def _dual_die(gpus: Sequence[Sensor], labels: Sequence[str]) -> str:
+    """What MI250/MI250X package figures hold: both dies, whichever llama.cpp used."""
+    used = {pci_key(label.rsplit(" ", 1)[-1]) for label in labels}
+    pairs: list[str] = []
+    idle: list[str] = []
+    for s in gpus:
+        siblings = getattr(s, "sibling_slots", ())
+        if siblings:
+            pairs.append(f"{s.pci_bus_id} for {', '.join(siblings)}")
+            idle += [str(b) for b in (s.pci_bus_id, *siblings) if pci_key(b) not in used]
+    if not pairs:
+        return ""
+    out = ("; each MI250/MI250X package's power, both dies', is reported on its primary die "
+           f"only ({'; '.join(pairs)}): {len(labels)} dies used, {len(gpus)} figure(s), each "
+           "package counted once")
+    if idle:
+        out += f", so die(s) {', '.join(idle)}, which llama.cpp did not use, are in it too"
+    return out
 
 
 def _covers(sensors: Sequence[Sensor], names: Sequence[str]) -> list[CoveredPart]:

@@ -8,7 +8,7 @@ We keep the zones whose name is `package-N` (chip; one per CPU socket, all of th
 (board: the whole platform as the SoC sees it, which encloses the packages and the DRAM
 zones) or `dram` (module: memory, disjoint from the package). `core`/`uncore` are parts of a
 package and are left out. The `intel-rapl-mmio` zones repeat the package counter through
-another path and are skipped so no energy is counted twice. AMD CPUs (Zen, Linux 5.8+)
+another path and are skipped so no energy is counted twice. AMD CPUs (Zen, Linux 5.11+)
 expose the same tree with package and core zones and no power-limit constraints.
 
 Physical bound: `constraint_0_max_power_uw` is the rated TDP (the kernel fills it from the

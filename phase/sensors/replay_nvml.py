@@ -107,6 +107,11 @@ class ReplayNvml:
     def nvmlDeviceGetMigMode(self, h: int) -> list[int]:
         return list(self._fact(h, "mig_mode"))
 
+    def nvmlDeviceGetC2cModeInfoV(self, h: int) -> Any:
+        # Absent from snapshots taken before phase recorded it: NVML "cannot say", and the
+        # GPU's name decides (phase.sensors.nvml.Gpu.grace_module).
+        return SimpleNamespace(isC2cEnabled=int(self._fact(h, "c2c_mode")))
+
     def nvmlDeviceGetPowerManagementLimitConstraints(self, h: int) -> list[int]:
         return list(self._fact(h, "power_limit_constraints_mw"))
 

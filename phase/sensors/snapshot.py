@@ -206,6 +206,7 @@ def _record_gpu(lib: Any, index: int, seconds: float) -> dict[str, Any]:
         gpu[key] = _nvml_value(lib, fn, handle)
     util = _nvml_value(lib, "nvmlDeviceGetUtilizationRates", handle)
     gpu["mig_devices"] = _record_mig(lib, handle)
+    gpu["c2c_mode"] = _record_c2c(lib, handle)
     gpu["utilization_pct"] = ({"value": int(util["value"].gpu)} if "value" in util else util)
     procs = _nvml_value(lib, "nvmlDeviceGetComputeRunningProcesses", handle)
     gpu["compute_pids"] = ({"value": [int(p.pid) for p in procs["value"]]} if "value" in procs
@@ -224,6 +225,15 @@ def _record_gpu(lib: Any, index: int, seconds: float) -> dict[str, Any]:
     gpu["power_instant_mw"] = (_changes(instant, seconds, 200) if field_id is not None
                                else {"changes": [], "error": "no such field in the binding"})
     return gpu
+
+
+def _record_c2c(lib: Any, handle: Any) -> dict[str, Any]:
+    """Whether NVLink-C2C joins the GPU to a Grace CPU (its energy counter is the module's)."""
+    c2c = _nvml_value(lib, "nvmlDeviceGetC2cModeInfoV", handle)
+    if "value" not in c2c:
+        return c2c
+    enabled = getattr(c2c["value"], "isC2cEnabled", None)
+    return {"value": int(enabled)} if enabled is not None else {"error": "no isC2cEnabled"}
 
 
 def _record_mig(lib: Any, handle: Any) -> dict[str, Any]:

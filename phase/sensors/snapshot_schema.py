@@ -126,6 +126,8 @@ class Gpu(_Strict):
     compute_pids: FactInts = FactInts()
     # Version 2: its MIG instances (absent: not recorded, so a MIG UUID cannot be placed).
     mig_devices: FactStrs = FactStrs()
+    # NVLink-C2C to a Grace CPU (1: a GH200/GB200 module; absent: not recorded).
+    c2c_mode: FactInt = FactInt()
 
 
 class Nvml(_Strict):
