@@ -15,6 +15,7 @@ SCOPES = ("chip", "module", "board", "wall")
 # sensor, a backend this phase does not know -- blocks publishing.
 PUBLISHABLE_BACKENDS = (
     "rapl", "nvml", "jetson-ina3221", "apple", "zeus", "powermetrics", "meter",
+    "amd_energy", "amdgpu", "amdsmi", "intel_gpu",
 )
 
 # Power a sensor of each scope cannot exceed when it declares no maximum of its own: above
