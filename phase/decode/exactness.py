@@ -116,7 +116,8 @@ def categories(exact: Mapping[Hashable, float],
     """The outcomes tested on their own (probability >= min_p, most probable first) and the
     pooled probability of the rest."""
     kept = sorted((k for k, v in exact.items() if v >= min_p), key=lambda k: -exact[k])
-    return kept, max(0.0, 1.0 - sum(exact[k] for k in kept))
+    rest = 1.0 - sum(exact[k] for k in kept)
+    return kept, rest if rest > 1e-9 else 0.0  # below: rounding, not an outcome
 
 
 def goodness_of_fit(outcomes: Sequence[Hashable], exact: Mapping[Hashable, float],
