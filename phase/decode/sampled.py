@@ -211,6 +211,9 @@ class SampledDecoder:
     def ngram(self, n_tokens: int, k: int, settings: SamplingSettings, *, n_min: int = 2,
               n_max: int = 4, rule: str = "rejection") -> SampledRun:
         """n-gram proposals (point masses) after a context of at least n_min tokens."""
+        if rule not in ("rejection", "greedy-match", "wrong"):  # the rules that take q = None
+            raise UsageProblem(f"n-gram proposals are point masses: verify them with rejection "
+                               f"or greedy-match (got {rule!r})")
         proposer = NgramSampler(n_min, n_max)
         proposer.restart(self.prompt)
         self._fresh()
