@@ -64,3 +64,11 @@ def test_ngram_refuses_a_rule_that_needs_q(decoder: SampledDecoder) -> None:
 def test_unknown_rule_is_named(decoder: SampledDecoder) -> None:
     with pytest.raises(UsageProblem, match="unknown verification rule 'exact'"):
         decoder.draft_k(N, 4, SETTINGS, "exact")
+
+
+def test_a_run_past_the_context_is_refused_before_decoding(decoder: SampledDecoder) -> None:
+    with pytest.raises(UsageProblem, match="raise the context size"):
+        decoder.plain(10_000, SETTINGS)
+    with pytest.raises(UsageProblem, match="proposals per step must be >= 1"):
+        decoder.draft_k(N, 0, SETTINGS)
+    assert len(decoder.plain(N, SETTINGS).generated) == N  # and the decoder still works

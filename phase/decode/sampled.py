@@ -26,6 +26,7 @@ from phase.decode.native import NativeModel
 from phase.decode.ngram import NgramMatcher
 from phase.decode.sampling import SamplingSettings, distribution, draw
 from phase.decode.speculative_sampling import PROPOSES, RULES, Rows
+from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
 
 
@@ -182,11 +183,16 @@ class SampledDecoder:
             target.decode(self.prompt[:-1], 0, 0)
         self._drafts: dict[tuple[SamplingSettings, str], DraftSampler] = {}
 
-    def _fresh(self) -> None:
+    def _fresh(self, n_tokens: int, k: int = 1) -> None:
+        """Check the run fits, and drop what the previous run generated."""
+        if k < 1:
+            raise UsageProblem(f"proposals per step must be >= 1 (got {k})")
+        models = [m for m in (self.target, self.draft) if m is not None]
+        check_fit(len(self.prompt), n_tokens, min(min(m.n_ctx, m.n_batch) for m in models))
         self.target.truncate(len(self.prompt) - 1)
 
     def plain(self, n_tokens: int, settings: SamplingSettings) -> SampledRun:
-        self._fresh()
+        self._fresh(n_tokens)
         return plain_sampled(self.target, self.prompt, n_tokens, settings)
 
     def draft_k(self, n_tokens: int, k: int, settings: SamplingSettings, rule: str = "rejection",
@@ -203,9 +209,9 @@ class SampledDecoder:
             self._drafts.clear()  # one draft cache: a sampler for other settings starts over
             self._drafts[key] = DraftSampler(self.draft, q_settings, PROPOSES[rule])
             self._drafts[key].prepare(self.prompt)
+        self._fresh(n_tokens, k)
         proposer = self._drafts[key]
         proposer.restart(self.prompt)
-        self._fresh()
         return speculate_sampled(self.target, self.prompt, n_tokens, k, proposer, rule, settings)
 
     def ngram(self, n_tokens: int, k: int, settings: SamplingSettings, *, n_min: int = 2,
@@ -214,7 +220,7 @@ class SampledDecoder:
         if rule not in ("rejection", "greedy-match", "wrong"):  # the rules that take q = None
             raise UsageProblem(f"n-gram proposals are point masses: verify them with rejection "
                                f"or greedy-match (got {rule!r})")
+        self._fresh(n_tokens, k)
         proposer = NgramSampler(n_min, n_max)
         proposer.restart(self.prompt)
-        self._fresh()
         return speculate_sampled(self.target, self.prompt, n_tokens, k, proposer, rule, settings)
