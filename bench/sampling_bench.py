@@ -58,11 +58,12 @@ def _arm(decoder: SampledDecoder, settings: SamplingSettings, rule: str, tokens:
 
 def run(ctx: Context) -> Section:
     section = Section("sampling")
-    seeds_per_repeat = 2 if ctx.quick else 8
+    seeds_per_repeat = 2 if ctx.quick else 4
     section.info = {
         "target": ctx.target_name, "draft": ctx.draft_name, "prompt": PLAIN_PROMPT,
         "chat_template": False, "k": K, "tokens_per_run": ctx.tokens,
         "seeds_per_repeat": seeds_per_repeat,
+        "seeds": "repeat r (from 0) runs seeds r*S .. r*S+S-1 in every arm, S = seeds_per_repeat",
         "truncation": {"top_k": TOP_K, "top_p": TOP_P, "min_p": MIN_P},
         "temperatures": list(TEMPERATURES),
     }
