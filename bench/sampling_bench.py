@@ -15,7 +15,12 @@ says what each does, read from llama.cpp's source), run on phase's engine, so th
 in nothing but the rule: what the row compares is the rule, not the tools' binaries.
 Acceptance = proposals kept / proposals verified, over a repeat's runs (the same seeds in every
 arm of a repeat: common random numbers); the figure is the median over alternating repeats.
-Rejection sampling's target is to keep at least as many as each tool's rule.
+Rejection sampling's target is to keep at least as many as each tool's rule. That is not a
+theorem: rejection sampling keeps Σ min(p, q) in expectation, greedy-match p(x*) and
+llama-speculative min(1, p(x*)/q(x*)) for the draft's top token x*, which is more when the
+draft is flatter than the target, at the price of an output that is not the target's
+distribution (tests/test_sampling_exact.py). With the draft = target (--quick) p and q are
+equal up to rounding, so rejection sampling and llama-speculative both keep ~everything.
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ two shared cores:
   phase.decode.sampled (real passes, KV rollback, the draft model's own cache), tested the same
   way; the shift they can detect with power 0.9 is printed (about 17 points).
 
-In both, a deliberately wrong acceptance rule (keep iff p(x) > q(x)) must fail.
+In both, a deliberately wrong acceptance rule (keep iff p(x) > q(x)) must fail; so must
+llama-speculative's rule on its own proposals (q's most probable token), at full power.
 
 The draft is the test model at a lower temperature (0.6 against the target's 1.0) with the
 same truncation, so q differs from p where it matters; the n-gram proposal is the prompt's own
@@ -174,6 +175,8 @@ def _step_pairs(setup: Setup, rule: str, proposer: str, n: int) -> list[Pair]:
         rng = np.random.default_rng(seed)
         if proposer == "ngram":
             proposal, q = [setup.ngram], None
+        elif proposer == "draft-top":  # what both llama.cpp tools draft: q's most probable
+            proposal, q = [int(setup.q0.argmax())], [setup.q0]
         else:
             proposal, q = [draw(setup.q0, rng)], [setup.q0]
         p_rows = [setup.p0, setup.p1[int(setup.ids[proposal[0]])]]
@@ -205,6 +208,9 @@ def test_plain_through_llama_cpps_chain_is_the_numpy_distribution(setup: Setup) 
     ("rejection", "ngram", True),
     ("greedy-match", "ngram", True),
     ("wrong", "draft", False),
+    # llama-speculative's rule keeps more when q is flatter than p, but with the draft's top
+    # token as its proposal its output is not the target's distribution.
+    ("llama-speculative", "draft-top", False),
 ])
 def test_speculative_rules_on_real_rows(setup: Setup, rule: str, proposer: str,
                                         exact: bool) -> None:
