@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
-                windows,bandwidth,stream,site,hosts,adaptive]
+                sampling,windows,bandwidth,stream,site,hosts,adaptive]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -13,6 +13,8 @@ llama.cpp's), selfdraft (bench/self_draft.py: the target as its own draft, phase
 >= llama-speculative-simple's), evidence (bench/evidence_bench.py: what recording the top-2
 logit gaps costs), noise (bench/batch_noise.py: how far one-token and batched passes move a
 greedy choice, against the validator's near_tie_gap), sampler (bench/sampler_bench.py),
+sampling (bench/sampling_bench.py: draft-4 acceptance of speculative sampling's rejection rule
+against the two llama.cpp tools' verification rules at three temperatures),
 windows (bench/windows_bench.py: a quiet campaign's wall time with energy windows sized to
 the sensor and without),
 bandwidth (bench/bandwidth.py), stream (bench/bandwidth_bench.py: phase's STREAM-style copy
@@ -38,10 +40,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
-            "sampler", "windows", "bandwidth", "stream", "site", "hosts", "adaptive")
+            "sampler", "sampling", "windows", "bandwidth", "stream", "site", "hosts", "adaptive")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that load the draft model as well as the target.
-DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft", "adaptive"}
+DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft", "sampling", "adaptive"}
 
 
 def _csv(text: str) -> list[str]:
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         native,
         report,
         sampler_bench,
+        sampling_bench,
         self_draft,
         site_bench,
         spec_bench,
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         "ngram": decode_bench.run_ngram, "auto": spec_bench.run_auto,
         "ngram-native": spec_bench.run_ngram_native, "selfdraft": self_draft.run,
         "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
-        "windows": windows_bench.run,
+        "sampling": sampling_bench.run, "windows": windows_bench.run,
         "bandwidth": bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
         "hosts": hosts_bench.run,
         "adaptive": adaptive_bench.run,

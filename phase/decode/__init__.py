@@ -1,4 +1,5 @@
-"""Greedy fixed-length decoding over llama.cpp: plain, draft-k and n-gram speculation.
+"""Greedy fixed-length decoding over llama.cpp: plain, draft-k and n-gram speculation (and,
+beside the timed loops, sampled decoding: phase.decode.sampled).
 
 This package is the only place in phase that imports `llama_cpp`.
 

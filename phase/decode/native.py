@@ -328,6 +328,11 @@ class NativeModel:
         is a view into llama.cpp's buffer, which the next pass overwrites."""
         return self._row(self._first_out + i).copy()
 
+    def sample(self, sampler: object, i: int) -> int:
+        """A token drawn by a llama.cpp sampler (phase.decode.chain) from the i-th logits row
+        of the last decode: llama.cpp reads the row itself, nothing is copied."""
+        return int(llama_cpp.llama_sampler_sample(sampler, self._ctx, self._first_out + i))
+
     def _row(self, row: int) -> np.ndarray:
         ptr = self._get_logits_ith(self._ctx, row)
         if not ptr:
