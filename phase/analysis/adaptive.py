@@ -175,7 +175,9 @@ def decide(results: ResultsFile, repeat: int) -> Decision:
         if PLAIN not in config.strategies:
             return stop("narrow", "no ratio to narrow: plain is not among the strategies")
         return stop("narrow", f"every ratio to plain is within ±{target:.0%}")
-    due = set(wide) | {(p, PLAIN) for p, _ in wide}
+    # Adaptive rounds are over prompt x strategy only so far (prepare refuses them with
+    # extra factors), so every condition's extra levels are none.
+    due = {(p, s, ()) for p, s in wide} | {(p, PLAIN, ()) for p, _ in wide}
     slots = tuple(extra_round([p.name for p in config.prompts], config.strategies,
                               config.repeats, config.seed, config.shuffle, repeat, due,
                               config.max_reruns or 0))

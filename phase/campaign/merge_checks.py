@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from phase.results import Provenance, ResultsFile, ShardInfo
-from phase.results.schedule import schedule
+from phase.results.schedule import planned_schedule
 from phase.validate import sharding
 from phase.validate.sharding import differ_named
 
@@ -174,8 +174,7 @@ def parts(files: Sequence[ShardFile]) -> list[str]:
 def planned_ids(results: ResultsFile) -> list[str]:
     """The ids of every run of the plan `results` records (its shard's part, if a shard)."""
     config = results.config
-    runs = schedule([p.name for p in config.prompts], config.strategies, config.repeats,
-                    config.seed, config.shuffle)
+    runs = planned_schedule(config)
     shard = results.shard
     return [r.run_id for r in runs
             if shard is None or (r.prompt in shard.prompts and r.repeat in shard.repeats)]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.campaign.experiment import Experiment
+from phase.campaign.factors import check_factors, check_runnable
 from phase.campaign.header import header_before_load, with_engine_facts
 from phase.campaign.identity import differences
 from phase.campaign.plan import CampaignPlan
@@ -91,6 +92,7 @@ def prepare(
             same_shard(shard, previous.shard, str(claim.path))
             identity = (CampaignIdentity(previous.campaign_id, previous.shard)
                         if previous.campaign_id else None)
+        _check_factors(plan)
         prompts = load_prompts(experiment.prompts_dir, plan.prompts)
         strategies = _parse_strategies(plan)
         target, draft = _resolve_models(plan, strategies, observer)
@@ -121,6 +123,18 @@ def prepare(
         experiment, plan, destination, observer, prompts, strategies, held.engine, models,
         prompt_tokens, previous or header, previous is not None, held.sampler, claim, identity,
     )
+
+
+def _check_factors(plan: CampaignPlan) -> None:
+    """A plan's extra factors: well declared, of kinds the runner applies, and not with
+    adaptive repeats, whose rounds and record are over prompt x strategy only so far."""
+    check_factors(plan.factors, "plan factors")
+    check_runnable(plan.factors)
+    if plan.factors and plan.target_half_width is not None:
+        raise UsageProblem(
+            "adaptive repeats (target_half_width) do not yet work with extra factors "
+            f"({', '.join(f.name for f in plan.factors)}): give a fixed design "
+            "(--repeats N, or target_half_width=None in the plan)")
 
 
 def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],

@@ -24,9 +24,10 @@ from phase.analysis.queries import is_disturbed
 from phase.campaign import machine, profiling, windows
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
+from phase.campaign.factors import apply_levels
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.reruns import due_reruns, repeats_of
-from phase.campaign.schedule import Rerun, ScheduledRun, schedule
+from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine, Strategy, parse_strategy
@@ -43,6 +44,7 @@ from phase.results import (
     UnavailableBackend,
     token_sha256,
 )
+from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler
 from phase.sensors.gpu_activity import describe as describe_gpu
 from phase.sensors.gpu_activity import gpu_activity
@@ -143,8 +145,7 @@ class Campaign:
             self._add_this_host()
         writer = CampaignWriter(self.claim, self.start, exists=self.resumed)
         done = {r.id for r in writer.results.runs}
-        whole = schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
-                         plan.seed, plan.shuffle)
+        whole = planned_schedule(writer.results.config)
         runs = keep(whole, self._shard)
         try:
             self._quiet_check()
@@ -341,6 +342,7 @@ class Campaign:
         )
         # After the idle window: this process has run no kernel for cooldown + idle seconds.
         gpu = gpu_activity(self.sampler.sensors) if self.sampler else None
+        apply_levels(self.engine, self.plan.factors, scheduled.levels)
         probe = LoadProbe()
         before = probe.read()  # around prefill and decode: the longer window, the finer
         try:
@@ -371,6 +373,7 @@ class Campaign:
             temperatures_c=machine.temperatures_c(),
         )
         run.host = machine.hostname()
+        run.factors = dict(scheduled.levels)
         threshold = self.plan.disturbed_load
         run.foreign_load, run.foreign_load_reason = load, load_reason
         if gpu is not None:

@@ -23,6 +23,7 @@ from rich.table import Table
 from phase.analysis import (
     FIGURES,
     adaptive,
+    condition_key,
     disturbed_note,
     row_value,
     runs_by_condition,
@@ -177,11 +178,12 @@ def print_summary(results: ResultsFile) -> None:
         for col in COLUMNS:
             table.add_column(col, justify="left" if col == "strategy" else "right")
         for row in (r for r in summary.rows if r.prompt == prompt):
-            flag = " *" if (prompt, row.strategy) in unstable else ""
+            key = condition_key(row)
+            flag = " *" if key in unstable else ""
             table.add_row(
-                escape(row.strategy) + flag,
+                escape(" ".join([row.strategy, *(f"{n}={v}" for n, v in key[2])])) + flag,
                 *(figure_cell(name, summary.rows, row) for name in SHOWN),
-                f"{matches.get((prompt, row.strategy), 0)}/{row.n}",
+                f"{matches.get(key, 0)}/{row.n}",
             )
         console.print(table)
     console.print(

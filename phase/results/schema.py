@@ -33,7 +33,7 @@ from phase.results.base import (
     Strict,
 )
 from phase.results.base import paired as _paired
-from phase.results.config import CampaignConfig
+from phase.results.config import CampaignConfig, Level
 from phase.results.costs import CostProfile
 from phase.results.covers import PrimaryEnergy
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
@@ -70,7 +70,10 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #   9 (2026-12): primary_energy.covers: which parts of the machine the chip figure covers
 #                (phase.results.covers), so hosts whose figures differ are not compared as
 #                like for like; derived from the sensor names for older files.
-SCHEMA_VERSION = 9
+#   10 (2026-12): experiments over factors: config.factors (extra factors: name, kind,
+#                levels, labels), Run.factors and SummaryRow.factors (a run's or row's level
+#                of each); absent (never written) where an experiment has none.
+SCHEMA_VERSION = 10
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -299,6 +302,9 @@ class Run(Strict):
     # until the window is long enough (config.window_min_s); the window's energy is then over
     # every pass's tokens (phase.analysis.window_tokens). Empty: one pass (older files).
     passes: list[Pass] = Field(default_factory=list)
+    # The run's level of each extra factor (config.factors), in declared order; empty (and
+    # not written) where the experiment has none: its condition is prompt x strategy.
+    factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -338,7 +344,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[9]
+    schema_version: Literal[10]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str

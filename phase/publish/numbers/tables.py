@@ -13,7 +13,14 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from phase.analysis import FIGURES, PLAIN, energy_mj_per_token, row_value, runs_by_condition
+from phase.analysis import (
+    FIGURES,
+    PLAIN,
+    condition_key,
+    energy_mj_per_token,
+    row_value,
+    runs_by_condition,
+)
 from phase.analysis.figures import ratio_keys, row_interval
 from phase.analysis.formatting import span
 from phase.publish.data.datasets import Dataset
@@ -102,7 +109,7 @@ def _measured(ds: Dataset, row: SummaryRow, sensor: str | None) -> list[tuple[st
     raw = ds.raw
     if raw is None or sensor is None:
         return []
-    runs = runs_by_condition(raw).get((row.prompt, row.strategy), [])
+    runs = runs_by_condition(raw).get(condition_key(row), [])
     out = []
     for run in runs:
         value = energy_mj_per_token(run, sensor)
@@ -183,7 +190,7 @@ def build_table(ds: Dataset, root: str) -> Table:
     page = raw_page(ds.stem, root)
     baselines = unstable_baselines(ds)
     unstable = {
-        (f.prompt, f.strategy): f.message for f in ds.report.findings if f.rule == "variance"
+        f.condition: f.message for f in ds.report.findings if f.rule == "variance"
     }
     show_board = any(
         r.board_mj_per_token is not None or r.board_mj_per_token_reason for r in rows
@@ -206,7 +213,7 @@ def build_table(ds: Dataset, root: str) -> Table:
                 anchor=row_anchor(row.prompt, row.strategy),
                 cells={k: cells[k] for k in keys},
                 links=_links(ds, row, page),
-                unstable=unstable.get((row.prompt, row.strategy)),
+                unstable=unstable.get(condition_key(row)),
             )
         )
     return Table(

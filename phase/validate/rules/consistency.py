@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 
-from phase.analysis.queries import is_disturbed
+from phase.analysis.queries import Condition, condition_key, is_disturbed
 from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.decode.strategy import Strategy, parse_strategy
 from phase.errors import UsageProblem
 from phase.results import ResultsFile, Run
-from phase.results.schedule import ScheduledRun, rerun, schedule
+from phase.results.schedule import ScheduledRun, planned_schedule, rerun
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -205,16 +205,13 @@ def _steps(run: Run, results: ResultsFile, settings: RuleSettings) -> list[tuple
     return out
 
 
-def _planned(results: ResultsFile) -> dict[tuple[int, str, str], ScheduledRun]:
-    config = results.config
-    runs = schedule([p.name for p in config.prompts], config.strategies, config.repeats,
-                    config.seed, config.shuffle)
-    return {(r.repeat, r.prompt, r.strategy): r for r in runs}
+def _planned(results: ResultsFile) -> dict[tuple[int, Condition], ScheduledRun]:
+    return {(r.repeat, r.condition): r for r in planned_schedule(results.config)}
 
 
-def _placement(run: Run, planned: dict[tuple[int, str, str], ScheduledRun]) -> list[
+def _placement(run: Run, planned: dict[tuple[int, Condition], ScheduledRun]) -> list[
         tuple[str, str]]:
-    slot = planned.get((run.repeat, run.prompt, run.strategy))
+    slot = planned.get((run.repeat, condition_key(run)))
     if slot is None:
         return []  # an undeclared condition or a repeat past the config: reported elsewhere
     if run.rerun_of is not None:

@@ -1,0 +1,189 @@
+"""Experiments over factors: declaration, schedule and ids, and a toy experiment declared here
+(not in experiments/) measured end to end on the real test model."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from phase.analysis import condition_key, summarize
+from phase.campaign import (
+    DEFAULT_PLAN,
+    EXPERIMENTS_DIR,
+    Destination,
+    Experiment,
+    Factor,
+    QuietObserver,
+    SensorOptions,
+    discover_sensors,
+    prepare,
+)
+from phase.campaign.factors import check_factors
+from phase.campaign.plan import campaign_config, planned_runs
+from phase.campaign.shards import campaign_id
+from phase.decode import Engine
+from phase.errors import UsageProblem
+from phase.models import TEST_MODEL
+from phase.results import PromptSpec, Run, load_raw
+from phase.results.schedule import combinations, planned_schedule, schedule
+from phase.validate import validate_results
+
+REPO = Path(__file__).resolve().parent.parent
+
+THREADS = Factor("threads", "threads", (1, 2))
+MODE = Factor("mode", "custom", ("a", "b"))
+
+# The toy experiment: prompt x strategy x threads x a custom factor, on the test model, with the
+# speculative study's quick settings. Nothing outside this file declares it.
+TOY = Experiment(
+    name="toy",
+    note=None,
+    description="A toy experiment over extra factors, for tests.",
+    prompts_dir=EXPERIMENTS_DIR / "prompts",
+    plan=replace(
+        DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
+        strategies=("plain", "draft-4"), tokens=8, repeats=2, cooldown_s=0.0,
+        idle_window_s=0.0, profile=False, purpose="smoke", disturbed_load=None,
+        quiet_check_s=0.5, target_half_width=None,
+    ),
+    factors=(THREADS, MODE),
+)
+
+
+# --- declaration --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("factors", "message"), [
+    ((THREADS, replace(THREADS, kind="custom")), "declared twice"),
+    ((Factor("n", "threads", ()),), "no levels"),
+    ((Factor("n", "speed", (1,)),), "unknown kind 'speed'"),
+    ((Factor("n", "threads", (0, 2)),), "level 0 must be a whole number of at least 1"),
+    ((Factor("n", "custom", ("a", "a")),), "levels or labels repeat"),
+    ((Factor("n", "custom", ("a b",)),), "label 'a b'"),
+    ((Factor("n", "custom", ("a", "b"), labels=("x",)),), "1 label(s) for 2 level(s)"),
+    ((Factor("strategy", "custom", ("a",)),), "name 'strategy'"),
+    ((THREADS, Factor("t2", "threads", (4,))), "a second 'threads' factor"),
+    ((Factor("m", "model", (3,)),), "must be a model spec"),
+])
+def test_bad_declarations_are_refused_with_what_to_fix(factors: tuple[Factor, ...],
+                                                        message: str) -> None:
+    with pytest.raises(UsageProblem, match="bad factor declaration") as err:
+        check_factors(factors)
+    assert message in str(err.value)
+
+
+def test_an_experiment_copies_its_factors_into_both_plans() -> None:
+    quick = replace(TOY.plan, repeats=1)
+    exp = replace(TOY, quick=quick)
+    assert exp.plan.factors == exp.quick_plan().factors == (THREADS, MODE)  # type: ignore[union-attr]
+    with pytest.raises(UsageProblem, match="experiment bad: factors"):
+        Experiment("bad", None, "", EXPERIMENTS_DIR, DEFAULT_PLAN,
+                   factors=(Factor("x", "custom", ()),))
+
+
+# --- schedule, ids, identity ------------------------------------------------------------------
+
+
+def test_conditions_are_prompts_x_strategies_x_levels_and_ids_name_the_levels() -> None:
+    specs = [THREADS.spec(), MODE.spec()]
+    runs = schedule(["p", "q"], ["plain", "draft-4"], 2, seed=3, shuffle=True, factors=specs)
+    assert len(runs) == 2 * 2 * 2 * 2 * 2 == planned_runs(replace(TOY.plan, prompts=("p", "q")))
+    assert [r.order for r in runs] == list(range(32))
+    for repeat in (0, 1):
+        block = {r.condition for r in runs if r.repeat == repeat}
+        assert len(block) == 16  # every condition once per repeat
+    ids = {r.run_id for r in runs}
+    assert "r0-p-draft-4-threads=1-mode=a" in ids and "r1-q-plain-threads=2-mode=b" in ids
+    assert len(ids) == len(runs)
+    # Repeats are shuffled apart, and a seed replays its order.
+    assert [r.condition for r in runs[:16]] != [r.condition for r in runs[16:]]
+    assert schedule(["p", "q"], ["plain", "draft-4"], 2, 3, True, specs) == runs
+
+
+def test_without_factors_the_order_and_ids_are_those_of_every_earlier_file() -> None:
+    """The speculative study: each committed campaign's planned runs keep their ids and
+    orders (the schedule as it was before factors, re-derived from its config)."""
+    checked = 0
+    for path in sorted((REPO / "results").glob("*.json")):
+        data = json.loads(path.read_text())
+        if data.get("kind") != "raw" or "config" not in data:
+            continue
+        results = load_raw(path)
+        planned = {r.run_id: r.order for r in planned_schedule(results.config)}
+        for run in results.runs:
+            if run.rerun_of is None and run.repeat < results.config.repeats:
+                assert planned[run.id] == run.order, (path.name, run.id)
+                checked += 1
+    assert checked > 0
+    assert combinations([]) == [combinations([])[0]] and combinations([])[0].tag == ""
+
+
+def test_factors_enter_the_config_and_campaign_id_only_when_declared() -> None:
+    prompts = [PromptSpec(name="code", text="x")]
+    plain = campaign_config(replace(TOY.plan, factors=()), prompts)
+    assert "factors" not in json.loads(plain.model_dump_json())
+    with_factors = json.loads(campaign_config(TOY.plan, prompts).model_dump_json())
+    assert with_factors["factors"][0] == {"name": "threads", "kind": "threads",
+                                          "levels": [1, 2], "labels": ["1", "2"]}
+    base = replace(TOY.plan, factors=())
+    assert campaign_id("toy", base, 1, None) != campaign_id("toy", TOY.plan, 1, None)
+
+
+def test_kinds_the_runner_does_not_apply_yet_are_refused_before_anything_is_written(
+        tmp_path: Path) -> None:
+    plan = replace(TOY.plan, factors=(Factor("fill", "context_fill", (0, 64)),))
+    out = tmp_path / "x.json"
+    with pytest.raises(UsageProblem, match="plain reference per level"):
+        prepare(TOY, plan, Destination(out), discover_sensors(SensorOptions(use=False)))
+    assert not out.exists()
+
+
+# --- the toy experiment, measured ---------------------------------------------------------------
+
+
+class ThreadsSeen(QuietObserver):
+    """Records, as each run finishes, the thread counts the target's llama.cpp context has."""
+
+    def __init__(self) -> None:
+        self.engine: Engine | None = None
+        self.seen: dict[str, tuple[int, int]] = {}
+
+    def run_finished(self, index: int, run: Run) -> None:
+        assert self.engine is not None
+        self.seen[run.id] = self.engine.target.context_threads()
+
+
+
+@pytest.mark.model
+def test_a_toy_experiment_over_factors_measures_validates_and_summarizes(
+        tmp_path: Path) -> None:
+    out = tmp_path / "toy.json"
+    observer = ThreadsSeen()
+    with prepare(TOY, TOY.plan, Destination(out), discover_sensors(SensorOptions(use=False)),
+                 observer) as campaign:
+        observer.engine = campaign.engine
+        results = campaign.run()
+    assert load_raw(out).model_dump() == results.model_dump()
+    assert results.status == "complete" and len(results.runs) == 2 * 2 * 2 * 2
+    assert [f.name for f in results.config.factors] == ["threads", "mode"]
+    conditions = Counter(condition_key(r) for r in results.runs)
+    assert len(conditions) == 8 and set(conditions.values()) == {2}
+    for run in results.runs:
+        # The level was applied: llama.cpp's context decoded on that many threads (as it
+        # reports them after the run), and the id says so.
+        assert observer.seen[run.id] == (run.factors["threads"],) * 2
+        assert run.id.endswith(f"-threads={run.factors['threads']}-mode={run.factors['mode']}")
+    report = validate_results(results, out.name)
+    assert not report.blocking, [f.message for f in report.findings]
+    summary = summarize(results, report, out.name)
+    assert len(summary.rows) == 8
+    assert {condition_key(r) for r in summary.rows} == set(conditions)
+    for row in summary.rows:
+        # Each ratio is to plain at the same levels: plain over itself is exactly 1.
+        if row.strategy == "plain":
+            assert row.speed_vs_plain == 1.0
+        assert row.speed_vs_plain is not None and set(row.factors) == {"threads", "mode"}
