@@ -20,7 +20,9 @@ the cost tables' source links got their own class and the provenance box an embe
 model's format from its GGUF header; then to 32ecdf8: schema 9 (what a chip figure covers)
 stamps the derived summaries, and so their digests on the raw data pages, and the cross-host
 template (a warning where hosts' chip figures cover different parts) changes the template
-digests in the archive's manifests. A change
+digests in the archive's manifests; then to 95a09fb: schema 10 (experiments over factors, whose
+fields are never written where an experiment has none) stamps the derived summaries, and so
+their digests on the raw data pages, and nothing else. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -39,7 +41,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "32ecdf838ba824e9ead2117debe7d73ed14a7067"
+REFERENCE = "95a09fb5115b4c303bd7cdebf67543f792315bdc"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
