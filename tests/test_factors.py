@@ -135,9 +135,9 @@ def test_factors_enter_the_config_and_campaign_id_only_when_declared() -> None:
 
 def test_kinds_the_runner_does_not_apply_yet_are_refused_before_anything_is_written(
         tmp_path: Path) -> None:
-    plan = replace(TOY.plan, factors=(Factor("fill", "context_fill", (0, 64)),))
+    plan = replace(TOY.plan, factors=(Factor("fmt", "model", (TEST_MODEL,), labels=("q",)),))
     out = tmp_path / "x.json"
-    with pytest.raises(UsageProblem, match="plain reference per level"):
+    with pytest.raises(UsageProblem, match="one loaded engine per level"):
         prepare(TOY, plan, Destination(out), discover_sensors(SensorOptions(use=False)))
     assert not out.exists()
 
@@ -187,3 +187,34 @@ def test_a_toy_experiment_over_factors_measures_validates_and_summarizes(
         if row.strategy == "plain":
             assert row.speed_vs_plain == 1.0
         assert row.speed_vs_plain is not None and set(row.factors) == {"threads", "mode"}
+
+
+@pytest.mark.model
+def test_tokens_and_context_fill_levels_apply_with_a_plain_reference_each(
+        tmp_path: Path) -> None:
+    exp = replace(TOY, factors=(Factor("tokens", "tokens", (4, 8)),
+                                Factor("fill", "context_fill", (0, 40))))
+    plan = replace(exp.plan, strategies=("plain", "ngram"), repeats=1)
+    out = tmp_path / "fill.json"
+    with prepare(exp, plan, Destination(out),
+                 discover_sensors(SensorOptions(use=False))) as campaign:
+        base = len(campaign.prompt_tokens["code"])
+        results = campaign.run()
+    assert len(results.runs) == 2 * 2 * 2
+    assert sorted((r.factors["tokens"], r.factors["fill"]) for r in results.references) == [
+        (4, 0), (4, 40), (8, 0), (8, 40)]
+    for run in results.runs:
+        assert run.tokens == run.factors["tokens"]
+        assert run.prompt_tokens == base + run.factors["fill"]
+        if run.strategy == "plain":
+            assert run.matches_plain  # compared with the reference at its own levels
+    # Each reference decoded its own context and length (the test model happens to continue a
+    # prompt the same way after 40 tokens of its own repeat, so the texts need not differ).
+    for ref in results.references:
+        assert len(ref.token_ids) == ref.factors["tokens"]
+        assert ref.prompt_token_ids is not None
+        assert len(ref.prompt_token_ids) == base + ref.factors["fill"]
+        assert ref.prompt_token_ids[ref.factors["fill"]:] == campaign.prompt_tokens["code"]
+    report = validate_results(results, out.name)
+    assert not report.blocking, [f.message for f in report.findings if f.severity == "blocking"]
+    assert len(summarize(results, report, out.name).rows) == 8

@@ -14,10 +14,13 @@ one prompt, one strategy and one level of each extra factor; a run records its l
 How a level applies to a run, by kind:
 
 * `threads`: llama.cpp's decode and prefill threads (`Engine.set_threads`, no reload);
+* `tokens`: the run's token count; `context_fill`: tokens put before the prompt's own (the
+  prompt repeated, phase.results.levels.filled); each changes plain decoding's output, so the
+  campaign decodes a plain reference per prompt and combination of their levels
+  (phase.campaign.references);
 * `custom`: nothing; the level is recorded, for the experiment's own analysis;
-* `tokens`, `context_fill` and `model` are declared and recorded here but not yet applied by
-  the runner, which refuses them (`check_runnable`): each changes the plain output a run is
-  compared with, so each needs a plain reference per level (docs/architecture.md).
+* `model` is declared and recorded here but not yet applied by the runner, which refuses it
+  (`check_runnable`): it needs one loaded engine per level (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
 
 KINDS: tuple[str, ...] = get_args(FactorKind)
 # What the runner applies today (the rest are refused before anything is written).
-RUNNABLE = frozenset({"threads", "custom"})
+RUNNABLE = frozenset({"threads", "tokens", "context_fill", "custom"})
 # Names the run id and the results file already use for their own parts.
 RESERVED = frozenset({"prompt", "strategy", "repeat", "k", "rerun"})
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -139,9 +142,16 @@ def check_runnable(factors: Sequence[Factor]) -> None:
     if pending:
         raise UsageProblem(
             f"factors {', '.join(pending)}: the runner applies only "
-            f"{', '.join(sorted(RUNNABLE))} factors so far; tokens, context_fill and model "
-            "levels change the plain output each run is compared with and need a plain "
-            "reference per level (docs/architecture.md, 'Factors')")
+            f"{', '.join(sorted(RUNNABLE))} factors so far; a model factor needs one loaded "
+            "engine per level (docs/architecture.md, 'Factors')")
+
+
+def largest(factors: Sequence[Factor], kind: str, default: int) -> int:
+    """The largest level of the factor of this kind (a whole number), else `default`."""
+    for factor in factors:
+        if factor.kind == kind:
+            return max(int(level) for level in factor.levels)
+    return default
 
 
 def apply_levels(engine: Engine, factors: Sequence[Factor], levels: Levels) -> None:

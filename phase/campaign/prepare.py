@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.campaign.experiment import Experiment
-from phase.campaign.factors import check_factors, check_runnable
+from phase.campaign.factors import check_factors, check_runnable, largest
 from phase.campaign.header import header_before_load, with_engine_facts
 from phase.campaign.identity import differences
 from phase.campaign.plan import CampaignPlan
@@ -221,8 +221,12 @@ def _check_vocabularies(
     with VocabFile(target.path) as vocab:
         tokens = {p.name: format_prompt(vocab, p.text, chat_template=plan.chat_template)
                   for p in prompts}
+        # The longest context fill and token count any run has (its extra factors' levels).
+        fill, longest = largest(plan.factors, "context_fill", 0), \
+            largest(plan.factors, "tokens", plan.tokens)
         for name, toks in tokens.items():
-            check_fit(len(toks), plan.tokens, plan.n_ctx, what=f"prompt '{name}'")
+            check_fit(len(toks) + fill, longest, plan.n_ctx, what=f"prompt '{name}'"
+                      + (f" after {fill} tokens of context fill" if fill else ""))
         models = [_model_info("target", target, vocab)]
         if draft is not None:
             with VocabFile(draft.path) as draft_vocab:

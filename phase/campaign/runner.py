@@ -26,11 +26,12 @@ from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
 from phase.campaign.factors import apply_levels
 from phase.campaign.plan import CampaignPlan
+from phase.campaign.references import RefKey, decode_references, first_per_prompt, ref_key
 from phase.campaign.reruns import due_reruns, repeats_of
 from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
-from phase.decode import Engine, Strategy, parse_strategy
+from phase.decode import Engine, Strategy
 from phase.errors import PhaseError
 from phase.results import (
     CampaignWriter,
@@ -42,8 +43,8 @@ from phase.results import (
     Run,
     ShardInfo,
     UnavailableBackend,
-    token_sha256,
 )
+from phase.results.levels import fill_tokens, filled, reference_levels, run_tokens
 from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler
 from phase.sensors.gpu_activity import describe as describe_gpu
@@ -177,7 +178,7 @@ class Campaign:
         return writer.results
 
     def _reruns(self, index: int, block: list[ScheduledRun], length: int,
-                refs: dict[str, PlainReference], writer: CampaignWriter,
+                refs: dict[RefKey, PlainReference], writer: CampaignWriter,
                 size: windows.WindowSize) -> int:
         """Disturbed runs of this repeat get a fresh slot at its end, until undisturbed or out
         of retries; worked out from the file, so a resumed campaign knows."""
@@ -189,7 +190,7 @@ class Campaign:
                 index += 1
         return index
 
-    def _extra_rounds(self, index: int, done: set[str], refs: dict[str, PlainReference],
+    def _extra_rounds(self, index: int, done: set[str], refs: dict[RefKey, PlainReference],
                       writer: CampaignWriter, size: windows.WindowSize) -> None:
         """Adaptive repeats: after the planned ones, a round of the conditions whose ratio to
         plain is still too wide (phase.analysis.adaptive), until all are narrow or the budget
@@ -220,12 +221,12 @@ class Campaign:
             index = self._reruns(index, block, 1, refs, writer, size)
             repeat += 1
 
-    def _record(self, index: int, scheduled: ScheduledRun, refs: dict[str, PlainReference],
+    def _record(self, index: int, scheduled: ScheduledRun, refs: dict[RefKey, PlainReference],
                 writer: CampaignWriter, size: windows.WindowSize) -> None:
         self.observer.run_started(index, scheduled)
         if self.plan.cooldown_s > 0:
             time.sleep(self.plan.cooldown_s)
-        run = self._one_run(scheduled, refs[scheduled.prompt], size)
+        run = self._one_run(scheduled, refs[self._ref_key(scheduled)], size)
         writer.add_run(run)
         self.observer.run_finished(index, run)
 
@@ -243,6 +244,10 @@ class Campaign:
             self.observer.message(f"the GPU is not quiet before the campaign: {busy_gpu}. "
                                   "Runs it keeps busy are re-run.")
 
+    def _ref_key(self, scheduled: ScheduledRun) -> RefKey:
+        return ref_key(scheduled.prompt,
+                       reference_levels(self.start.config, dict(scheduled.levels)))
+
     @property
     def _shard(self) -> ShardInfo | None:
         return self.identity.shard if self.identity is not None else None
@@ -256,39 +261,10 @@ class Campaign:
             self.start.hosts = [*self.start.hosts, host]
 
     def _references(self, writer: CampaignWriter
-                    ) -> tuple[dict[str, PlainReference], dict[str, float]]:
-        """Plain decoding of every prompt (and the warm-up), with each token's top-2 logit gap
-        as evidence for later divergences; a resumed campaign must reproduce the references it
-        recorded before, or its runs would not compare. Also each reference's decode time."""
-        stored = {r.prompt: r for r in writer.results.references}
-        refs: dict[str, PlainReference] = {}
-        plain_s: dict[str, float] = {}
-        shard = self._shard
-        for prompt in self.prompts:
-            if shard is not None and prompt.name not in shard.prompts:
-                continue  # another shard runs this prompt, and generates its reference
-            self.observer.message(f"plain reference (and warm-up) for prompt '{prompt.name}'")
-            result = self.engine.run(
-                self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens,
-                record_gaps=True,
-            )
-            sha = token_sha256(result.token_ids)
-            plain_s[prompt.name] = result.decode_s
-            old = stored.get(prompt.name)
-            if old is not None and old.output_sha256 != sha:
-                raise PhaseError(
-                    f"{self.output}: plain output for '{prompt.name}' differs from the one "
-                    "recorded before the interruption (same models and config); resuming would "
-                    "mix incomparable runs. Start a new campaign."
-                )
-            if old is None:
-                old = PlainReference(prompt=prompt.name, output_sha256=sha,
-                                     token_ids=list(result.token_ids),
-                                     top2_gaps=result.top2_gaps,
-                                     prompt_token_ids=list(self.prompt_tokens[prompt.name]))
-                writer.results.references.append(old)
-            refs[prompt.name] = old
-        return refs, plain_s
+                    ) -> tuple[dict[RefKey, PlainReference], dict[str, float]]:
+        return decode_references(self.engine, writer.results.config, self.prompts,
+                                 self.prompt_tokens, writer.results.references, self._shard,
+                                 self.observer.message, self.output)
 
     def _size_windows(self, writer: CampaignWriter,
                       plain_s: dict[str, float]) -> windows.WindowSize:
@@ -315,7 +291,7 @@ class Campaign:
             self.observer.message(line)
         return size
 
-    def _profile(self, writer: CampaignWriter, refs: dict[str, PlainReference]) -> None:
+    def _profile(self, writer: CampaignWriter, refs: dict[RefKey, PlainReference]) -> None:
         """Measure the cost profile once per file (a resumed campaign keeps the one its
         earlier runs were decided with), and hand it to `auto`."""
         if not self.plan.profile:
@@ -325,7 +301,7 @@ class Campaign:
             self.observer.message("cost profile: timing target and draft passes of 1..17 "
                                   "tokens")
             profile = profiling.measure(self.engine, self.plan, self.prompt_tokens,
-                                        {name: r.token_ids for name, r in refs.items()},
+                                        first_per_prompt(refs),
                                         self.sampler, self.unavailable)
             writer.results.profile = profile  # written with the first run
             self.observer.message(profiling.summary_line(profile))
@@ -343,13 +319,14 @@ class Campaign:
         # After the idle window: this process has run no kernel for cooldown + idle seconds.
         gpu = gpu_activity(self.sampler.sensors) if self.sampler else None
         apply_levels(self.engine, self.plan.factors, scheduled.levels)
+        config, levels = self.start.config, dict(scheduled.levels)
         probe = LoadProbe()
         before = probe.read()  # around prefill and decode: the longer window, the finer
         try:
             result = self.engine.run(
-                self.prompt_tokens[scheduled.prompt],
+                filled(self.prompt_tokens[scheduled.prompt], fill_tokens(config, levels)),
                 self.strategies[scheduled.strategy],
-                self.plan.tokens,
+                run_tokens(config, levels),
                 on_decode_start=window.start,
                 on_decode_end=window.stop,
                 reference=reference.token_ids,

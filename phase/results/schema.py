@@ -72,7 +72,8 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                like for like; derived from the sensor names for older files.
 #   10 (2026-12): experiments over factors: config.factors (extra factors: name, kind,
 #                levels, labels), Run.factors and SummaryRow.factors (a run's or row's level
-#                of each); absent (never written) where an experiment has none.
+#                of each), references[].factors (the levels a plain reference was decoded
+#                at); absent (never written) where an experiment has none.
 SCHEMA_VERSION = 10
 
 # --- identity and provenance -------------------------------------------------------------
@@ -341,6 +342,9 @@ class PlainReference(Strict):
     # The prompt's token ids as the model's tokenizer gave them: the context the n-gram
     # matcher searched before the generated tokens. None in older files.
     prompt_token_ids: list[NonNegInt] | None = None
+    # Its levels of the extra factors that change plain decoding's output (tokens,
+    # context_fill, model: phase.results.levels); empty (and not written) where there are none.
+    factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 class ResultsFile(Strict):

@@ -27,6 +27,7 @@ from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.decode.strategy import Strategy, parse_strategy
 from phase.errors import UsageProblem
 from phase.results import ResultsFile, Run
+from phase.results.levels import reference_for, run_tokens
 from phase.results.schedule import ScheduledRun, planned_schedule, rerun
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -65,15 +66,16 @@ def _close(recorded: float, expected: float) -> bool:
 def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
     config = results.config
     out = []
-    if run.tokens != config.tokens:
-        out.append((f"tokens is {run.tokens} but the campaign generates {config.tokens} per run",
+    if run.tokens != (expected := run_tokens(config, run.factors)):
+        at = " at this tokens level" if expected != config.tokens else ""
+        out.append((f"tokens is {run.tokens} but the campaign generates {expected} per run{at}",
                     "tokens"))
     if run.prompt not in {p.name for p in config.prompts}:
         out.append((f"prompt {run.prompt!r} is not declared in $.config.prompts", "prompt"))
     if run.strategy not in config.strategies:
         out.append((f"strategy {run.strategy!r} is not declared in $.config.strategies",
                     "strategy"))
-    ref = next((r for r in results.references if r.prompt == run.prompt), None)
+    ref = reference_for(results, run.prompt, run.factors)
     if ref is not None and ref.prompt_token_ids is not None \
             and len(ref.prompt_token_ids) != run.prompt_tokens:
         out.append((f"prompt_tokens is {run.prompt_tokens} but the reference of prompt "
