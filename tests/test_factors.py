@@ -28,9 +28,13 @@ from phase.campaign.shards import campaign_id
 from phase.decode import Engine
 from phase.errors import UsageProblem
 from phase.models import TEST_MODEL
+from phase.publish.data.datasets import load_dataset
+from phase.publish.notes.render import environment
+from phase.publish.numbers.downloads import results_frame
+from phase.publish.numbers.tables import build_table
 from phase.results import PromptSpec, Run, load_raw
 from phase.results.schedule import combinations, planned_schedule, schedule
-from phase.validate import validate_results
+from phase.validate import RuleSettings, validate_results
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -187,6 +191,17 @@ def test_a_toy_experiment_over_factors_measures_validates_and_summarizes(
         if row.strategy == "plain":
             assert row.speed_vs_plain == 1.0
         assert row.speed_vs_plain is not None and set(row.factors) == {"threads", "mode"}
+    # Published: the results table has a column per extra factor, every row its own anchor,
+    # and the table's download the same columns.
+    _, ds = load_dataset(out, RuleSettings())
+    assert ds is not None
+    table = build_table(ds, "..")
+    assert table.factors == ["threads", "mode"] and len({r.anchor for r in table.rows}) == 8
+    html = environment(REPO / "templates").get_template("results_table.html.j2").render(
+        tables=[table], anchored=True)
+    assert "<th>strategy</th><th>threads</th><th>mode</th>" in html
+    assert html.count('<td class="phase-label">2</td><td class="phase-label">b</td>') == 2
+    assert list(results_frame(table).columns[:4]) == ["prompt", "strategy", "threads", "mode"]
 
 
 @pytest.mark.model
