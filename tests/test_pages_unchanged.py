@@ -22,7 +22,9 @@ stamps the derived summaries, and so their digests on the raw data pages, and th
 template (a warning where hosts' chip figures cover different parts) changes the template
 digests in the archive's manifests; then to 95a09fb: schema 10 (experiments over factors, whose
 fields are never written where an experiment has none) stamps the derived summaries, and so
-their digests on the raw data pages, and nothing else. A change
+their digests on the raw data pages, and nothing else; then to 4399754: the results table
+template's columns for extra factors change its digest in the archive's manifests, and no
+page. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -41,7 +43,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "95a09fb5115b4c303bd7cdebf67543f792315bdc"
+REFERENCE = "439975497b26b8961633ec4bc189a91bda212ac4"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
