@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -32,9 +32,12 @@ from phase.publish.data.datasets import load_dataset
 from phase.publish.notes.render import environment
 from phase.publish.numbers.downloads import results_frame
 from phase.publish.numbers.tables import build_table
+from phase.publish.site.build import build_site
+from phase.publish.site.paths import SitePaths
 from phase.results import PromptSpec, Run, load_raw
 from phase.results.schedule import combinations, planned_schedule, schedule
 from phase.validate import RuleSettings, validate_results
+from phase.validate.report import Finding
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -146,6 +149,16 @@ def test_kinds_the_runner_does_not_apply_yet_are_refused_before_anything_is_writ
     assert not out.exists()
 
 
+def test_a_finding_read_back_from_json_keeps_its_condition() -> None:
+    """The build cache stores findings as JSON: their levels come back as lists."""
+    found = Finding("variance", "warning", "f.json", "unstable", prompt="p", strategy="plain",
+                    levels=(("threads", 2),))
+    back = Finding(**json.loads(json.dumps(asdict(found))))
+    assert back == found and back.condition == ("p", "plain", (("threads", 2),))
+    assert {back.condition: 1}[found.condition] == 1
+    assert "levels" not in replace(found, levels=()).to_dict()
+
+
 # --- the toy experiment, measured ---------------------------------------------------------------
 
 
@@ -202,6 +215,22 @@ def test_a_toy_experiment_over_factors_measures_validates_and_summarizes(
     assert "<th>strategy</th><th>threads</th><th>mode</th>" in html
     assert html.count('<td class="phase-label">2</td><td class="phase-label">b</td>') == 2
     assert list(results_frame(table).columns[:4]) == ["prompt", "strategy", "threads", "mode"]
+    # The whole site, as `phase site --include-quick` builds it from a results directory holding
+    # only this file: the experiment's generated note (templates/experiments/default.md.j2)
+    # states the best strategy per prompt at each combination of levels, against plain there.
+    site = tmp_path / "site"
+    (site / "results").mkdir(parents=True)
+    (site / "results" / out.name).write_bytes(out.read_bytes())
+    (site / "notes").mkdir()
+    built = build_site(SitePaths.default(
+        REPO, results_dir=site / "results", notes_dir=site / "notes", docs_dir=site / "docs",
+        site_dir=site / "html", published_dir=site / "published"), include_quick=True)
+    [note] = [p for p in built.pages if p.startswith("notes/toy-") and p.endswith("v1/index.md")]
+    page = (site / "docs" / note).read_text()
+    assert "<th>strategy</th><th>threads</th><th>mode</th>" in page
+    best = [line for line in page.splitlines() if line.startswith("- code at ")]
+    assert sorted(line.split(":")[0] for line in best) == [
+        f"- code at threads={t}, mode={m}" for t in (1, 2) for m in "ab"]
 
 
 @pytest.mark.model

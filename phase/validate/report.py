@@ -41,6 +41,10 @@ class Finding:
     # The condition's levels of the experiment's extra factors (Run.factors), where it has any.
     levels: Levels = ()
 
+    def __post_init__(self) -> None:
+        # Read back from JSON (the build cache) the pairs are lists: a condition must hash.
+        object.__setattr__(self, "levels", tuple((str(n), v) for n, v in self.levels))
+
     @property
     def condition(self) -> Condition | None:
         if self.prompt is None or self.strategy is None:
