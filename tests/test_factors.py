@@ -26,7 +26,7 @@ from phase.campaign.factors import check_factors
 from phase.campaign.plan import campaign_config, planned_runs
 from phase.campaign.shards import campaign_id
 from phase.decode import Engine
-from phase.errors import UsageProblem
+from phase.errors import PhaseError, UsageProblem
 from phase.models import TEST_MODEL
 from phase.publish.data.datasets import load_dataset
 from phase.publish.notes.render import environment
@@ -140,12 +140,23 @@ def test_factors_enter_the_config_and_campaign_id_only_when_declared() -> None:
     assert campaign_id("toy", base, 1, None) != campaign_id("toy", TOY.plan, 1, None)
 
 
-def test_kinds_the_runner_does_not_apply_yet_are_refused_before_anything_is_written(
-        tmp_path: Path) -> None:
-    plan = replace(TOY.plan, factors=(Factor("fmt", "model", (TEST_MODEL,), labels=("q",)),))
+def test_bad_plans_over_factors_are_refused_before_anything_is_written(
+        tmp_path: Path, other_bos_model_path: Path) -> None:
     out = tmp_path / "x.json"
-    with pytest.raises(UsageProblem, match="one loaded engine per level"):
-        prepare(TOY, plan, Destination(out), discover_sensors(SensorOptions(use=False)))
+    sensors = SensorOptions(use=False)
+    # A model level whose vocabulary differs from the target's: its tokens would not be the
+    # prompt's tokens, so its conditions would not compare.
+    other = Factor("fmt", "model", (TEST_MODEL, str(other_bos_model_path)), labels=("a", "b"))
+    with pytest.raises(PhaseError, match=r"smollm2-other-bos\.gguf"):
+        prepare(TOY, replace(TOY.plan, factors=(other,)), Destination(out),
+                discover_sensors(sensors))
+    with pytest.raises(UsageProblem, match="adaptive repeats"):
+        prepare(TOY, replace(TOY.plan, target_half_width=0.05), Destination(out),
+                discover_sensors(sensors))
+    with pytest.raises(UsageProblem, match="after 8000 tokens of context fill"):
+        fill = Factor("fill", "context_fill", (0, 8000))
+        prepare(TOY, replace(TOY.plan, factors=(fill,)), Destination(out),
+                discover_sensors(sensors))
     assert not out.exists()
 
 
@@ -262,3 +273,26 @@ def test_tokens_and_context_fill_levels_apply_with_a_plain_reference_each(
     report = validate_results(results, out.name)
     assert not report.blocking, [f.message for f in report.findings if f.severity == "blocking"]
     assert len(summarize(results, report, out.name).rows) == 8
+
+
+@pytest.mark.model
+def test_model_levels_each_decode_on_their_own_engine(tmp_path: Path,
+                                                       test_model_path: Path) -> None:
+    """Two levels naming the same file two ways (an embedded name and a path): two engines,
+    two references, and the header records each level's model."""
+    fmt = Factor("fmt", "model", (TEST_MODEL, str(test_model_path)), labels=("name", "path"))
+    exp = replace(TOY, factors=(fmt,))
+    plan = replace(exp.plan, strategies=("plain",), repeats=1, draft=None)
+    out = tmp_path / "models.json"
+    with prepare(exp, plan, Destination(out),
+                 discover_sensors(SensorOptions(use=False))) as campaign:
+        engines = campaign.level_engines
+        assert set(engines) == {TEST_MODEL, str(test_model_path)}
+        assert len({id(e) for e in [campaign.engine, *engines.values()]}) == 3
+        results = campaign.run()
+    assert [m.level for m in results.models] == [None, "name", "path"]
+    assert sorted(r.factors["fmt"] for r in results.references) == sorted(engines)
+    assert sorted(r.id for r in results.runs) == ["r0-code-plain-fmt=name",
+                                                  "r0-code-plain-fmt=path"]
+    assert all(r.matches_plain for r in results.runs)
+    assert not validate_results(results, out.name).blocking

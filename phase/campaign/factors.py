@@ -18,9 +18,9 @@ How a level applies to a run, by kind:
   prompt repeated, phase.results.levels.filled); each changes plain decoding's output, so the
   campaign decodes a plain reference per prompt and combination of their levels
   (phase.campaign.references);
-* `custom`: nothing; the level is recorded, for the experiment's own analysis;
-* `model` is declared and recorded here but not yet applied by the runner, which refuses it
-  (`check_runnable`): it needs one loaded engine per level (docs/architecture.md).
+* `model`: the target model the run decodes with, an engine per level held for the campaign
+  (phase.campaign.model_levels; levels must tokenize the prompts as the target does);
+* `custom`: nothing; the level is recorded, for the experiment's own analysis.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 KINDS: tuple[str, ...] = get_args(FactorKind)
 # What the runner applies today (the rest are refused before anything is written).
-RUNNABLE = frozenset({"threads", "tokens", "context_fill", "custom"})
+RUNNABLE = frozenset({"threads", "tokens", "context_fill", "model", "custom"})
 # Names the run id and the results file already use for their own parts.
 RESERVED = frozenset({"prompt", "strategy", "repeat", "k", "rerun"})
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -142,8 +142,7 @@ def check_runnable(factors: Sequence[Factor]) -> None:
     if pending:
         raise UsageProblem(
             f"factors {', '.join(pending)}: the runner applies only "
-            f"{', '.join(sorted(RUNNABLE))} factors so far; a model factor needs one loaded "
-            "engine per level (docs/architecture.md, 'Factors')")
+            f"{', '.join(sorted(RUNNABLE))} factors")
 
 
 def largest(factors: Sequence[Factor], kind: str, default: int) -> int:

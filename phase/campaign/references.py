@@ -35,7 +35,8 @@ def output_levels(config: CampaignConfig) -> list[dict[str, Level]]:
     return [dict(c.levels) for c in combinations(factors)]
 
 
-def decode_references(engine: Engine, config: CampaignConfig, prompts: Sequence[PromptSpec],
+def decode_references(engine_for: Callable[[Mapping[str, Level]], Engine],
+                      config: CampaignConfig, prompts: Sequence[PromptSpec],
                       prompt_tokens: Mapping[str, list[int]], stored: list[PlainReference],
                       shard: ShardInfo | None, say: Callable[[str], None], output: Path,
                       ) -> tuple[dict[RefKey, PlainReference], dict[str, float]]:
@@ -53,8 +54,8 @@ def decode_references(engine: Engine, config: CampaignConfig, prompts: Sequence[
             at = "".join(f", {n}={v}" for n, v in levels.items())
             say(f"plain reference (and warm-up) for prompt '{prompt.name}'{at}")
             context = filled(prompt_tokens[prompt.name], fill_tokens(config, levels))
-            result = engine.run(context, parse_strategy("plain"), run_tokens(config, levels),
-                                record_gaps=True)
+            result = engine_for(levels).run(context, parse_strategy("plain"),
+                                            run_tokens(config, levels), record_gaps=True)
             plain_s.setdefault(prompt.name, result.decode_s)
             key = ref_key(prompt.name, levels)
             sha = token_sha256(result.token_ids)

@@ -14,7 +14,8 @@ the caches) before the measured runs. Each finished run is written to disk at on
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -36,6 +37,7 @@ from phase.errors import PhaseError
 from phase.results import (
     CampaignWriter,
     Claim,
+    Level,
     ModelInfo,
     PlainReference,
     PromptSpec,
@@ -44,7 +46,7 @@ from phase.results import (
     ShardInfo,
     UnavailableBackend,
 )
-from phase.results.levels import fill_tokens, filled, reference_levels, run_tokens
+from phase.results.levels import fill_tokens, filled, level_of, reference_levels, run_tokens
 from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler
 from phase.sensors.gpu_activity import describe as describe_gpu
@@ -116,6 +118,8 @@ class Campaign:
     # The campaign id and, for a shard, its part of the plan (phase.campaign.shards); the
     # header (`start`) records them, with the primary energy sensors and the hosts.
     identity: CampaignIdentity | None = None
+    # A model factor's engines, by level (phase.campaign.model_levels); empty without one.
+    level_engines: dict[Level, Engine] = field(default_factory=dict)
 
     @property
     def output(self) -> Path:
@@ -134,6 +138,8 @@ class Campaign:
     def close(self) -> None:
         if self.sampler is not None:
             self.sampler.close()
+        for engine in self.level_engines.values():
+            engine.close()
         self.engine.close()
         self.claim.release()
 
@@ -244,6 +250,11 @@ class Campaign:
             self.observer.message(f"the GPU is not quiet before the campaign: {busy_gpu}. "
                                   "Runs it keeps busy are re-run.")
 
+    def _engine_for(self, levels: Mapping[str, Level]) -> Engine:
+        """The engine a run at these levels decodes with: its model level's, else the plan's."""
+        model = level_of(self.start.config, levels, "model")
+        return self.level_engines[model] if model is not None else self.engine
+
     def _ref_key(self, scheduled: ScheduledRun) -> RefKey:
         return ref_key(scheduled.prompt,
                        reference_levels(self.start.config, dict(scheduled.levels)))
@@ -262,7 +273,7 @@ class Campaign:
 
     def _references(self, writer: CampaignWriter
                     ) -> tuple[dict[RefKey, PlainReference], dict[str, float]]:
-        return decode_references(self.engine, writer.results.config, self.prompts,
+        return decode_references(self._engine_for, writer.results.config, self.prompts,
                                  self.prompt_tokens, writer.results.references, self._shard,
                                  self.observer.message, self.output)
 
@@ -318,12 +329,13 @@ class Campaign:
         )
         # After the idle window: this process has run no kernel for cooldown + idle seconds.
         gpu = gpu_activity(self.sampler.sensors) if self.sampler else None
-        apply_levels(self.engine, self.plan.factors, scheduled.levels)
         config, levels = self.start.config, dict(scheduled.levels)
+        engine = self._engine_for(levels)
+        apply_levels(engine, self.plan.factors, scheduled.levels)
         probe = LoadProbe()
         before = probe.read()  # around prefill and decode: the longer window, the finer
         try:
-            result = self.engine.run(
+            result = engine.run(
                 filled(self.prompt_tokens[scheduled.prompt], fill_tokens(config, levels)),
                 self.strategies[scheduled.strategy],
                 run_tokens(config, levels),

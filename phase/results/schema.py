@@ -122,6 +122,8 @@ class ModelInfo(Strict):
     # Whether this is one of phase's embedded test models (by sha256): a campaign on one is
     # a check of the machinery, not a study; None in files before version 6.
     test_model: bool | None = None
+    # Version 10: the model factor's level label of this target (unwritten for the plan's).
+    level: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SensorInfo(Strict):
@@ -342,8 +344,7 @@ class PlainReference(Strict):
     # The prompt's token ids as the model's tokenizer gave them: the context the n-gram
     # matcher searched before the generated tokens. None in older files.
     prompt_token_ids: list[NonNegInt] | None = None
-    # Its levels of the extra factors that change plain decoding's output (tokens,
-    # context_fill, model: phase.results.levels); empty (and not written) where there are none.
+    # Its levels of the factors that change plain output (phase.results.levels); unwritten empty.
     factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
