@@ -25,6 +25,7 @@ from phase.campaign import (
 from phase.campaign.factors import check_factors
 from phase.campaign.plan import campaign_config, planned_runs
 from phase.campaign.shards import campaign_id
+from phase.campaign.ui import design_line
 from phase.decode import Engine
 from phase.errors import PhaseError, UsageProblem
 from phase.models import TEST_MODEL
@@ -138,6 +139,9 @@ def test_factors_enter_the_config_and_campaign_id_only_when_declared() -> None:
                                           "levels": [1, 2], "labels": ["1", "2"]}
     base = replace(TOY.plan, factors=())
     assert campaign_id("toy", base, 1, None) != campaign_id("toy", TOY.plan, 1, None)
+    # What the terminal says before the runs counts conditions over the levels too.
+    assert design_line(campaign_config(TOY.plan, prompts)) == \
+        "design: fixed, 2 repeat(s) of 8 condition(s), 16 runs"
 
 
 def test_bad_plans_over_factors_are_refused_before_anything_is_written(

@@ -31,6 +31,7 @@ from phase.analysis import (
 )
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import span
+from phase.analysis.queries import configured_conditions
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
 from phase.results import AdaptiveCondition, CampaignConfig, ResultsFile, Run, SummaryRow
@@ -65,7 +66,9 @@ class ProgressObserver:
         self.task = self.progress.add_task("starting", total=total, completed=already_done)
 
     def run_started(self, index: int, scheduled: ScheduledRun) -> None:
-        label = f"{scheduled.prompt} · {scheduled.strategy} (r{scheduled.repeat})"
+        label = (f"{scheduled.prompt} · {scheduled.strategy}"
+                 + "".join(f" · {name}={level}" for name, level in scheduled.levels)
+                 + f" (r{scheduled.repeat})")
         if self.task is not None:
             # A re-run of a disturbed run adds to the planned total.
             total = max(int(self.progress.tasks[0].total or 0), index + 1)
@@ -109,7 +112,7 @@ def show_start(campaign: Campaign) -> None:
 def design_line(config: CampaignConfig) -> str:
     """The plan's design in one line: its repeats and, for adaptive repeats, the target and
     the budget they may spend."""
-    conditions = len(config.prompts) * len(config.strategies)
+    conditions = len(configured_conditions(config))
     planned = f"{config.repeats} repeat(s) of {conditions} condition(s), " \
         f"{config.repeats * conditions} runs"
     if config.target_half_width is None:
