@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from phase.analysis import condition_key, summarize
+from phase.analysis.queries import levels_text
 from phase.campaign import (
     DEFAULT_PLAN,
     EXPERIMENTS_DIR,
@@ -299,4 +300,29 @@ def test_model_levels_each_decode_on_their_own_engine(tmp_path: Path,
     assert sorted(r.id for r in results.runs) == ["r0-code-plain-fmt=name",
                                                   "r0-code-plain-fmt=path"]
     assert all(r.matches_plain for r in results.runs)
+    assert not validate_results(results, out.name).blocking
+
+
+@pytest.mark.model
+def test_adaptive_rounds_run_conditions_over_factors_with_plain_at_their_levels(
+        tmp_path: Path) -> None:
+    # A target no two-repeat interval of the test model meets, and a budget of one round:
+    # four draft-4 conditions and plain at each of their four level pairs.
+    plan = replace(TOY.plan, target_half_width=0.001, extra_runs=8, repeats=2)
+    out = tmp_path / "adaptive.json"
+    with prepare(TOY, plan, Destination(out),
+                 discover_sensors(SensorOptions(use=False))) as campaign:
+        results = campaign.run()
+    record = results.adaptive
+    assert record is not None and len(record.conditions) == 4  # draft-4 at 4 level pairs
+    assert {tuple(sorted(c.factors)) for c in record.conditions} == {("mode", "threads")}
+    extra = [r for r in results.runs if r.repeat >= 2]
+    assert len(record.rounds) == 1 and len(extra) == record.runs_spent == 8
+    assert all(r.id.startswith("r2-code-") and "-threads=" in r.id for r in extra)
+    for round_ in record.rounds:
+        ran = {condition_key(r) for r in extra if r.repeat == round_.repeat}
+        for prompt, strategy, levels in (tuple(c) for c in round_.conditions):
+            # each wide condition ran, with plain for its prompt at the same levels
+            assert {(prompt, strategy), (prompt, "plain")} <= {(p, s) for p, s, lv in ran
+                                                               if levels_text(lv) == levels}
     assert not validate_results(results, out.name).blocking

@@ -141,15 +141,9 @@ def prepare(
 
 
 def _check_factors(plan: CampaignPlan) -> None:
-    """A plan's extra factors: well declared, of kinds the runner applies, and not with
-    adaptive repeats, whose rounds and record are over prompt x strategy only so far."""
+    """A plan's extra factors: well declared, and of kinds the runner applies."""
     check_factors(plan.factors, "plan factors")
     check_runnable(plan.factors)
-    if plan.factors and plan.target_half_width is not None:
-        raise UsageProblem(
-            "adaptive repeats (target_half_width) do not yet work with extra factors "
-            f"({', '.join(f.name for f in plan.factors)}): give a fixed design "
-            "(--repeats N, or target_half_width=None in the plan)")
 
 
 def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],

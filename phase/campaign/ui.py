@@ -208,8 +208,9 @@ def print_summary(results: ResultsFile) -> None:
         rec = results.adaptive
         for c in rec.conditions if rec is not None else []:
             if not c.reached:
+                levels = "".join(f" · {n}={v}" for n, v in c.factors.items())
                 console.print(f"  not within target: {escape(c.prompt)} · "
-                              f"{escape(c.strategy)} {_width(c)}")
+                              f"{escape(c.strategy)}{escape(levels)} {_width(c)}")
     counts = report.counts()
     console.print(
         f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "

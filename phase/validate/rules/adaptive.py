@@ -102,7 +102,8 @@ def _round(ctx: Context, results: ResultsFile, decision: adaptive.Decision, runs
             f"{len(decision.slots)} runs: {', '.join(missing[:5])}",
             numbers={"missing": len(missing)}))
     if not runs and results.status == "complete":
-        shown = ", ".join(f"{p} · {s}" for p, s in decision.wide[:5])
+        shown = ", ".join(f"{p} · {s}" + "".join(f" · {n}={v}" for n, v in lv)
+                          for p, s, lv in decision.wide[:5])
         out.append(ctx.finding(
             "adaptive", "warning",
             f"the campaign ended while an extra round (repeat {decision.repeat}) was due and "
