@@ -23,7 +23,7 @@ from phase.campaign import (
     discover_sensors,
     prepare,
 )
-from phase.campaign.factors import check_factors
+from phase.campaign.factors import check_factors, check_threads
 from phase.campaign.plan import campaign_config, planned_runs
 from phase.campaign.shards import campaign_id
 from phase.campaign.ui import design_line
@@ -155,14 +155,17 @@ def test_bad_plans_over_factors_are_refused_before_anything_is_written(
     with pytest.raises(PhaseError, match=r"smollm2-other-bos\.gguf"):
         prepare(TOY, replace(TOY.plan, factors=(other,)), Destination(out),
                 discover_sensors(sensors))
-    with pytest.raises(UsageProblem, match="adaptive repeats"):
-        prepare(TOY, replace(TOY.plan, target_half_width=0.05), Destination(out),
-                discover_sensors(sensors))
     with pytest.raises(UsageProblem, match="after 8000 tokens of context fill"):
         fill = Factor("fill", "context_fill", (0, 8000))
         prepare(TOY, replace(TOY.plan, factors=(fill,)), Destination(out),
                 discover_sensors(sensors))
     assert not out.exists()
+
+
+def test_threads_levels_above_the_usable_cpus_are_refused() -> None:
+    check_threads((THREADS,), 2)
+    with pytest.raises(UsageProblem, match=r"threads level\(s\) 3, 8 exceed the 2 CPU"):
+        check_threads((Factor("threads", "threads", (1, 3, 8)),), 2)
 
 
 def test_a_finding_read_back_from_json_keeps_its_condition() -> None:

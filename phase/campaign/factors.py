@@ -145,6 +145,19 @@ def check_runnable(factors: Sequence[Factor]) -> None:
             f"{', '.join(sorted(RUNNABLE))} factors")
 
 
+def check_threads(factors: Sequence[Factor], available: int) -> None:
+    """Refuse a threads level above the CPUs this process may use: more threads than CPUs
+    measure the scheduler's time slicing, not the machine (a level between the physical
+    cores and the CPUs, a hyper-thread study, is allowed)."""
+    for factor in factors:
+        over = [level for level in factor.levels
+                if factor.kind == "threads" and int(level) > available]
+        if over:
+            raise UsageProblem(
+                f"factor {factor.name}: threads level(s) {', '.join(map(str, over))} exceed "
+                f"the {available} CPU(s) this process may use; use levels up to {available}")
+
+
 def largest(factors: Sequence[Factor], kind: str, default: int) -> int:
     """The largest level of the factor of this kind (a whole number), else `default`."""
     for factor in factors:

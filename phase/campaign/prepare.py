@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.campaign.experiment import Experiment
-from phase.campaign.factors import check_factors, check_runnable, largest
+from phase.campaign.factors import check_factors, check_runnable, check_threads, largest
 from phase.campaign.header import header_before_load, with_engine_facts
 from phase.campaign.identity import differences
 from phase.campaign.model_levels import (
@@ -32,6 +32,7 @@ from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.costmodel import OBJECTIVES
 from phase.decode import Engine, Strategy, parse_strategy
+from phase.decode.cores import usable_cpus
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
@@ -144,6 +145,7 @@ def _check_factors(plan: CampaignPlan) -> None:
     """A plan's extra factors: well declared, and of kinds the runner applies."""
     check_factors(plan.factors, "plan factors")
     check_runnable(plan.factors)
+    check_threads(plan.factors, usable_cpus())
 
 
 def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],
