@@ -194,7 +194,7 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
     why_no_energy = _energy_sensor_ok(results, sensor)
     readings = pace_readings(results)
     out = []
-    for (prompt, strategy), runs in runs_by_condition(results).items():
+    for (prompt, strategy, _levels), runs in runs_by_condition(results).items():
         predicted = [predict_run(results, r, sensor) for r in runs]
         paces = [run_pace(readings, r) for r in runs]
         known = [p for p in paces if p is not None]

@@ -146,7 +146,7 @@ def test_a_correct_adaptive_file_validates_clean() -> None:
 def _append(results: ResultsFile, prompt: str, strategy: str, repeat: int) -> ResultsFile:
     cfg = results.config
     slot = extra_round([p.name for p in cfg.prompts], cfg.strategies, cfg.repeats, cfg.seed,
-                       cfg.shuffle, repeat, {(prompt, strategy)}, cfg.max_reruns or 0)[0]
+                       cfg.shuffle, repeat, {(prompt, strategy, ())}, cfg.max_reruns or 0)[0]
     start = max(r.ended_unix_s for r in results.runs) + GAP_S
     run = make_run(prompt=prompt, strategy=strategy, repeat=repeat, order=slot.order,
                    started_unix_s=start, decode_s=0.9)
@@ -210,7 +210,7 @@ def test_extra_round_orders_are_past_every_planned_run_and_rerun() -> None:
     top = max(r.order for r in planned)
     max_reruns = 2
     rerun_top = top + max_reruns * len(planned)
-    every = {(p, s) for p in prompts for s in strategies}
+    every = {(p, s, ()) for p in prompts for s in strategies}
     seen: set[int] = set()
     for repeat in (3, 4, 5):
         slots = extra_round(prompts, strategies, 3, 7, True, repeat, every, max_reruns)

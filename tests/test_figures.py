@@ -121,7 +121,7 @@ def test_vs_plain_from_the_registry_is_what_every_table_shows(ds: Dataset) -> No
         assert chip.value == pytest.approx(DRAFT_S / PLAIN_S[prompt], rel=1e-3)
         # Per run: each run's tokens/s over plain's mean, whose mean is the ratio of the means
         # here (repeats differ alike on both sides).
-        per_run = spreads.condition_spreads(ds)[(prompt, "draft-4")].figures["speed_vs_plain"]
+        per_run = spreads.condition_spreads(ds)[(prompt, "draft-4", ())].figures["speed_vs_plain"]
         assert per_run.n == 3 and per_run.mean == pytest.approx(speed, rel=1e-3)
 
 

@@ -20,7 +20,12 @@ the cost tables' source links got their own class and the provenance box an embe
 model's format from its GGUF header; then to 32ecdf8: schema 9 (what a chip figure covers)
 stamps the derived summaries, and so their digests on the raw data pages, and the cross-host
 template (a warning where hosts' chip figures cover different parts) changes the template
-digests in the archive's manifests. A change
+digests in the archive's manifests; then to 95a09fb: schema 10 (experiments over factors, whose
+fields are never written where an experiment has none) stamps the derived summaries, and so
+their digests on the raw data pages, and nothing else; then to 4399754: the results table
+template's columns for extra factors change its digest in the archive's manifests, and no
+page; then to dc7e4b6: experiments/default.md.j2 (best lines per level, a blank line between
+them) likewise changes only its digest in the manifests. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -39,7 +44,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "32ecdf838ba824e9ead2117debe7d73ed14a7067"
+REFERENCE = "dc7e4b642863f8e6fb337e6a58bbbfffe53386d0"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.

@@ -239,8 +239,8 @@ def test_gpu_fixture_plants_the_findings_the_page_tests_need() -> None:
     assert report.rejection_of("r0-code-draft-2", "gpu") is None
     assert report.rejection_of("r1-code-draft-2", "board") is None
     assert report.rejection_of("r0-code-plain", "board") is None
-    assert ("code", "ngram") in report.unstable_conditions()
-    assert ("code", "plain") not in report.unstable_conditions()
+    assert ("code", "ngram", ()) in report.unstable_conditions()
+    assert ("code", "plain", ()) not in report.unstable_conditions()
     assert any(f.rule == "equivalence" for f in report.findings)
 
 

@@ -170,7 +170,7 @@ def test_variance_just_over_the_limit_marks_the_condition_unstable() -> None:
     [finding] = rules(report, "variance")
     assert finding.severity == "warning" and finding.sensor == "rapl"
     assert finding.numbers["spread"] == pytest.approx(0.0501)
-    assert report.unstable_conditions() == {("p1", "plain")}
+    assert report.unstable_conditions() == {("p1", "plain", ())}
 
 
 def test_variance_just_inside_the_limit_passes() -> None:

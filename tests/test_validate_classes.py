@@ -357,7 +357,7 @@ def test_speed_spread_is_flagged_even_with_chip_energy() -> None:
     [finding] = rules(report, "variance")
     assert "tokens/s" in finding.message and finding.sensor is None
     assert finding.numbers["spread"] == pytest.approx(0.08 / (1 + 0.04), rel=1e-6)
-    assert report.unstable_conditions() == {("p1", "plain")}
+    assert report.unstable_conditions() == {("p1", "plain", ())}
     assert rules(check(speed_spread_campaign(0.05)), "variance") == []
 
 

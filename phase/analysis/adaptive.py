@@ -1,8 +1,9 @@
 """Adaptive repeats: which conditions need another round, and what the rounds bought.
 
-After a campaign's planned repeats, a condition (a strategy on a prompt) whose ratio to plain
-decoding has a 95% interval wider than ±config.target_half_width (speed always; chip energy
-where the file measures it) is run again, with plain for its prompt (the ratio's baseline,
+After a campaign's planned repeats, a condition (a strategy on a prompt, at one level of each
+extra factor) whose ratio to plain decoding has a 95% interval wider than
+±config.target_half_width (speed always; chip energy where the file measures it) is run
+again, with plain for its prompt at its levels (the ratio's baseline,
 paired by round), in one more round, shuffled; rounds continue until every condition is
 narrow enough or the next round does not fit in what is left of the budget
 (config.extra_budget_runs runs, config.extra_budget_s seconds).
@@ -33,7 +34,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from phase.analysis.intervals import Interval, ratio_interval
-from phase.analysis.queries import PLAIN, primary_energy_j, primary_sensors
+from phase.analysis.queries import (
+    PLAIN,
+    Condition,
+    condition_key,
+    levels_text,
+    primary_energy_j,
+    primary_sensors,
+)
 from phase.results import (
     AdaptiveCondition,
     AdaptiveRecord,
@@ -43,7 +51,7 @@ from phase.results import (
     ResultsFile,
     Run,
 )
-from phase.results.schedule import ScheduledRun, extra_round
+from phase.results.schedule import Levels, ScheduledRun, combinations, extra_round
 
 Stop = Literal["narrow", "runs", "time"]
 
@@ -58,6 +66,11 @@ class ConditionState:
     speed: Interval | None
     energy: Interval | None
     energy_measured: bool
+    levels: Levels = ()
+
+    @property
+    def condition(self) -> Condition:
+        return (self.prompt, self.strategy, self.levels)
 
     def narrow(self, target: float) -> bool:
         if self.speed is None or not self.speed.narrow(target):
@@ -72,7 +85,7 @@ class Decision:
     that made it due, its expected cost; or `stopped` with a sentence saying why."""
 
     repeat: int
-    wide: tuple[tuple[str, str], ...]
+    wide: tuple[Condition, ...]
     slots: tuple[ScheduledRun, ...]
     expected_s: float
     runs_spent: int
@@ -116,26 +129,26 @@ def states(results: ResultsFile, before: int | None = None,
     if PLAIN not in config.strategies:
         return []
     names = [p.name for p in config.prompts] if prompts is None else list(prompts)
-    by: dict[tuple[str, str], list[Run]] = {}
+    by: dict[Condition, list[Run]] = {}
     for run in results.runs:
         if before is None or run.repeat < before:
-            by.setdefault((run.prompt, run.strategy), []).append(run)
+            by.setdefault(condition_key(run), []).append(run)
     energy = bool(primary_sensors(results))
     out = []
-    for prompt in names:
-        plain = by.get((prompt, PLAIN), [])
+    for prompt, combo in ((p, c) for p in names for c in combinations(config.factors)):
+        plain = by.get((prompt, PLAIN, combo.levels), [])
         plain_speed = _per_round(plain, "speed", results)
         plain_energy = _per_round(plain, "energy", results) if energy else {}
         for strategy in config.strategies:
             if strategy == PLAIN:
                 continue
-            runs = by.get((prompt, strategy), [])
+            runs = by.get((prompt, strategy, combo.levels), [])
             speed = ratio_interval(_per_round(runs, "speed", results), plain_speed)
             mine = _per_round(runs, "energy", results) if energy else {}
             measured = bool(mine) and bool(plain_energy)
             out.append(ConditionState(prompt, strategy, speed,
                                       ratio_interval(mine, plain_energy) if measured else None,
-                                      measured))
+                                      measured, combo.levels))
     return out
 
 
@@ -146,12 +159,12 @@ def _extra(results: ResultsFile, before: float = math.inf) -> list[Run]:
 def _expected_s(results: ResultsFile, slots: Sequence[ScheduledRun], before: int) -> float:
     """Each slot's condition's median recorded cost (rounds before `before`)."""
     config = results.config
-    costs: dict[tuple[str, str], list[float]] = {}
+    costs: dict[Condition, list[float]] = {}
     for run in results.runs:
         if run.repeat < before:
-            costs.setdefault((run.prompt, run.strategy), []).append(run_cost_s(run, config))
-    return sum(statistics.median(costs[(s.prompt, s.strategy)])
-               if costs.get((s.prompt, s.strategy)) else 0.0 for s in slots)
+            costs.setdefault(condition_key(run), []).append(run_cost_s(run, config))
+    return sum(statistics.median(costs[s.condition])
+               if costs.get(s.condition) else 0.0 for s in slots)
 
 
 def decide(results: ResultsFile, repeat: int) -> Decision:
@@ -166,19 +179,19 @@ def decide(results: ResultsFile, repeat: int) -> Decision:
     spent_runs = len(extra)
     spent_s = sum(run_cost_s(r, config) for r in extra)
 
-    def stop(why: Stop, reason: str, wide: tuple[tuple[str, str], ...] = ()) -> Decision:
+    def stop(why: Stop, reason: str, wide: tuple[Condition, ...] = ()) -> Decision:
         return Decision(repeat, wide, (), 0.0, spent_runs, spent_s, why, reason)
 
-    wide = tuple((s.prompt, s.strategy) for s in states(results, repeat)
-                 if not s.narrow(target))
+    wide = tuple(s.condition for s in states(results, repeat) if not s.narrow(target))
     if not wide:
         if PLAIN not in config.strategies:
             return stop("narrow", "no ratio to narrow: plain is not among the strategies")
         return stop("narrow", f"every ratio to plain is within ±{target:.0%}")
-    due = set(wide) | {(p, PLAIN) for p, _ in wide}
+    # Each wide condition, and plain for its prompt at its levels (its ratio's baseline).
+    due = set(wide) | {(p, PLAIN, levels) for p, _, levels in wide}
     slots = tuple(extra_round([p.name for p in config.prompts], config.strategies,
                               config.repeats, config.seed, config.shuffle, repeat, due,
-                              config.max_reruns or 0))
+                              config.max_reruns or 0, config.factors))
     budget_runs = config.extra_budget_runs
     if budget_runs is not None and spent_runs + len(slots) > budget_runs:
         return stop("runs", f"{len(wide)} condition(s) still wider than ±{target:.0%}; the "
@@ -221,22 +234,24 @@ def record(results: ResultsFile, decisions: Sequence[Decision]) -> AdaptiveRecor
     is recorded as soon as it is decided, before its first run)."""
     config = results.config
     target = config.target_half_width or 0.0
-    before = {(s.prompt, s.strategy): s for s in states(results, config.repeats)}
+    before = {s.condition: s for s in states(results, config.repeats)}
     extra = _extra(results)
     last = decisions[-1] if decisions else None
     conditions = []
     for state in states(results):
-        was = before[(state.prompt, state.strategy)]
+        was = before[state.condition]
         conditions.append(AdaptiveCondition(
             prompt=state.prompt, strategy=state.strategy,
             speed_before=_interval(was.speed), speed_after=_interval(state.speed),
             energy_before=_interval(was.energy), energy_after=_interval(state.energy),
             reached=state.narrow(target),
-            runs_added=sum(1 for r in extra
-                           if (r.prompt, r.strategy) == (state.prompt, state.strategy)),
+            runs_added=sum(1 for r in extra if condition_key(r) == state.condition),
+            factors=dict(state.levels),
         ))
     return AdaptiveRecord(
-        rounds=[AdaptiveRound(repeat=d.repeat, conditions=[list(c) for c in d.wide],
+        rounds=[AdaptiveRound(repeat=d.repeat,
+                              conditions=[[p, s, *([levels_text(lv)] if lv else [])]
+                                          for p, s, lv in d.wide],
                               runs=len(d.slots), expected_s=d.expected_s)
                 for d in decisions if d.stopped is None],
         stopped=last.stopped if last is not None else None,

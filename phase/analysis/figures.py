@@ -30,9 +30,10 @@ from types import MappingProxyType
 from typing import Literal
 
 from phase.analysis.formatting import count, fmt, pct, pct1, ratio, times
-from phase.analysis.queries import PLAIN, cpu_ms_per_token
+from phase.analysis.queries import PLAIN, condition_key, cpu_ms_per_token
 from phase.analysis.relative import vs_plain
 from phase.results import FigureInterval, Run, SummaryRow
+from phase.results.schedule import Levels
 
 Show = Callable[[float | None], str]
 RowGetter = Callable[[Sequence[SummaryRow], SummaryRow], float | None]
@@ -91,9 +92,10 @@ class Figure:
         return self.short_show or self.show
 
 
-def plain_row(rows: Sequence[SummaryRow], prompt: str) -> SummaryRow | None:
-    """Plain decoding's row for the prompt: the baseline of every "vs plain" figure."""
-    return next((r for r in rows if r.prompt == prompt and r.strategy == PLAIN), None)
+def plain_row(rows: Sequence[SummaryRow], prompt: str, levels: Levels = ()) -> SummaryRow | None:
+    """Plain decoding's row for the prompt at these extra levels: the baseline of every "vs
+    plain" figure."""
+    return next((r for r in rows if condition_key(r) == (prompt, PLAIN, levels)), None)
 
 
 def _field(name: str) -> RowGetter:
@@ -102,7 +104,7 @@ def _field(name: str) -> RowGetter:
 
 def _over_plain(base: str) -> RowGetter:
     def get(rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
-        plain = plain_row(rows, row.prompt)
+        plain = plain_row(rows, row.prompt, condition_key(row)[2])
         return vs_plain(getattr(row, base), getattr(plain, base) if plain else None)
     return get
 

@@ -1,7 +1,9 @@
 """Queries on results: which conditions a campaign holds and each run's energy, shared by
 validation, publishing, the summary (phase.analysis.summary) and the terminal.
 
-    conditions, runs_by_condition     which prompt x strategy pairs a campaign holds, and runs
+    condition_key                     a run's or summary row's condition: (prompt, strategy,
+                                      levels of the extra factors), the key of every grouping
+    conditions, runs_by_condition     which conditions a campaign holds, and their runs
     sensors_by_name, first_windows    a file's sensors and each run's windows (measured_windows:
                                       those with energy)
     energy_window, energy_*_per_token one sensor's energy in one run, per generated token
@@ -19,15 +21,22 @@ ms/token and trace are its first pass's. A missing figure is None with a reason,
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 from phase.results import (
+    CampaignConfig,
+    Level,
     ResultsFile,
     Run,
     SensorInfo,
     SensorWindow,
 )
+from phase.results.schedule import Levels, combinations
+
+# A condition: a prompt, a strategy and a level of each extra factor (config.factors; none
+# for an experiment over prompt x strategy only, such as the speculative study).
+Condition = tuple[str, str, Levels]
 
 PLAIN = "plain"
 # Enclosing scopes in the order we prefer one for the "board" column.
@@ -37,13 +46,49 @@ BOARD_SCOPES = ("board", "wall", "module")
 # --- conditions -------------------------------------------------------------------------------
 
 
-def conditions(results: ResultsFile) -> list[tuple[str, str]]:
-    """Configured prompt x strategy pairs in config order, then any the runs add."""
-    pairs = [(p.name, s) for p in results.config.prompts for s in results.config.strategies]
+class HasCondition(Protocol):
+    """A run or a summary row: what names its condition."""
+
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def strategy(self) -> str: ...
+    @property
+    def factors(self) -> Mapping[str, Level]: ...
+
+
+def condition_key(item: HasCondition) -> Condition:
+    """The condition a run or summary row belongs to; every grouping by condition uses it."""
+    return (item.prompt, item.strategy, tuple(item.factors.items()))
+
+
+def plain_key(condition: Condition) -> Condition:
+    """The plain condition a condition's ratios are to: same prompt, same extra levels."""
+    return (condition[0], PLAIN, condition[2])
+
+
+def levels_text(levels: Levels) -> str:
+    """`threads=2, mode=a` (empty without extra factors): for messages."""
+    return ", ".join(f"{name}={level}" for name, level in levels)
+
+
+def configured_conditions(config: CampaignConfig) -> list[Condition]:
+    """The conditions a config asks for, in its order: prompt, then strategy, then the extra
+    factors' levels (the first factor's slowest)."""
+    combos = combinations(config.factors)
+    return [(p.name, s, c.levels) for p in config.prompts for s in config.strategies
+            for c in combos]
+
+
+def conditions(results: ResultsFile) -> list[Condition]:
+    """Configured conditions in config order, then any the runs add."""
+    found = configured_conditions(results.config)
+    known = set(found)
     for run in results.runs:
-        if (run.prompt, run.strategy) not in pairs:
-            pairs.append((run.prompt, run.strategy))
-    return pairs
+        if (key := condition_key(run)) not in known:
+            found.append(key)
+            known.add(key)
+    return found
 
 
 def is_disturbed(foreign_load: float | None, gpu_busy: float | None,
@@ -73,13 +118,13 @@ def disturbed_note(results: ResultsFile) -> str | None:
             f"CPU capacity (up to {worst:.0%}); their slots were re-run")
 
 
-def runs_by_condition(results: ResultsFile) -> dict[tuple[str, str], list[Run]]:
+def runs_by_condition(results: ResultsFile) -> dict[Condition, list[Run]]:
     """Each condition's runs, disturbed runs left out (see disturbed_runs)."""
-    grouped: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    grouped: dict[Condition, list[Run]] = defaultdict(list)
     for run in results.runs:
         if run.disturbed:
             continue
-        grouped[(run.prompt, run.strategy)].append(run)
+        grouped[condition_key(run)].append(run)
     return grouped
 
 

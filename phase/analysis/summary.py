@@ -1,7 +1,8 @@
 """The summary of a raw file: one row per condition, in memory (`summarize`), which
 validation, publishing and the terminal summary share.
 
-Numbers a summary row holds, per condition (all runs of one prompt with one strategy):
+Numbers a summary row holds, per condition (all runs of one prompt with one strategy at one
+level of each extra factor, phase.analysis.queries.condition_key):
 
 * tokens/s, acceptance, CPU ms/token: the median over every (undisturbed) run;
 * chip and board mJ/token: the median over the runs whose value stands, i.e. is measured and
@@ -9,8 +10,9 @@ Numbers a summary row holds, per condition (all runs of one prompt with one stra
   counted);
 * spread: (max - min) / mean over the same values (relative.spread, RUN_SPREAD);
 * speed, CPU and energy vs plain: this condition's figure over plain decoding's for the same
-  prompt, paired by repeat (runs of one round share the machine's state): the median of the
-  per-repeat ratios; where fewer than two repeats pair up, the ratio of the two medians;
+  prompt at the same extra levels, paired by repeat (runs of one round share the machine's
+  state): the median of the per-repeat ratios; where fewer than two repeats pair up, the
+  ratio of the two medians;
 * intervals: each of those figures' bootstrap 95% interval (phase.analysis.intervals), where
   at least two runs (or pairs) stand behind it.
 
@@ -35,12 +37,15 @@ from typing import Protocol
 from phase.analysis.intervals import Interval, median_interval, ratio_interval
 from phase.analysis.queries import (
     PLAIN,
+    Condition,
     Rejection,
     board_sensor,
+    condition_key,
     conditions,
     cpu_ms_per_token,
     disturbed_note,
     energy_mj_per_token,
+    plain_key,
     primary_energy_j,
     primary_sensors,
     runs_by_condition,
@@ -162,7 +167,7 @@ def _acceptance_reason(runs: Sequence[Run]) -> str | None:
 
 
 def _row(
-    raw: ResultsFile, condition: tuple[str, str], runs: list[Run], judgement: Judgement
+    raw: ResultsFile, condition: Condition, runs: list[Run], judgement: Judgement
 ) -> tuple[SummaryRow, _Samples]:
     board = board_sensor(raw, primary_sensors(raw, judgement.chip_sensor))
     speeds = [r.tokens_per_s for r in runs]
@@ -199,6 +204,7 @@ def _row(
         board_mj_per_token=_median(board_values),
         board_mj_per_token_reason=board_reason if board is not None else None,
         intervals=intervals,
+        factors=dict(condition[2]),
     )
     samples = _Samples({
         "tokens_per_s": _by_repeat([(r, r.tokens_per_s) for r in runs]),
@@ -234,9 +240,10 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
     ]
     if not built:
         raise PhaseError(f"{raw_name}: no runs yet, so there is nothing to summarize")
-    plain = {row.prompt: samples for row, samples in built if row.strategy == PLAIN}
+    # Ratios are to plain decoding of the same prompt at the same extra levels.
+    plain = {condition_key(row): samples for row, samples in built if row.strategy == PLAIN}
     for row, samples in built:
-        base = plain.get(row.prompt)
+        base = plain.get(plain_key(condition_key(row)))
         for name, figure in RATIOS.items():
             values = samples.by_figure[figure]
             baseline = base.by_figure[figure] if base is not None else {}

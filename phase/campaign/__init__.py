@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         known_experiments,
         load_experiment,
     )
+    from phase.campaign.factors import Factor
     from phase.campaign.plan import DEFAULT_PLAN, CampaignPlan, campaign_config
     from phase.campaign.prepare import prepare
     from phase.campaign.prompts import load_prompt, load_prompts
@@ -52,7 +53,7 @@ _WHERE = {
     "EXPERIMENTS_DIR": "experiment", "Experiment": "experiment",
     "known_experiments": "experiment", "load_experiment": "experiment",
     "DEFAULT_PLAN": "plan", "CampaignPlan": "plan", "campaign_config": "plan",
-    "prepare": "prepare",
+    "prepare": "prepare", "Factor": "factors",
     "load_prompt": "prompts", "load_prompts": "prompts",
     "Campaign": "runner", "CampaignFailed": "runner", "Destination": "runner",
     "Observer": "runner", "QuietObserver": "runner", "default_output": "runner",
@@ -98,6 +99,7 @@ __all__ = [
     "CampaignPlan",
     "Destination",
     "Experiment",
+    "Factor",
     "Observer",
     "QuietObserver",
     "ScheduledRun",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from phase import REPO_ROOT
+from phase.campaign.factors import Factor, check_factors
 from phase.campaign.plan import CampaignPlan
 from phase.errors import UsageProblem
 
@@ -21,7 +22,8 @@ EXPERIMENTS_DIR = REPO_ROOT / "experiments"
 class Experiment:
     """`name` names the results files (`<name>-<host class>-<date>.json`); `note` is the note
     the campaign feeds; `quick` is the smoke campaign (`--quick`), written under
-    results/quick/, which the site does not publish."""
+    results/quick/, which the site does not publish; `factors` are what varies besides the
+    prompt and the strategy (phase.campaign.factors), copied into both plans."""
 
     name: str
     note: str | None
@@ -29,8 +31,14 @@ class Experiment:
     prompts_dir: Path
     plan: CampaignPlan
     quick: CampaignPlan | None = None
+    factors: tuple[Factor, ...] = ()
 
     def __post_init__(self) -> None:
+        factors = check_factors(self.factors, f"experiment {self.name}: factors")
+        if factors:
+            object.__setattr__(self, "plan", replace(self.plan, factors=factors))
+            if self.quick is not None:
+                object.__setattr__(self, "quick", replace(self.quick, factors=factors))
         # A quick plan is a smoke test whatever its file says, so every way of running it
         # (the CLI's --quick, a library caller, a resume) records the same purpose.
         if self.quick is not None and self.quick.purpose != "smoke":

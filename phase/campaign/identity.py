@@ -66,8 +66,9 @@ def identity(results: ResultsFile) -> dict[str, Any]:
         if name in type(results.provenance).model_fields:
             out[f"provenance.{name}"] = _plain(getattr(results.provenance, name))
     for model in results.models:
+        role = model.role if model.level is None else f"{model.role}@{model.level}"
         for name in MODEL_FIELDS:
-            out[f"models.{model.role}.{name}"] = getattr(model, name)
+            out[f"models.{role}.{name}"] = getattr(model, name)
     for sensor in results.sensors:
         declared = sensor.model_dump(mode="json", exclude=set(SENSOR_MEASURED))
         for name, value in declared.items():

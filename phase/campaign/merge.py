@@ -141,10 +141,10 @@ def _merged_shard(f: ShardFile, first: ShardFile, devices: bool) -> MergedShard:
 
 
 def _references(files: Sequence[ShardFile]) -> list[PlainReference]:
-    found: dict[str, PlainReference] = {}
+    found: dict[tuple[str, str], PlainReference] = {}
     for f in files:
         for ref in f.results.references:
-            found.setdefault(ref.prompt, ref)
+            found.setdefault((ref.prompt, repr(ref.factors)), ref)
     order = [p.name for p in files[0].results.config.prompts]
     return sorted(found.values(), key=lambda r: order.index(r.prompt) if r.prompt in order
                   else len(order))

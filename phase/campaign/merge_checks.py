@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phase.results import Provenance, ResultsFile, ShardInfo
-from phase.results.schedule import schedule
+from phase.results import PlainReference, Provenance, ResultsFile, ShardInfo
+from phase.results.schedule import planned_schedule
 from phase.validate import sharding
 from phase.validate.sharding import differ_named
 
@@ -174,8 +174,7 @@ def parts(files: Sequence[ShardFile]) -> list[str]:
 def planned_ids(results: ResultsFile) -> list[str]:
     """The ids of every run of the plan `results` records (its shard's part, if a shard)."""
     config = results.config
-    runs = schedule([p.name for p in config.prompts], config.strategies, config.repeats,
-                    config.seed, config.shuffle)
+    runs = planned_schedule(config)
     shard = results.shard
     return [r.run_id for r in runs
             if shard is None or (r.prompt in shard.prompts and r.repeat in shard.repeats)]
@@ -198,13 +197,19 @@ def planned(files: Sequence[ShardFile]) -> list[str]:
 
 def references(files: Sequence[ShardFile]) -> list[str]:
     """Shards that decoded the same prompt's plain reference must agree on it."""
+    def key(ref: PlainReference) -> tuple[str, str]:
+        # A reference per prompt, and per output level where the experiment has any.
+        return (ref.prompt, ", ".join(f"{n}={v}" for n, v in ref.factors.items()))
+
     out = []
-    prompts = sorted({r.prompt for f in files for r in f.results.references})
-    for prompt in prompts:
-        out += _differ([f for f in files if any(r.prompt == prompt for r in f.results.references)],
-                       f"plain reference of prompt {prompt!r}",
-                       lambda f, p=prompt: next(r.output_sha256 for r in f.results.references
-                                                if r.prompt == p),
+    for prompt, levels in sorted({key(r) for f in files for r in f.results.references}):
+        at = f" at {levels}" if levels else ""
+        out += _differ([f for f in files
+                        if any(key(r) == (prompt, levels) for r in f.results.references)],
+                       f"plain reference of prompt {prompt!r}{at}",
+                       lambda f, k=(prompt, levels): next(r.output_sha256
+                                                          for r in f.results.references
+                                                          if key(r) == k),
                        lambda sha: sha[:12])
     return out
 

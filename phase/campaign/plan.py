@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from phase.campaign.factors import Factor
 from phase.costmodel import Objective
 from phase.decode.strategy import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET
@@ -92,15 +93,22 @@ class CampaignPlan:
     # (a fast counter such as RAPL's needs no repeat; NVML's 100 ms one about 3 s).
     size_windows: bool = True
     max_passes: int = 64
+    # Extra factors (phase.campaign.factors): the experiment's declaration (Experiment.factors)
+    # copied here, so every plan (quick, resumed, command-line) runs the same conditions.
+    factors: tuple[Factor, ...] = ()
 
 
 DEFAULT_PLAN = CampaignPlan()
 
 
 def planned_runs(plan: CampaignPlan, prompts: int | None = None) -> int:
-    """Runs of the fixed design: every prompt x strategy, `repeats` times."""
+    """Runs of the fixed design: every condition (prompt x strategy x extra levels),
+    `repeats` times."""
     count = len(plan.prompts) if prompts is None else prompts
-    return count * len(plan.strategies) * plan.repeats
+    levels = 1
+    for factor in plan.factors:
+        levels *= len(factor.levels)
+    return count * len(plan.strategies) * levels * plan.repeats
 
 
 def extra_budget_runs(plan: CampaignPlan, prompts: int | None = None) -> int | None:
@@ -140,4 +148,5 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         target_half_width=plan.target_half_width,
         extra_budget_runs=extra_budget_runs(plan, len(prompts)),
         extra_budget_s=plan.extra_time_s if adaptive else None,
+        factors=[f.spec() for f in plan.factors],
     )

@@ -15,8 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.campaign.experiment import Experiment
+from phase.campaign.factors import check_factors, check_runnable, check_threads, largest
 from phase.campaign.header import header_before_load, with_engine_facts
 from phase.campaign.identity import differences
+from phase.campaign.model_levels import (
+    ModelLevels,
+    check_levels,
+    load_levels,
+    model_info,
+    resolve_levels,
+)
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
@@ -24,11 +32,12 @@ from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.costmodel import OBJECTIVES
 from phase.decode import Engine, Strategy, parse_strategy
+from phase.decode.cores import usable_cpus
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
-from phase.models import ResolvedModel, is_test_model, resolve
+from phase.models import ResolvedModel, resolve
 from phase.results import (
     Claim,
     ModelInfo,
@@ -49,8 +58,11 @@ class _Held:
     claim: Claim | None = None
     sampler: Sampler | None = None
     engine: Engine | None = None
+    levels: ModelLevels | None = None
 
     def close(self, discovery: Discovery) -> None:
+        if self.levels is not None:
+            self.levels.close()
         if self.engine is not None:
             self.engine.close()
         if self.sampler is not None:
@@ -91,10 +103,13 @@ def prepare(
             same_shard(shard, previous.shard, str(claim.path))
             identity = (CampaignIdentity(previous.campaign_id, previous.shard)
                         if previous.campaign_id else None)
+        _check_factors(plan)
         prompts = load_prompts(experiment.prompts_dir, plan.prompts)
         strategies = _parse_strategies(plan)
         target, draft = _resolve_models(plan, strategies, observer)
         prompt_tokens, models = _check_vocabularies(plan, prompts, target, draft)
+        held.levels = levels = resolve_levels(plan.factors, observer.message)
+        models += check_levels(levels, prompts, prompt_tokens, target, plan.chat_template)
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(discovery.sensors)
         _check_objective(plan, strategies, discovery)
@@ -110,6 +125,8 @@ def prepare(
         held.engine = Engine(str(target.path), str(draft.path) if draft else None,
                              n_ctx=plan.n_ctx, n_threads=plan.threads,
                              n_threads_batch=plan.threads_batch or plan.threads)
+        load_levels(levels, draft, plan.n_ctx, plan.threads, plan.threads_batch,
+                    observer.message)
         header = with_engine_facts(
             header, held.engine, primary_energy(discovery, held.engine.placement(), energy_sensors))
         _refuse_differences(previous, header, loaded=True)
@@ -120,7 +137,15 @@ def prepare(
     return Campaign(
         experiment, plan, destination, observer, prompts, strategies, held.engine, models,
         prompt_tokens, previous or header, previous is not None, held.sampler, claim, identity,
+        levels.engines,
     )
+
+
+def _check_factors(plan: CampaignPlan) -> None:
+    """A plan's extra factors: well declared, and of kinds the runner applies."""
+    check_factors(plan.factors, "plan factors")
+    check_runnable(plan.factors)
+    check_threads(plan.factors, usable_cpus())
 
 
 def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],
@@ -207,28 +232,16 @@ def _check_vocabularies(
     with VocabFile(target.path) as vocab:
         tokens = {p.name: format_prompt(vocab, p.text, chat_template=plan.chat_template)
                   for p in prompts}
+        # The longest context fill and token count any run has (its extra factors' levels).
+        fill, longest = largest(plan.factors, "context_fill", 0), \
+            largest(plan.factors, "tokens", plan.tokens)
         for name, toks in tokens.items():
-            check_fit(len(toks), plan.tokens, plan.n_ctx, what=f"prompt '{name}'")
-        models = [_model_info("target", target, vocab)]
+            check_fit(len(toks) + fill, longest, plan.n_ctx, what=f"prompt '{name}'"
+                      + (f" after {fill} tokens of context fill" if fill else ""))
+        models = [model_info("target", target, vocab)]
         if draft is not None:
             with VocabFile(draft.path) as draft_vocab:
                 check_compatible(vocab.vocab_info(), draft_vocab.vocab_info(),
                                  names=(target.path.name, draft.path.name))
-                models.append(_model_info("draft", draft, draft_vocab))
+                models.append(model_info("draft", draft, draft_vocab))
     return tokens, models
-
-
-def _model_info(role: str, resolved: ResolvedModel, vocab: VocabFile) -> ModelInfo:
-    meta = vocab.info()
-    return ModelInfo.model_validate({
-        "role": role,
-        "name": resolved.name,
-        "source": resolved.source,
-        "path": str(resolved.path),
-        "size_bytes": resolved.size_bytes,
-        "sha256": resolved.sha256,
-        "architecture": meta.get("architecture"),
-        "quant": meta.get("quant"),
-        "n_vocab": meta["n_vocab"],
-        "test_model": is_test_model(resolved.sha256),
-    })

@@ -14,7 +14,8 @@ the caches) before the measured runs. Each finished run is written to disk at on
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -24,16 +25,19 @@ from phase.analysis.queries import is_disturbed
 from phase.campaign import machine, profiling, windows
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
+from phase.campaign.factors import apply_levels
 from phase.campaign.plan import CampaignPlan
+from phase.campaign.references import RefKey, decode_references, first_per_prompt, ref_key
 from phase.campaign.reruns import due_reruns, repeats_of
-from phase.campaign.schedule import Rerun, ScheduledRun, schedule
+from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
-from phase.decode import Engine, Strategy, parse_strategy
+from phase.decode import Engine, Strategy
 from phase.errors import PhaseError
 from phase.results import (
     CampaignWriter,
     Claim,
+    Level,
     ModelInfo,
     PlainReference,
     PromptSpec,
@@ -41,8 +45,9 @@ from phase.results import (
     Run,
     ShardInfo,
     UnavailableBackend,
-    token_sha256,
 )
+from phase.results.levels import fill_tokens, filled, level_of, reference_levels, run_tokens
+from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler
 from phase.sensors.gpu_activity import describe as describe_gpu
 from phase.sensors.gpu_activity import gpu_activity
@@ -113,6 +118,8 @@ class Campaign:
     # The campaign id and, for a shard, its part of the plan (phase.campaign.shards); the
     # header (`start`) records them, with the primary energy sensors and the hosts.
     identity: CampaignIdentity | None = None
+    # A model factor's engines, by level (phase.campaign.model_levels); empty without one.
+    level_engines: dict[Level, Engine] = field(default_factory=dict)
 
     @property
     def output(self) -> Path:
@@ -131,6 +138,8 @@ class Campaign:
     def close(self) -> None:
         if self.sampler is not None:
             self.sampler.close()
+        for engine in self.level_engines.values():
+            engine.close()
         self.engine.close()
         self.claim.release()
 
@@ -143,8 +152,7 @@ class Campaign:
             self._add_this_host()
         writer = CampaignWriter(self.claim, self.start, exists=self.resumed)
         done = {r.id for r in writer.results.runs}
-        whole = schedule([p.name for p in self.prompts], plan.strategies, plan.repeats,
-                         plan.seed, plan.shuffle)
+        whole = planned_schedule(writer.results.config)
         runs = keep(whole, self._shard)
         try:
             self._quiet_check()
@@ -176,7 +184,7 @@ class Campaign:
         return writer.results
 
     def _reruns(self, index: int, block: list[ScheduledRun], length: int,
-                refs: dict[str, PlainReference], writer: CampaignWriter,
+                refs: dict[RefKey, PlainReference], writer: CampaignWriter,
                 size: windows.WindowSize) -> int:
         """Disturbed runs of this repeat get a fresh slot at its end, until undisturbed or out
         of retries; worked out from the file, so a resumed campaign knows."""
@@ -188,7 +196,7 @@ class Campaign:
                 index += 1
         return index
 
-    def _extra_rounds(self, index: int, done: set[str], refs: dict[str, PlainReference],
+    def _extra_rounds(self, index: int, done: set[str], refs: dict[RefKey, PlainReference],
                       writer: CampaignWriter, size: windows.WindowSize) -> None:
         """Adaptive repeats: after the planned ones, a round of the conditions whose ratio to
         plain is still too wide (phase.analysis.adaptive), until all are narrow or the budget
@@ -219,12 +227,12 @@ class Campaign:
             index = self._reruns(index, block, 1, refs, writer, size)
             repeat += 1
 
-    def _record(self, index: int, scheduled: ScheduledRun, refs: dict[str, PlainReference],
+    def _record(self, index: int, scheduled: ScheduledRun, refs: dict[RefKey, PlainReference],
                 writer: CampaignWriter, size: windows.WindowSize) -> None:
         self.observer.run_started(index, scheduled)
         if self.plan.cooldown_s > 0:
             time.sleep(self.plan.cooldown_s)
-        run = self._one_run(scheduled, refs[scheduled.prompt], size)
+        run = self._one_run(scheduled, refs[self._ref_key(scheduled)], size)
         writer.add_run(run)
         self.observer.run_finished(index, run)
 
@@ -242,6 +250,15 @@ class Campaign:
             self.observer.message(f"the GPU is not quiet before the campaign: {busy_gpu}. "
                                   "Runs it keeps busy are re-run.")
 
+    def _engine_for(self, levels: Mapping[str, Level]) -> Engine:
+        """The engine a run at these levels decodes with: its model level's, else the plan's."""
+        model = level_of(self.start.config, levels, "model")
+        return self.level_engines[model] if model is not None else self.engine
+
+    def _ref_key(self, scheduled: ScheduledRun) -> RefKey:
+        return ref_key(scheduled.prompt,
+                       reference_levels(self.start.config, dict(scheduled.levels)))
+
     @property
     def _shard(self) -> ShardInfo | None:
         return self.identity.shard if self.identity is not None else None
@@ -255,39 +272,10 @@ class Campaign:
             self.start.hosts = [*self.start.hosts, host]
 
     def _references(self, writer: CampaignWriter
-                    ) -> tuple[dict[str, PlainReference], dict[str, float]]:
-        """Plain decoding of every prompt (and the warm-up), with each token's top-2 logit gap
-        as evidence for later divergences; a resumed campaign must reproduce the references it
-        recorded before, or its runs would not compare. Also each reference's decode time."""
-        stored = {r.prompt: r for r in writer.results.references}
-        refs: dict[str, PlainReference] = {}
-        plain_s: dict[str, float] = {}
-        shard = self._shard
-        for prompt in self.prompts:
-            if shard is not None and prompt.name not in shard.prompts:
-                continue  # another shard runs this prompt, and generates its reference
-            self.observer.message(f"plain reference (and warm-up) for prompt '{prompt.name}'")
-            result = self.engine.run(
-                self.prompt_tokens[prompt.name], parse_strategy("plain"), self.plan.tokens,
-                record_gaps=True,
-            )
-            sha = token_sha256(result.token_ids)
-            plain_s[prompt.name] = result.decode_s
-            old = stored.get(prompt.name)
-            if old is not None and old.output_sha256 != sha:
-                raise PhaseError(
-                    f"{self.output}: plain output for '{prompt.name}' differs from the one "
-                    "recorded before the interruption (same models and config); resuming would "
-                    "mix incomparable runs. Start a new campaign."
-                )
-            if old is None:
-                old = PlainReference(prompt=prompt.name, output_sha256=sha,
-                                     token_ids=list(result.token_ids),
-                                     top2_gaps=result.top2_gaps,
-                                     prompt_token_ids=list(self.prompt_tokens[prompt.name]))
-                writer.results.references.append(old)
-            refs[prompt.name] = old
-        return refs, plain_s
+                    ) -> tuple[dict[RefKey, PlainReference], dict[str, float]]:
+        return decode_references(self._engine_for, writer.results.config, self.prompts,
+                                 self.prompt_tokens, writer.results.references, self._shard,
+                                 self.observer.message, self.output)
 
     def _size_windows(self, writer: CampaignWriter,
                       plain_s: dict[str, float]) -> windows.WindowSize:
@@ -314,7 +302,7 @@ class Campaign:
             self.observer.message(line)
         return size
 
-    def _profile(self, writer: CampaignWriter, refs: dict[str, PlainReference]) -> None:
+    def _profile(self, writer: CampaignWriter, refs: dict[RefKey, PlainReference]) -> None:
         """Measure the cost profile once per file (a resumed campaign keeps the one its
         earlier runs were decided with), and hand it to `auto`."""
         if not self.plan.profile:
@@ -324,7 +312,7 @@ class Campaign:
             self.observer.message("cost profile: timing target and draft passes of 1..17 "
                                   "tokens")
             profile = profiling.measure(self.engine, self.plan, self.prompt_tokens,
-                                        {name: r.token_ids for name, r in refs.items()},
+                                        first_per_prompt(refs),
                                         self.sampler, self.unavailable)
             writer.results.profile = profile  # written with the first run
             self.observer.message(profiling.summary_line(profile))
@@ -341,13 +329,16 @@ class Campaign:
         )
         # After the idle window: this process has run no kernel for cooldown + idle seconds.
         gpu = gpu_activity(self.sampler.sensors) if self.sampler else None
+        config, levels = self.start.config, dict(scheduled.levels)
+        engine = self._engine_for(levels)
+        apply_levels(engine, self.plan.factors, scheduled.levels)
         probe = LoadProbe()
         before = probe.read()  # around prefill and decode: the longer window, the finer
         try:
-            result = self.engine.run(
-                self.prompt_tokens[scheduled.prompt],
+            result = engine.run(
+                filled(self.prompt_tokens[scheduled.prompt], fill_tokens(config, levels)),
                 self.strategies[scheduled.strategy],
-                self.plan.tokens,
+                run_tokens(config, levels),
                 on_decode_start=window.start,
                 on_decode_end=window.stop,
                 reference=reference.token_ids,
@@ -371,6 +362,7 @@ class Campaign:
             temperatures_c=machine.temperatures_c(),
         )
         run.host = machine.hostname()
+        run.factors = dict(scheduled.levels)
         threshold = self.plan.disturbed_load
         run.foreign_load, run.foreign_load_reason = load, load_reason
         if gpu is not None:

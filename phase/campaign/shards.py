@@ -148,7 +148,10 @@ def job_id(given: str | None, env: Mapping[str, str]) -> tuple[str | None, str |
 def campaign_id(experiment: str, plan: CampaignPlan, count: int, job: str | None) -> str:
     """`<experiment>[-<job id>]-<12 hex digits>`: the same in every process given the same
     experiment, plan, shard count and job id."""
-    identity = {"experiment": experiment, "plan": asdict(plan), "shards": count, "job_id": job}
+    settings = asdict(plan)
+    if not plan.factors:
+        del settings["factors"]  # the ids of campaigns from before factors stay as they were
+    identity = {"experiment": experiment, "plan": settings, "shards": count, "job_id": job}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
     label = re.sub(r"[^A-Za-z0-9._-]+", "-", job or "").strip("-.")[:40]
     return "-".join(part for part in (experiment, label, digest) if part)

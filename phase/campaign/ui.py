@@ -23,6 +23,7 @@ from rich.table import Table
 from phase.analysis import (
     FIGURES,
     adaptive,
+    condition_key,
     disturbed_note,
     row_value,
     runs_by_condition,
@@ -30,6 +31,7 @@ from phase.analysis import (
 )
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import span
+from phase.analysis.queries import configured_conditions
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
 from phase.results import AdaptiveCondition, CampaignConfig, ResultsFile, Run, SummaryRow
@@ -64,7 +66,9 @@ class ProgressObserver:
         self.task = self.progress.add_task("starting", total=total, completed=already_done)
 
     def run_started(self, index: int, scheduled: ScheduledRun) -> None:
-        label = f"{scheduled.prompt} · {scheduled.strategy} (r{scheduled.repeat})"
+        label = (f"{scheduled.prompt} · {scheduled.strategy}"
+                 + "".join(f" · {name}={level}" for name, level in scheduled.levels)
+                 + f" (r{scheduled.repeat})")
         if self.task is not None:
             # A re-run of a disturbed run adds to the planned total.
             total = max(int(self.progress.tasks[0].total or 0), index + 1)
@@ -108,7 +112,7 @@ def show_start(campaign: Campaign) -> None:
 def design_line(config: CampaignConfig) -> str:
     """The plan's design in one line: its repeats and, for adaptive repeats, the target and
     the budget they may spend."""
-    conditions = len(config.prompts) * len(config.strategies)
+    conditions = len(configured_conditions(config))
     planned = f"{config.repeats} repeat(s) of {conditions} condition(s), " \
         f"{config.repeats * conditions} runs"
     if config.target_half_width is None:
@@ -177,11 +181,12 @@ def print_summary(results: ResultsFile) -> None:
         for col in COLUMNS:
             table.add_column(col, justify="left" if col == "strategy" else "right")
         for row in (r for r in summary.rows if r.prompt == prompt):
-            flag = " *" if (prompt, row.strategy) in unstable else ""
+            key = condition_key(row)
+            flag = " *" if key in unstable else ""
             table.add_row(
-                escape(row.strategy) + flag,
+                escape(" ".join([row.strategy, *(f"{n}={v}" for n, v in key[2])])) + flag,
                 *(figure_cell(name, summary.rows, row) for name in SHOWN),
-                f"{matches.get((prompt, row.strategy), 0)}/{row.n}",
+                f"{matches.get(key, 0)}/{row.n}",
             )
         console.print(table)
     console.print(
@@ -203,8 +208,9 @@ def print_summary(results: ResultsFile) -> None:
         rec = results.adaptive
         for c in rec.conditions if rec is not None else []:
             if not c.reached:
+                levels = "".join(f" · {n}={v}" for n, v in c.factors.items())
                 console.print(f"  not within target: {escape(c.prompt)} · "
-                              f"{escape(c.strategy)} {_width(c)}")
+                              f"{escape(c.strategy)}{escape(levels)} {_width(c)}")
     counts = report.counts()
     console.print(
         f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "

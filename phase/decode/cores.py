@@ -6,6 +6,14 @@ import os
 from pathlib import Path
 
 
+def usable_cpus() -> int:
+    """Logical CPUs this process may run on (SMT siblings each counted)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def physical_cores() -> int:
     """Cores this process may use, counting SMT siblings once (like llama-bench's default).
 

@@ -120,6 +120,16 @@ class Engine:
         self.objective: Objective = "time"
         self.energy_sensors: tuple[str, ...] | None = None
 
+    def set_threads(self, n_threads: int, n_threads_batch: int | None = None) -> None:
+        """Decode (and prefill, `n_threads_batch`, default the same) on this many threads from
+        the next run on, in both models; what every later result records."""
+        batch = n_threads_batch or n_threads
+        if n_threads < 1 or batch < 1:
+            raise UsageProblem(f"threads must be >= 1 (got {n_threads}, {batch})")
+        for m in self._models():
+            m.set_threads(n_threads, batch)
+        self.n_threads, self.n_threads_batch = n_threads, batch
+
     # -- lifetime -------------------------------------------------------------------------
 
     def _models(self) -> list[NativeModel]:

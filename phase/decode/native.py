@@ -160,6 +160,17 @@ class NativeModel:
         with contextlib.suppress(Exception):
             self.close()
 
+    def set_threads(self, threads: int, threads_batch: int) -> None:
+        """Change the context's thread counts (llama.cpp reads them at every decode), so a
+        campaign can vary threads without reloading the weights."""
+        llama_cpp.llama_set_n_threads(self._ctx, threads, threads_batch)
+        self.n_threads, self.n_threads_batch = threads, threads_batch
+
+    def context_threads(self) -> tuple[int, int]:
+        """The thread counts llama.cpp's context decodes and prefills with, as it reports them."""
+        return (int(llama_cpp.llama_n_threads(self._ctx)),
+                int(llama_cpp.llama_n_threads_batch(self._ctx)))
+
     @property
     def n_batch(self) -> int:  # the largest llama_decode call (see vocab_file.check_fit)
         return int(llama_cpp.llama_n_batch(self._ctx))

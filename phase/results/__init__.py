@@ -30,7 +30,7 @@ from phase.results.claim import (
     claim_new_results,
     claim_numbered,
 )
-from phase.results.config import CampaignConfig, PromptSpec
+from phase.results.config import CampaignConfig, FactorSpec, Level, PromptSpec
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.covers import PARTS, covers_of, covers_words, sensor_covers
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
@@ -82,12 +82,14 @@ __all__ = [
     "CampaignWriter",
     "Claim",
     "CostProfile",
+    "FactorSpec",
     "FigureInterval",
     "FileBusy",
     "FiniteFloat",
     "Holder",
     "HostIdentity",
     "HostInfo",
+    "Level",
     "MergedShard",
     "ModelInfo",
     "Pass",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from phase.results.base import NonNegFloat, NonNegInt, Strict
 
 
@@ -36,6 +38,10 @@ class AdaptiveCondition(Strict):
     # (its own, and re-runs of them; plain's runs are counted once per prompt, under plain).
     reached: bool
     runs_added: NonNegInt
+    # From version 10: the condition's extra factors' levels (its plain is at the same ones);
+    # empty, and not written, where the experiment has none.
+    factors: dict[str, str | int | float] = Field(default_factory=dict,
+                                                  exclude_if=lambda v: not v)
 
 
 class AdaptiveRound(Strict):
@@ -43,8 +49,9 @@ class AdaptiveRound(Strict):
     too wide (each run once with plain for its prompt, shuffled), as repeat `repeat`."""
 
     repeat: NonNegInt
-    # [prompt, strategy] of each condition too wide after the rounds before; the round runs
-    # each once, and plain once for each of their prompts (`runs` in all).
+    # [prompt, strategy] of each condition too wide after the rounds before (and its levels,
+    # "threads=2, mode=a", where the experiment has extra factors); the round runs each once,
+    # and plain once for each of their prompts at those levels (`runs` in all).
     conditions: list[list[str]]
     runs: NonNegInt
     # What the round was expected to cost (each condition's median run, plus its cooldown and

@@ -16,6 +16,22 @@ class PromptSpec(Strict):
     source: str | None = None
 
 
+# A factor's level: a thread count, a token count, a model spec, or an experiment's own value.
+Level = str | int | float
+FactorKind = Literal["threads", "tokens", "model", "context_fill", "custom"]
+
+
+class FactorSpec(Strict):
+    """An extra factor of the experiment (besides prompt and strategy, which every experiment
+    has): its levels in declared order, the label each level has in run ids and pages, and
+    how a level applies to a run (phase.campaign.factors)."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    kind: FactorKind
+    levels: list[Level] = Field(min_length=1)
+    labels: list[str] = Field(min_length=1)
+
+
 class CampaignConfig(Strict):
     tokens: PosInt
     repeats: PosInt
@@ -63,3 +79,6 @@ class CampaignConfig(Strict):
     target_half_width: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
     extra_budget_runs: NonNegInt | None = None
     extra_budget_s: NonNegFloat | None = None
+    # Extra factors (schema 10): every condition is a prompt x strategy x one level of each;
+    # absent (never written when empty): prompt x strategy only, as in every earlier file.
+    factors: list[FactorSpec] = Field(default_factory=list, exclude_if=lambda v: not v)

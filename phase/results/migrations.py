@@ -118,8 +118,16 @@ def _v8_to_v9(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v9_to_v10(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 10 added extra factors (config.factors, Run.factors, SummaryRow.factors), whose
+    absence means an experiment over prompt x strategy only: nothing to convert."""
+    data["schema_version"] = 10
+    return data
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
-                                    5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9}
+                                    5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9,
+                                    9: _v9_to_v10}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

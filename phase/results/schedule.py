@@ -1,4 +1,5 @@
-"""The order runs happen in: every prompt x strategy once per repeat, reshuffled per repeat.
+"""The order runs happen in: every condition (prompt x strategy x a level of each extra factor,
+config.factors) once per repeat, reshuffled per repeat.
 
 Part of the results contract: a run's `id` and `order` in a results file are its place in this
 schedule (or, for an adaptive round past the planned repeats, in `extra_round`), which
@@ -8,12 +9,36 @@ of the plan each shard of a campaign runs, which shard files record and validati
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from phase.errors import UsageProblem
+from phase.results.config import CampaignConfig, FactorSpec, Level
+
+# A condition's level of each extra factor, in declared order: ((name, level), ...).
+Levels = tuple[tuple[str, Level], ...]
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One level of each extra factor, and the run id's part that names them
+    (`-threads=2-mode=a`; empty where there are no extra factors)."""
+
+    levels: Levels = ()
+    tag: str = ""
+
+
+def combinations(factors: Sequence[FactorSpec]) -> list[Combination]:
+    """Every combination of the extra factors' levels, the first factor's slowest; one empty
+    combination when there are none (so prompt x strategy alone)."""
+    choices = [[(f.name, level, label) for level, label in zip(f.levels, f.labels, strict=True)]
+               for f in factors]
+    return [Combination(tuple((n, v) for n, v, _ in combo),
+                        "".join(f"-{n}={label}" for n, _, label in combo))
+            for combo in itertools.product(*choices)]
 
 
 @dataclass(frozen=True)
@@ -22,27 +47,52 @@ class ScheduledRun:
     order: int
     prompt: str
     strategy: str
+    combination: Combination = Combination()
 
     @property
     def run_id(self) -> str:
-        return f"r{self.repeat}-{self.prompt}-{self.strategy}"
+        return f"r{self.repeat}-{self.prompt}-{self.strategy}{self.combination.tag}"
+
+    @property
+    def levels(self) -> Levels:
+        return self.combination.levels
+
+    @property
+    def condition(self) -> tuple[str, str, Levels]:
+        return (self.prompt, self.strategy, self.combination.levels)
+
+
+def _block(prompts: Sequence[str], strategies: Sequence[str],
+           factors: Sequence[FactorSpec]) -> list[tuple[str, str, Combination]]:
+    # Without extra factors this is prompt x strategy in the order it always was, and
+    # random.shuffle's permutation depends only on the list's length and the seed, so the
+    # speculative study's order and ids are exactly those of files before factors existed.
+    combos = combinations(factors)
+    return [(p, s, c) for p in prompts for s in strategies for c in combos]
 
 
 def schedule(
-    prompts: Sequence[str], strategies: Sequence[str], repeats: int, seed: int, shuffle: bool
+    prompts: Sequence[str], strategies: Sequence[str], repeats: int, seed: int, shuffle: bool,
+    factors: Sequence[FactorSpec] = (),
 ) -> list[ScheduledRun]:
-    """Every prompt × strategy once per repeat; each repeat in its own shuffled order.
+    """Every condition once per repeat; each repeat in its own shuffled order.
 
     The order depends only on the seed, so a resumed campaign replays the same schedule.
     """
     out: list[ScheduledRun] = []
     for repeat in range(repeats):
-        block = [(p, s) for p in prompts for s in strategies]
+        block = _block(prompts, strategies, factors)
         if shuffle:
             random.Random(f"{seed}:{repeat}").shuffle(block)
-        for prompt, strategy in block:
-            out.append(ScheduledRun(repeat, len(out), prompt, strategy))
+        for prompt, strategy, combo in block:
+            out.append(ScheduledRun(repeat, len(out), prompt, strategy, combo))
     return out
+
+
+def planned_schedule(config: CampaignConfig) -> list[ScheduledRun]:
+    """The whole schedule a results file's config describes."""
+    return schedule([p.name for p in config.prompts], config.strategies, config.repeats,
+                    config.seed, config.shuffle, config.factors)
 
 
 @dataclass(frozen=True)
@@ -61,27 +111,28 @@ class Rerun(ScheduledRun):
 
 def rerun(slot: ScheduledRun, attempt: int, schedule_length: int) -> Rerun:
     return Rerun(slot.repeat, slot.order + attempt * schedule_length, slot.prompt,
-                 slot.strategy, of=slot.run_id, attempt=attempt)
+                 slot.strategy, slot.combination, of=slot.run_id, attempt=attempt)
 
 
 def extra_round(prompts: Sequence[str], strategies: Sequence[str], repeats: int, seed: int,
-                shuffle: bool, repeat: int, due: set[tuple[str, str]],
-                max_reruns: int) -> list[ScheduledRun]:
-    """An adaptive round (repeat >= repeats): the schedule's block for `repeat` (every prompt x
-    strategy, shuffled from the seed and the repeat exactly as a planned repeat is), keeping
-    only the `due` conditions. Run ids are the schedule's (`r<repeat>-<prompt>-<strategy>`).
+                shuffle: bool, repeat: int, due: set[tuple[str, str, Levels]],
+                max_reruns: int, factors: Sequence[FactorSpec] = ()) -> list[ScheduledRun]:
+    """An adaptive round (repeat >= repeats): the schedule's block for `repeat` (every
+    condition, shuffled from the seed and the repeat exactly as a planned repeat is), keeping
+    only the `due` conditions (prompt, strategy, levels). Run ids are the schedule's
+    (`r<repeat>-<prompt>-<strategy>[-<factor>=<label>...]`).
 
     Orders lie past every planned run and every re-run of one (planned re-runs reach the
     schedule's length L times 1 + max_reruns), one block of B = prompts x strategies slots per
     round, and each slot leaves room for its own re-runs: slot j of round e (repeat - repeats)
     is at L(1 + R) + (eB + j)(1 + R), its re-run N at that plus N (`rerun(slot, N, 1)`)."""
-    block = [(p, s) for p in prompts for s in strategies]
+    block = _block(prompts, strategies, factors)
     if shuffle:
         random.Random(f"{seed}:{repeat}").shuffle(block)
     width = 1 + max_reruns
     base = repeat * len(block) * width  # L(1 + R) + (repeat - repeats) B (1 + R)
-    return [ScheduledRun(repeat, base + j * width, p, s)
-            for j, (p, s) in enumerate(block) if (p, s) in due]
+    return [ScheduledRun(repeat, base + j * width, p, s, c)
+            for j, (p, s, c) in enumerate(block) if (p, s, c.levels) in due]
 
 
 Split = tuple[Literal["prompts", "repeats"], list[list[str]], list[list[int]]]

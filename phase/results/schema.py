@@ -33,7 +33,7 @@ from phase.results.base import (
     Strict,
 )
 from phase.results.base import paired as _paired
-from phase.results.config import CampaignConfig
+from phase.results.config import CampaignConfig, Level
 from phase.results.costs import CostProfile
 from phase.results.covers import PrimaryEnergy
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
@@ -70,7 +70,11 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #   9 (2026-12): primary_energy.covers: which parts of the machine the chip figure covers
 #                (phase.results.covers), so hosts whose figures differ are not compared as
 #                like for like; derived from the sensor names for older files.
-SCHEMA_VERSION = 9
+#   10 (2026-12): experiments over factors: config.factors (extra factors: name, kind,
+#                levels, labels), Run.factors and SummaryRow.factors (a run's or row's level
+#                of each), references[].factors (the levels a plain reference was decoded
+#                at); absent (never written) where an experiment has none.
+SCHEMA_VERSION = 10
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -118,6 +122,8 @@ class ModelInfo(Strict):
     # Whether this is one of phase's embedded test models (by sha256): a campaign on one is
     # a check of the machinery, not a study; None in files before version 6.
     test_model: bool | None = None
+    # Version 10: the model factor's level label of this target (unwritten for the plan's).
+    level: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SensorInfo(Strict):
@@ -299,6 +305,9 @@ class Run(Strict):
     # until the window is long enough (config.window_min_s); the window's energy is then over
     # every pass's tokens (phase.analysis.window_tokens). Empty: one pass (older files).
     passes: list[Pass] = Field(default_factory=list)
+    # The run's level of each extra factor (config.factors), in declared order; empty (and
+    # not written) where the experiment has none: its condition is prompt x strategy.
+    factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -335,10 +344,12 @@ class PlainReference(Strict):
     # The prompt's token ids as the model's tokenizer gave them: the context the n-gram
     # matcher searched before the generated tokens. None in older files.
     prompt_token_ids: list[NonNegInt] | None = None
+    # Its levels of the factors that change plain output (phase.results.levels); unwritten empty.
+    factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[9]
+    schema_version: Literal[10]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str

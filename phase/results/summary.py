@@ -16,6 +16,7 @@ from phase.results.base import (
     Strict,
 )
 from phase.results.base import paired as _paired
+from phase.results.config import Level
 
 # The figures of a summary row that may carry an interval (phase.analysis.figures names).
 IntervalFigure = Literal["tokens_per_s", "speed_vs_plain", "acceptance", "chip_mj_per_token",
@@ -67,6 +68,9 @@ class SummaryRow(Strict):
     speed_vs_plain: NonNegFloat | None = None
     cpu_vs_plain: NonNegFloat | None = None
     intervals: dict[IntervalFigure, FigureInterval] = Field(default_factory=dict)
+    # From version 10: the row's level of each extra factor (config.factors); empty (and not
+    # written) where the experiment has none. Its ratios to plain are to plain at these levels.
+    factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
     @field_validator("intervals")
     @classmethod
@@ -87,7 +91,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[9]
+    schema_version: Literal[10]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

@@ -22,7 +22,8 @@ def format_finding(f: Finding) -> str:
     if f.run_id is not None:
         where.append(f"run {f.run_id}")
     if f.prompt is not None or f.strategy is not None:
-        where.append(f"{f.prompt} × {f.strategy}")
+        where.append(f"{f.prompt} × {f.strategy}"
+                     + "".join(f" × {name}={level}" for name, level in f.levels))
     if f.sensor is not None:
         where.append(f"sensor {f.sensor}")
     numbers = " ".join(f"{k}={_number(v)}" for k, v in f.numbers.items())

@@ -6,7 +6,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from phase.analysis.queries import Condition, condition_key, levels_text
 from phase.results import ResultsFile, Run, SummaryFile
+from phase.results.schedule import Levels
 from phase.validate.settings import RuleSettings
 
 Severity = Literal["blocking", "rejected", "warning"]
@@ -36,9 +38,27 @@ class Finding:
     # A finer class within the rule, where it has one (equivalence: near-tie, mismatch,
     # unclassified).
     category: str | None = None
+    # The condition's levels of the experiment's extra factors (Run.factors), where it has any.
+    levels: Levels = ()
+
+    def __post_init__(self) -> None:
+        # Read back from JSON (the build cache) the pairs are lists: a condition must hash.
+        object.__setattr__(self, "levels", tuple((str(n), v) for n, v in self.levels))
+
+    @property
+    def condition(self) -> Condition | None:
+        if self.prompt is None or self.strategy is None:
+            return None
+        return (self.prompt, self.strategy, self.levels)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        # Written only where there are extra factors: reports of other files stay as they were.
+        if not self.levels:
+            del out["levels"]
+        else:
+            out["levels"] = dict(self.levels)
+        return out
 
 
 @dataclass
@@ -83,11 +103,11 @@ class Report:
                 return f
         return None
 
-    def unstable_conditions(self) -> set[tuple[str, str]]:
+    def unstable_conditions(self) -> set[Condition]:
         return {
-            (f.prompt, f.strategy)
+            condition
             for f in self.findings
-            if f.rule == "variance" and f.prompt is not None and f.strategy is not None
+            if f.rule == "variance" and (condition := f.condition) is not None
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -103,7 +123,8 @@ class Report:
             "blocking": self.blocking,
             "has_findings": self.has_findings,
             "counts": self.counts(),
-            "unstable_conditions": sorted([p, s] for p, s in self.unstable_conditions()),
+            "unstable_conditions": sorted([p, s, *([levels_text(lv)] if lv else [])]
+                                          for p, s, lv in self.unstable_conditions()),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -135,11 +156,12 @@ class Context:
         numbers: dict[str, float] | None = None,
         json_path: str | None = None,
         category: str | None = None,
+        levels: Levels = (),
     ) -> Finding:
         """A finding about this file; a run names its prompt and strategy too, and numbers
         that are not finite are left out (JSON has no NaN)."""
         if run is not None:
-            prompt, strategy = run.prompt, run.strategy
+            prompt, strategy, levels = condition_key(run)
         clean = {k: float(v) for k, v in (numbers or {}).items() if math.isfinite(v)}
         return Finding(
             rule=rule,
@@ -153,6 +175,7 @@ class Context:
             numbers=clean,
             json_path=json_path,
             category=category,
+            levels=levels,
         )
 
     def record(self, findings: list[Finding]) -> None:

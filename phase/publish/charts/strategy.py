@@ -20,7 +20,7 @@ from typing import Any
 
 import altair as alt
 
-from phase.analysis import FIGURES, PLAIN, Figure, row_value
+from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
 from phase.analysis.figures import row_interval
 from phase.publish.charts.energy import Chart
 from phase.publish.data.datasets import Dataset
@@ -88,7 +88,7 @@ def cost_per_token(ds: Dataset) -> Chart:
     records = []
     rows = ds.summary.rows
     for row in rows:
-        c = spreads[(row.prompt, row.strategy)]
+        c = spreads[condition_key(row)]
         records.append({
             "prompt": row.prompt, "strategy": row.strategy, "n": row.n,
             **_interval_fields("cpu", "cpu_ms_per_token", rows, row, c),
@@ -131,7 +131,7 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
         # Not a point: plain itself, no acceptance, or no speed to set against plain's (0 too).
         if row.strategy == PLAIN or row.acceptance is None or not speed:
             continue
-        c = spreads[(row.prompt, row.strategy)]
+        c = spreads[condition_key(row)]
         records.append({
             "prompt": row.prompt, "strategy": row.strategy, "n": row.n,
             "acceptance": row.acceptance,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -24,8 +25,12 @@ def run_anchor(run_id: str) -> str:
     return "run-" + _safe(run_id)
 
 
-def row_anchor(prompt: str, strategy: str) -> str:
-    return f"row-{_safe(prompt)}--{_safe(strategy)}"
+def row_anchor(prompt: str, strategy: str,
+               levels: Sequence[tuple[str, object]] = ()) -> str:
+    """A summary row: its prompt and strategy, and its extra factors' levels where it has any
+    (rows of one prompt and strategy at different levels need ids of their own)."""
+    return f"row-{_safe(prompt)}--{_safe(strategy)}" + "".join(
+        f"--{_safe(name)}-{_safe(str(level))}" for name, level in levels)
 
 
 def profile_anchor(point: int, role: str | None = None, tokens: int | None = None) -> str:

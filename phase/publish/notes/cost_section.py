@@ -186,7 +186,7 @@ class CostCalls:
             assert profile is not None  # predictions need one
             sources = [_run_links(page, runs) + _fill_links(page, profile,
                                                             {run_fill(r) for r in runs})
-                       for p in preds for runs in [priced.get((p.prompt, p.strategy), [])]]
+                       for p in preds for runs in [priced.get((p.prompt, p.strategy, ()), [])]]
             missed = sum(not p.within for p in preds)
             notes = [f"{len(preds) - missed} of {len(preds)} conditions predicted within "
                      f"{TOLERANCE:.0%} of the measured tokens/s."]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
-from phase.analysis import FIGURES, PLAIN, Figure, row_value
+from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import span
 from phase.analysis.intervals import resolved
@@ -96,7 +96,7 @@ class Figures:
     def _spread(self, ds: Dataset, row: SummaryRow) -> ConditionSpread:
         if ds.name not in self._spreads:
             self._spreads[ds.name] = condition_spreads(ds)
-        return self._spreads[ds.name][(row.prompt, row.strategy)]
+        return self._spreads[ds.name][condition_key(row)]
 
     def _title(self, ds: Dataset, row: SummaryRow, fig: Figure) -> str:
         """What a figure is: the median of how many runs, their range, spread and interval."""

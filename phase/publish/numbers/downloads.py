@@ -59,6 +59,7 @@ def results_frame(table: Table) -> pd.DataFrame:
     records: list[dict[str, Any]] = []
     for row in table.rows:
         record: dict[str, Any] = {"prompt": row.prompt, "strategy": row.strategy}
+        record.update(zip(table.factors, row.levels, strict=True))
         for column in table.columns:
             cell = row.cells[column.key]
             record[column.label] = cell.value

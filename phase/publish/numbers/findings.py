@@ -55,10 +55,11 @@ def finding_rows(ds: Dataset, root: str) -> list[FindingRow]:
         if f.run_id is not None:
             link = Link(f.run_id, f"{page}#{run_anchor(f.run_id)}", f"run {f.run_id}")
         elif f.prompt is not None and f.strategy is not None and raw is None:
-            link = Link("row", f"{page}#{row_anchor(f.prompt, f.strategy)}", "summary row")
+            link = Link("row", f"{page}#{row_anchor(f.prompt, f.strategy, f.levels)}",
+                        "summary row")
         condition = (
-            f"{f.prompt} × {f.strategy}" if f.prompt is not None and f.strategy is not None
-            else None
+            f"{f.prompt} × {f.strategy}" + "".join(f" × {n}={v}" for n, v in f.levels)
+            if f.prompt is not None and f.strategy is not None else None
         )
         rows.append(
             FindingRow(

@@ -17,12 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from phase.analysis import PLAIN, row_value, vs_plain
+from phase.analysis import PLAIN, condition_key, row_value, vs_plain
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import ratio, span, times
 from phase.analysis.intervals import resolved
+from phase.analysis.queries import levels_text
 from phase.publish.data.datasets import Dataset
 from phase.results import FigureInterval, SummaryRow
+from phase.results.schedule import Levels
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,14 @@ class Best:
     speed_interval: FigureInterval | None = None
     energy_interval: FigureInterval | None = None
     measured: bool = True  # from runs, so a ratio without an interval is not resolved
+    # The condition's extra factors' levels ("threads=2, mode=a"; empty without any): the
+    # best is per prompt at each combination of levels, against plain at the same levels.
+    levels: str = ""
+
+    @property
+    def where(self) -> str:
+        """The prompt, and the levels where there are any: "code" or "code at threads=2"."""
+        return f"{self.prompt} at {self.levels}" if self.levels else self.prompt
 
     @property
     def speed_ratio(self) -> float:
@@ -96,15 +106,20 @@ def _unresolved(found: FigureInterval | None) -> str:
 
 
 def best_by_prompt(dataset: str, rows: list[SummaryRow], measured: bool = True) -> list[Best]:
-    """Per prompt (in row order) the non-plain strategy with the highest tokens/s; prompts
-    without a measured plain row or any other strategy are left out (no ratio to state).
-    `measured`: the rows come from runs (a raw file), so a missing interval means "one run"."""
-    plain = {r.prompt: r.tokens_per_s for r in rows if r.strategy == PLAIN and r.tokens_per_s}
+    """Per prompt (in row order), and per combination of extra levels where the experiment has
+    any, the non-plain strategy with the highest tokens/s; prompts without a measured plain
+    row or any other strategy are left out (no ratio to state). `measured`: the rows come
+    from runs (a raw file), so a missing interval means "one run"."""
+    def where(r: SummaryRow) -> tuple[str, Levels]:
+        return (r.prompt, condition_key(r)[2])
+
+    plain = {where(r): r.tokens_per_s for r in rows if r.strategy == PLAIN and r.tokens_per_s}
     out: list[Best] = []
-    for prompt in dict.fromkeys(r.prompt for r in rows):
-        others = [r for r in rows if r.prompt == prompt and r.strategy != PLAIN
+    for key in dict.fromkeys(where(r) for r in rows):
+        prompt = key[0]
+        others = [r for r in rows if where(r) == key and r.strategy != PLAIN
                   and r.tokens_per_s is not None]
-        base = plain.get(prompt)
+        base = plain.get(key)
         if not others or not base:
             continue
         top = max(others, key=lambda r: r.tokens_per_s or 0.0)
@@ -115,7 +130,8 @@ def best_by_prompt(dataset: str, rows: list[SummaryRow], measured: bool = True) 
                         top.energy_ratio_vs_plain, reason,
                         row_value("speed_vs_plain", rows, top),
                         row_interval("speed_vs_plain", top),
-                        row_interval("energy_ratio_vs_plain", top), measured))
+                        row_interval("energy_ratio_vs_plain", top), measured,
+                        levels_text(key[1])))
     return out
 
 
@@ -135,16 +151,16 @@ def headline(datasets: list[Dataset]) -> str | None:
     unresolved = [b for b in found if not b.speed_resolved]
     if faster:
         top = max(faster, key=lambda b: b.speed_ratio)
-        text = (f"fastest: {top.strategy} on {top.prompt} at {times(top.speed_ratio)} plain "
+        text = (f"fastest: {top.strategy} on {top.where} at {times(top.speed_ratio)} plain "
                 f"decoding's speed{_interval(top.speed_interval)}")
     elif unresolved:
         top = max(unresolved, key=lambda b: b.speed_ratio)
         text = (f"nothing was resolved faster than plain decoding; the fastest, {top.strategy} "
-                f"on {top.prompt}, was not resolved from its speed"
+                f"on {top.where}, was not resolved from its speed"
                 f"{_unresolved(top.speed_interval)}")
     else:
         top = max(found, key=lambda b: b.speed_ratio)
-        text = (f"nothing beat plain decoding; the closest, {top.strategy} on {top.prompt}, ran "
+        text = (f"nothing beat plain decoding; the closest, {top.strategy} on {top.where}, ran "
                 f"at {times(top.speed_ratio)} its speed{_interval(top.speed_interval)}")
     if top.energy_ratio is None:
         text += "; energy not measured"

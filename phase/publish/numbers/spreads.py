@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from phase.analysis import (
     FIGURES,
     PLAIN,
+    Condition,
     RunView,
+    condition_key,
     energy_mj_per_token,
     plain_row,
     run_value,
@@ -53,7 +55,7 @@ def _per_run(ds: Dataset, runs: list[Run]) -> dict[str, list[float]]:
     values: dict[str, list[float]] = {name: [] for name in PER_RUN}
     for run in runs:
         view = RunView(run, _chip(ds, run))
-        plain = plain_row(ds.summary.rows, run.prompt)
+        plain = plain_row(ds.summary.rows, run.prompt, condition_key(run)[2])
         for name in PER_RUN:
             value = run_value(name, view, plain)
             if value is not None:
@@ -61,20 +63,19 @@ def _per_run(ds: Dataset, runs: list[Run]) -> dict[str, list[float]]:
     return values
 
 
-def condition_spreads(ds: Dataset) -> dict[tuple[str, str], ConditionSpread]:
+def condition_spreads(ds: Dataset) -> dict[Condition, ConditionSpread]:
     """Per condition of the file: each figure's mean, min, max and n over its runs."""
     rows = ds.summary.rows
     raw = ds.raw
     if raw is None:
-        return {(r.prompt, r.strategy): ConditionSpread(r.prompt, r.strategy, r.n, {})
-                for r in rows}
+        return {condition_key(r): ConditionSpread(r.prompt, r.strategy, r.n, {}) for r in rows}
     grouped = runs_by_condition(raw)
     out = {}
     for r in rows:
-        runs = grouped.get((r.prompt, r.strategy), [])
+        runs = grouped.get(condition_key(r), [])
         figures = {name: s for name, values in _per_run(ds, runs).items()
                    if (s := spread_of(values)) is not None}
-        out[(r.prompt, r.strategy)] = ConditionSpread(r.prompt, r.strategy, len(runs), figures)
+        out[condition_key(r)] = ConditionSpread(r.prompt, r.strategy, len(runs), figures)
     return out
 
 

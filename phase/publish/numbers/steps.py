@@ -104,7 +104,7 @@ def step_costs(ds: Dataset) -> list[StepCost]:
     if raw is None:
         return []
     out = []
-    for (prompt, strategy), runs in runs_by_condition(raw).items():
+    for (prompt, strategy, _levels), runs in runs_by_condition(raw).items():
         cost = _condition(prompt, strategy, runs)
         if cost is not None:
             out.append(cost)

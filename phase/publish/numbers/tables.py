@@ -13,7 +13,14 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from phase.analysis import FIGURES, PLAIN, energy_mj_per_token, row_value, runs_by_condition
+from phase.analysis import (
+    FIGURES,
+    PLAIN,
+    condition_key,
+    energy_mj_per_token,
+    row_value,
+    runs_by_condition,
+)
 from phase.analysis.figures import ratio_keys, row_interval
 from phase.analysis.formatting import span
 from phase.publish.data.datasets import Dataset
@@ -52,6 +59,8 @@ class TableRow:
     cells: dict[str, Cell]
     links: list[Link]
     unstable: str | None  # the variance finding's message when the condition is unstable
+    # The row's level of each of the table's extra factors (Table.factors), as shown.
+    levels: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class Table:
     columns: list[Column]
     rows: list[TableRow]
     notes: list[str] = field(default_factory=list)  # one line each, under the table
+    # The experiment's extra factors (config.factors), a column each after the strategy; none
+    # for an experiment over prompt x strategy only.
+    factors: list[str] = field(default_factory=list)
 
 
 def _cell(value: float | None, show: Callable[[float | None], str], reason: str | None) -> Cell:
@@ -102,7 +114,7 @@ def _measured(ds: Dataset, row: SummaryRow, sensor: str | None) -> list[tuple[st
     raw = ds.raw
     if raw is None or sensor is None:
         return []
-    runs = runs_by_condition(raw).get((row.prompt, row.strategy), [])
+    runs = runs_by_condition(raw).get(condition_key(row), [])
     out = []
     for run in runs:
         value = energy_mj_per_token(run, sensor)
@@ -183,12 +195,13 @@ def build_table(ds: Dataset, root: str) -> Table:
     page = raw_page(ds.stem, root)
     baselines = unstable_baselines(ds)
     unstable = {
-        (f.prompt, f.strategy): f.message for f in ds.report.findings if f.rule == "variance"
+        f.condition: f.message for f in ds.report.findings if f.rule == "variance"
     }
     show_board = any(
         r.board_mj_per_token is not None or r.board_mj_per_token_reason for r in rows
     )
     show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
+    factors = list(dict.fromkeys(name for r in rows for name in r.factors))
     shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
              "cpu_vs_plain": show_cpu}
     keys = [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
@@ -203,10 +216,11 @@ def build_table(ds: Dataset, root: str) -> Table:
             TableRow(
                 prompt=row.prompt,
                 strategy=row.strategy,
-                anchor=row_anchor(row.prompt, row.strategy),
+                anchor=row_anchor(row.prompt, row.strategy, condition_key(row)[2]),
                 cells={k: cells[k] for k in keys},
                 links=_links(ds, row, page),
-                unstable=unstable.get((row.prompt, row.strategy)),
+                unstable=unstable.get(condition_key(row)),
+                levels=[str(row.factors.get(name, "")) for name in factors],
             )
         )
     return Table(
@@ -215,13 +229,14 @@ def build_table(ds: Dataset, root: str) -> Table:
         columns=[COLUMNS[k] for k in keys],
         rows=out_rows,
         notes=_notes(ds),
+        factors=factors,
     )
 
 
 def _links(ds: Dataset, row: SummaryRow, page: str) -> list[Link]:
     raw = ds.raw
     if raw is None:
-        anchor = row_anchor(row.prompt, row.strategy)
+        anchor = row_anchor(row.prompt, row.strategy, condition_key(row)[2])
         return [Link("source", f"{page}#{anchor}", "the published figures; raw runs are not "
                      "in this repository")]
     repeats = {r.id: r.repeat for r in raw.runs}

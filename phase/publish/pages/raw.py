@@ -129,7 +129,8 @@ def _run_cells(run: Run) -> list[Cell]:
     return [
         Cell(f"{run.repeat} · {run.order}", None, f"repeat {run.repeat}, run {run.order} in "
              "the order the campaign ran"),
-        Cell(f"{run.prompt} × {run.strategy}", None,
+        Cell(f"{run.prompt} × {run.strategy}"
+             + "".join(f" × {name}={level}" for name, level in run.factors.items()), None,
              None if run.k is None else f"k = {run.k} (tokens proposed per step at most)"),
         Cell(str(run.tokens), run.tokens),
         Cell(fmt(run.tokens_per_s, 2), run.tokens_per_s),

@@ -24,6 +24,7 @@ import math
 from typing import Any
 
 from phase.analysis import adaptive
+from phase.analysis.queries import condition_key
 from phase.results import ResultsFile, Run
 from phase.results.schedule import ScheduledRun, rerun
 from phase.validate.report import Context, Finding
@@ -76,9 +77,8 @@ def _round(ctx: Context, results: ResultsFile, decision: adaptive.Decision, runs
     out = []
     for run in runs:
         slot = slots.get(run.rerun_of or run.id)
-        if slot is None or (slot.prompt, slot.strategy) != (run.prompt, run.strategy):
-            narrow = (run.prompt, run.strategy) not in {(s.prompt, s.strategy)
-                                                        for s in decision.slots}
+        if slot is None or slot.condition != condition_key(run):
+            narrow = condition_key(run) not in {s.condition for s in decision.slots}
             why = ("its ratio to plain was already within the target after the rounds before"
                    if narrow else "its id is not the round's for this condition")
             out.append(ctx.finding(
@@ -102,7 +102,8 @@ def _round(ctx: Context, results: ResultsFile, decision: adaptive.Decision, runs
             f"{len(decision.slots)} runs: {', '.join(missing[:5])}",
             numbers={"missing": len(missing)}))
     if not runs and results.status == "complete":
-        shown = ", ".join(f"{p} · {s}" for p, s in decision.wide[:5])
+        shown = ", ".join(f"{p} · {s}" + "".join(f" · {n}={v}" for n, v in lv)
+                          for p, s, lv in decision.wide[:5])
         out.append(ctx.finding(
             "adaptive", "warning",
             f"the campaign ended while an extra round (repeat {decision.repeat}) was due and "

@@ -11,6 +11,7 @@ ones) are not "beyond the configured repeats": rule adaptive judges whether each
 from __future__ import annotations
 
 from phase.analysis import conditions, disturbed_note, disturbed_runs, runs_by_condition
+from phase.analysis.queries import configured_conditions
 from phase.results import ResultsFile
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -18,7 +19,7 @@ from phase.validate.settings import RuleSettings
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     repeats = settings.repeats or results.config.repeats
-    configured = {(p.name, s) for p in results.config.prompts for s in results.config.strategies}
+    configured = set(configured_conditions(results.config))
     shard = results.shard
     expected_repeats = list(range(repeats)) if shard is None else shard.repeats
     by_condition = runs_by_condition(results)
@@ -32,11 +33,12 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     if note is not None:
         out.append(ctx.finding("completeness", "warning", note,
                                numbers={"disturbed": len(disturbed_runs(results))}))
-    for prompt, strategy in conditions(results):
-        runs = by_condition.get((prompt, strategy), [])
+    for condition in conditions(results):
+        prompt, strategy, levels = condition
+        runs = by_condition.get(condition, [])
         if shard is not None and prompt not in shard.prompts and not runs:
             continue  # another shard's prompt
-        if (prompt, strategy) not in configured:
+        if condition not in configured:
             continue
         if results.config.target_half_width is not None:
             runs = [r for r in runs if r.repeat < results.config.repeats]
@@ -48,7 +50,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             out.append(ctx.finding(
                 "completeness", "warning",
                 f"{len(present)} of {len(expected_repeats)} repeats; missing repeat {shown}",
-                prompt=prompt, strategy=strategy,
+                prompt=prompt, strategy=strategy, levels=levels,
                 numbers={"expected": len(expected_repeats), "found": len(present),
                          "missing": len(missing)},
             ))
@@ -57,7 +59,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 "completeness", "warning",
                 f"{extra} run(s) beyond the {repeats} configured repeats "
                 "(a repeat index duplicated or out of range)",
-                prompt=prompt, strategy=strategy,
+                prompt=prompt, strategy=strategy, levels=levels,
                 numbers={"expected": repeats, "runs": len(runs), "extra": extra},
             ))
     return out

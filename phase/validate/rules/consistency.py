@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 
-from phase.analysis.queries import is_disturbed
+from phase.analysis.queries import Condition, condition_key, is_disturbed
 from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.decode.strategy import Strategy, parse_strategy
 from phase.errors import UsageProblem
 from phase.results import ResultsFile, Run
-from phase.results.schedule import ScheduledRun, rerun, schedule
+from phase.results.levels import reference_for, run_tokens
+from phase.results.schedule import ScheduledRun, planned_schedule, rerun
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -65,15 +66,16 @@ def _close(recorded: float, expected: float) -> bool:
 def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
     config = results.config
     out = []
-    if run.tokens != config.tokens:
-        out.append((f"tokens is {run.tokens} but the campaign generates {config.tokens} per run",
+    if run.tokens != (expected := run_tokens(config, run.factors)):
+        at = " at this tokens level" if expected != config.tokens else ""
+        out.append((f"tokens is {run.tokens} but the campaign generates {expected} per run{at}",
                     "tokens"))
     if run.prompt not in {p.name for p in config.prompts}:
         out.append((f"prompt {run.prompt!r} is not declared in $.config.prompts", "prompt"))
     if run.strategy not in config.strategies:
         out.append((f"strategy {run.strategy!r} is not declared in $.config.strategies",
                     "strategy"))
-    ref = next((r for r in results.references if r.prompt == run.prompt), None)
+    ref = reference_for(results, run.prompt, run.factors)
     if ref is not None and ref.prompt_token_ids is not None \
             and len(ref.prompt_token_ids) != run.prompt_tokens:
         out.append((f"prompt_tokens is {run.prompt_tokens} but the reference of prompt "
@@ -205,16 +207,13 @@ def _steps(run: Run, results: ResultsFile, settings: RuleSettings) -> list[tuple
     return out
 
 
-def _planned(results: ResultsFile) -> dict[tuple[int, str, str], ScheduledRun]:
-    config = results.config
-    runs = schedule([p.name for p in config.prompts], config.strategies, config.repeats,
-                    config.seed, config.shuffle)
-    return {(r.repeat, r.prompt, r.strategy): r for r in runs}
+def _planned(results: ResultsFile) -> dict[tuple[int, Condition], ScheduledRun]:
+    return {(r.repeat, r.condition): r for r in planned_schedule(results.config)}
 
 
-def _placement(run: Run, planned: dict[tuple[int, str, str], ScheduledRun]) -> list[
+def _placement(run: Run, planned: dict[tuple[int, Condition], ScheduledRun]) -> list[
         tuple[str, str]]:
-    slot = planned.get((run.repeat, run.prompt, run.strategy))
+    slot = planned.get((run.repeat, condition_key(run)))
     if slot is None:
         return []  # an undeclared condition or a repeat past the config: reported elsewhere
     if run.rerun_of is not None:

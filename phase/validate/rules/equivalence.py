@@ -18,22 +18,25 @@ either is at or above it (a pass chose against a clear margin: a decoder bug, bl
 from __future__ import annotations
 
 from phase.decode.result import compare_to_plain
-from phase.results import PlainReference, ResultsFile, Run, token_sha256
+from phase.results import Level, PlainReference, ResultsFile, Run, token_sha256
+from phase.results.levels import reference_levels, run_tokens
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    references: dict[str, PlainReference] = {}
+    references: dict[tuple[str, tuple[tuple[str, Level], ...]], PlainReference] = {}
     for i, ref in enumerate(results.references):
-        out += _reference(ref, i, results.config.tokens, ctx)
-        if ref.prompt in references:
+        out += _reference(ref, i, run_tokens(results.config, ref.factors), ctx)
+        key = (ref.prompt, tuple(ref.factors.items()))
+        if key in references:
             out.append(ctx.finding(
-                "equivalence", "blocking", "a second plain reference for this prompt",
+                "equivalence", "blocking", "a second plain reference for this prompt"
+                + (" at these levels" if ref.factors else ""),
                 prompt=ref.prompt, json_path=f"$.references[{i}]",
             ))
-        references.setdefault(ref.prompt, ref)
+        references.setdefault(key, ref)
     for i, run in enumerate(results.runs):
         where = f"$.runs[{i}]"
         if run.output_sha256 != token_sha256(run.token_ids):
@@ -42,7 +45,8 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 "output_sha256 is not the sha256 of this run's token_ids",
                 run=run, json_path=f"{where}.output_sha256",
             ))
-        ref = references.get(run.prompt)
+        wanted = reference_levels(results.config, run.factors)
+        ref = references.get((run.prompt, tuple(wanted.items())))
         if ref is None:
             out.append(ctx.finding(
                 "equivalence", "blocking",

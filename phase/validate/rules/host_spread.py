@@ -53,7 +53,7 @@ def _chip_means(by_host: dict[str, list[Run]], ctx: Context) -> dict[str, float]
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     machine = machine_of(results)
-    for (prompt, strategy), runs in runs_by_condition(results).items():
+    for (prompt, strategy, levels), runs in runs_by_condition(results).items():
         by_host = _per_host(runs, machine)
         if len(by_host) < 2:
             continue
@@ -72,7 +72,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             "host-spread", "warning",
             f"{metric} differs {measured:.1%} between hosts of one class ({listed}; limit "
             f"{settings.host_spread_max:.1%}): this condition's figures mix machines",
-            prompt=prompt, strategy=strategy, sensor=sensor,
+            prompt=prompt, strategy=strategy, levels=levels, sensor=sensor,
             numbers={"spread": measured, "limit": settings.host_spread_max,
                      "hosts": len(means), "min": min(means.values()),
                      "max": max(means.values())},

@@ -7,6 +7,7 @@ expected repeats; a prompt x strategy missing though both appear in other rows.
 
 from __future__ import annotations
 
+from phase.analysis.queries import Condition, condition_key
 from phase.results import SummaryFile
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -14,14 +15,16 @@ from phase.validate.settings import RuleSettings
 
 def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    seen: dict[tuple[str, str, int | None], int] = {}
+    seen: dict[tuple[Condition, int | None], int] = {}
     for i, row in enumerate(summary.rows):
-        key = (row.prompt, row.strategy, row.k)
+        key = (condition_key(row), row.k)
         if key in seen:
             out.append(ctx.finding(
                 "schema", "blocking",
-                f"row duplicates $.rows[{seen[key]}] (same prompt, strategy and k)",
-                prompt=row.prompt, strategy=row.strategy, json_path=f"$.rows[{i}]",
+                f"row duplicates $.rows[{seen[key]}] (same prompt, strategy and k"
+                + (", and levels)" if key[0][2] else ")"),
+                prompt=row.prompt, strategy=row.strategy, levels=key[0][2],
+                json_path=f"$.rows[{i}]",
             ))
         else:
             seen[key] = i
@@ -41,13 +44,17 @@ def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Fi
             ))
     prompts = list(dict.fromkeys(r.prompt for r in summary.rows))
     strategies = list(dict.fromkeys(r.strategy for r in summary.rows))
-    present = {(r.prompt, r.strategy) for r in summary.rows}
+    levels = list(dict.fromkeys(condition_key(r)[2] for r in summary.rows))
+    present = {condition_key(r) for r in summary.rows}
     for prompt in prompts:
         for strategy in strategies:
-            if (prompt, strategy) not in present:
-                out.append(ctx.finding(
-                    "completeness", "warning",
-                    "no row for this prompt x strategy, though both appear in other rows",
-                    prompt=prompt, strategy=strategy,
-                ))
+            for level in levels:
+                if (prompt, strategy, level) not in present:
+                    out.append(ctx.finding(
+                        "completeness", "warning",
+                        "no row for this prompt x strategy, though both appear in other rows"
+                        if not level else "no row for this condition, though its prompt, "
+                        "strategy and levels appear in other rows",
+                        prompt=prompt, strategy=strategy, levels=level,
+                    ))
     return out

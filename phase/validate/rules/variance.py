@@ -35,8 +35,9 @@ def _standing_chip(runs: list[Run], ctx: Context) -> list[float]:
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     by_condition = runs_by_condition(results)
     out: list[Finding] = []
-    for prompt, strategy in conditions(results):
-        runs = by_condition.get((prompt, strategy), [])
+    for condition in conditions(results):
+        prompt, strategy, levels = condition
+        runs = by_condition.get(condition, [])
         # sensor names the chip sensor when energy was judged, None for tokens/s; the figure
         # is the registry's spread the message reports.
         metrics = [
@@ -57,6 +58,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 f"{len(values)} runs (limit {settings.variance_max:.1%})",
                 prompt=prompt,
                 strategy=strategy,
+                levels=levels,
                 sensor=sensor,
                 numbers={
                     "spread": measured,

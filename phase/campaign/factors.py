@@ -1,0 +1,176 @@
+"""An experiment's extra factors: what varies besides the prompt and the strategy.
+
+    Factor("threads", "threads", (1, 2, 4))              # llama.cpp threads for the run
+    Factor("tokens", "tokens", (64, 256))                # tokens generated
+    Factor("fill", "context_fill", (0, 2048))            # KV cache filled before the prompt
+    Factor("format", "model", ("q4.gguf", "f16.gguf"), labels=("q4", "f16"))
+    Factor("note", "custom", ("a", "b"))                 # recorded only
+
+Every experiment has the prompt and strategy factors (its plan's `prompts` and `strategies`,
+a single level each where it varies neither); `Experiment.factors` adds these. A condition is
+one prompt, one strategy and one level of each extra factor; a run records its levels
+(`Run.factors`) and its id names them (`r0-code-plain-threads=2`).
+
+How a level applies to a run, by kind:
+
+* `threads`: llama.cpp's decode and prefill threads (`Engine.set_threads`, no reload);
+* `tokens`: the run's token count; `context_fill`: tokens put before the prompt's own (the
+  prompt repeated, phase.results.levels.filled); each changes plain decoding's output, so the
+  campaign decodes a plain reference per prompt and combination of their levels
+  (phase.campaign.references);
+* `model`: the target model the run decodes with, an engine per level held for the campaign
+  (phase.campaign.model_levels; levels must tokenize the prompts as the target does);
+* `custom`: nothing; the level is recorded, for the experiment's own analysis.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, get_args
+
+from phase.errors import UsageProblem
+from phase.results import FactorSpec, Level
+from phase.results.config import FactorKind
+from phase.results.schedule import Levels
+
+if TYPE_CHECKING:
+    from phase.decode import Engine
+
+KINDS: tuple[str, ...] = get_args(FactorKind)
+# What the runner applies today (the rest are refused before anything is written).
+RUNNABLE = frozenset({"threads", "tokens", "context_fill", "model", "custom"})
+# Names the run id and the results file already use for their own parts.
+RESERVED = frozenset({"prompt", "strategy", "repeat", "k", "rerun"})
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# A label goes into run ids and page anchors: letters, digits and . _ + only.
+_LABEL = re.compile(r"^[A-Za-z0-9._+]+$")
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One extra factor: its `name` (lower case, in run ids), its `kind` (one of KINDS), its
+    `levels` in the order pages show them, and a label per level (default: the level as
+    text) for ids and pages."""
+
+    name: str
+    kind: str
+    levels: tuple[Level, ...]
+    labels: tuple[str, ...] = field(default=())
+
+    def label_of(self, index: int) -> str:
+        return self.labels[index] if self.labels else str(self.levels[index])
+
+    def spec(self) -> FactorSpec:
+        """The factor as the results file records it (config.factors)."""
+        return FactorSpec(name=self.name, kind=self.kind,  # type: ignore[arg-type]
+                          levels=list(self.levels),
+                          labels=[self.label_of(i) for i in range(len(self.levels))])
+
+
+def _level_problem(factor: Factor, level: Level) -> str | None:
+    """Why a level does not suit its factor's kind, or None."""
+    is_int = isinstance(level, int) and not isinstance(level, bool)
+    if factor.kind in ("threads", "tokens") and not (is_int and level >= 1):
+        return "must be a whole number of at least 1"
+    if factor.kind == "context_fill" and not (is_int and level >= 0):
+        return "must be a whole number of tokens, 0 or more"
+    if factor.kind == "model" and not (isinstance(level, str) and level):
+        return "must be a model spec (an embedded name, a .gguf path or hf:OWNER/REPO/FILE)"
+    if isinstance(level, bool) or not isinstance(level, (str, int, float)):
+        return "must be text or a number"
+    return None
+
+
+def _factor_problems(where: str, factor: Factor) -> list[str]:
+    problems = []
+    if not _NAME.match(factor.name) or factor.name in RESERVED:
+        problems.append(f"{where}: name {factor.name!r} must be lower case letters, digits "
+                        f"and _ (starting with a letter), and not one of "
+                        f"{', '.join(sorted(RESERVED))}")
+    if factor.kind not in KINDS:
+        problems.append(f"{where}: unknown kind {factor.kind!r}; use one of {', '.join(KINDS)}")
+        return problems
+    if not factor.levels:
+        problems.append(f"{where}: no levels; give at least one")
+    if factor.labels and len(factor.labels) != len(factor.levels):
+        problems.append(f"{where}: {len(factor.labels)} label(s) for {len(factor.levels)} "
+                        "level(s); give one label per level, or none")
+    for i, level in enumerate(factor.levels):
+        why = _level_problem(factor, level)
+        if why is not None:
+            problems.append(f"{where}: level {level!r} {why}")
+        elif len(factor.labels) in (0, len(factor.levels)) and \
+                not _LABEL.match(label := factor.label_of(i)):
+            problems.append(f"{where}: label {label!r} of level {level!r} may hold only "
+                            "letters, digits and . _ +; give `labels`")
+    labels = [factor.label_of(i) for i in range(len(factor.levels))] \
+        if len(factor.labels) in (0, len(factor.levels)) else []
+    if len(set(factor.levels)) != len(factor.levels) or len(set(labels)) != len(labels):
+        problems.append(f"{where}: levels or labels repeat; each level once, each label once")
+    return problems
+
+
+def check_factors(factors: Sequence[Factor], source: str = "factors") -> tuple[Factor, ...]:
+    """The declaration, or UsageProblem listing every problem: a bad name or kind, empty or
+    repeated levels, a level that does not suit its kind, a duplicate factor, two factors of
+    one built-in kind (they would set the same thing twice)."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    kinds: set[str] = set()
+    for i, factor in enumerate(factors):
+        where = f"{source}[{i}] ({getattr(factor, 'name', '?')})"
+        if not isinstance(factor, Factor):
+            problems.append(f"{where}: not a Factor(name, kind, levels)")
+            continue
+        problems += _factor_problems(where, factor)
+        if factor.name in seen:
+            problems.append(f"{where}: a factor named {factor.name!r} is declared twice")
+        if factor.kind != "custom" and factor.kind in kinds:
+            problems.append(f"{where}: a second {factor.kind!r} factor; one sets it already")
+        seen.add(factor.name)
+        kinds.add(factor.kind)
+    if problems:
+        raise UsageProblem("bad factor declaration: " + "; ".join(problems))
+    return tuple(factors)
+
+
+def check_runnable(factors: Sequence[Factor]) -> None:
+    """Refuse, before anything is written, a factor kind the runner cannot apply yet."""
+    pending = [f"{f.name} ({f.kind})" for f in factors if f.kind not in RUNNABLE]
+    if pending:
+        raise UsageProblem(
+            f"factors {', '.join(pending)}: the runner applies only "
+            f"{', '.join(sorted(RUNNABLE))} factors")
+
+
+def check_threads(factors: Sequence[Factor], available: int) -> None:
+    """Refuse a threads level above the CPUs this process may use: more threads than CPUs
+    measure the scheduler's time slicing, not the machine (a level between the physical
+    cores and the CPUs, a hyper-thread study, is allowed)."""
+    for factor in factors:
+        over = [level for level in factor.levels
+                if factor.kind == "threads" and int(level) > available]
+        if over:
+            raise UsageProblem(
+                f"factor {factor.name}: threads level(s) {', '.join(map(str, over))} exceed "
+                f"the {available} CPU(s) this process may use; use levels up to {available}")
+
+
+def largest(factors: Sequence[Factor], kind: str, default: int) -> int:
+    """The largest level of the factor of this kind (a whole number), else `default`."""
+    for factor in factors:
+        if factor.kind == kind:
+            return max(int(level) for level in factor.levels)
+    return default
+
+
+def apply_levels(engine: Engine, factors: Sequence[Factor], levels: Levels) -> None:
+    """Set up the engine for a run at these levels (a custom factor's level is only
+    recorded). Every run of an experiment with a threads factor sets its own count, so no
+    run inherits the one before it."""
+    kinds = {f.name: f.kind for f in factors}
+    for name, level in levels:
+        if kinds.get(name) == "threads":
+            engine.set_threads(int(level))

@@ -1,0 +1,108 @@
+"""A `model` factor's levels: one target model per level, resolved, checked and loaded before
+anything is measured, and the engine each run decodes with.
+
+Every level must tokenize the campaign's prompts exactly as the plan's target does (the
+variants of one model, `phase models variant`, all do), so one prompt's tokens, context fill
+and token counts mean the same thing at every level; a level that does not is refused before
+anything is written. Each level gets its own `Engine` (the draft, if any, loaded beside it),
+held for the whole campaign: the models this is for are small. The results file records
+each level's model as a `target` with its `level` label (ModelInfo.level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from phase.campaign.factors import Factor
+from phase.decode import Engine
+from phase.decode.template import format_prompt
+from phase.decode.vocab import check_compatible
+from phase.decode.vocab_file import VocabFile
+from phase.errors import UsageProblem
+from phase.models import ResolvedModel, is_test_model, resolve
+from phase.results import Level, ModelInfo, PromptSpec
+
+
+def model_info(role: str, resolved: ResolvedModel, vocab: VocabFile,
+               level: str | None = None) -> ModelInfo:
+    """What the results file records of a model."""
+    meta = vocab.info()
+    return ModelInfo.model_validate({
+        "role": role,
+        "name": resolved.name,
+        "source": resolved.source,
+        "path": str(resolved.path),
+        "size_bytes": resolved.size_bytes,
+        "sha256": resolved.sha256,
+        "architecture": meta.get("architecture"),
+        "quant": meta.get("quant"),
+        "n_vocab": meta["n_vocab"],
+        "test_model": is_test_model(resolved.sha256),
+        "level": level,
+    })
+
+
+def model_factor(factors: Sequence[Factor]) -> Factor | None:
+    return next((f for f in factors if f.kind == "model"), None)
+
+
+@dataclass
+class ModelLevels:
+    """Each level's model file (by level), and once loaded its engine."""
+
+    files: dict[Level, ResolvedModel] = field(default_factory=dict)
+    labels: dict[Level, str] = field(default_factory=dict)
+    engines: dict[Level, Engine] = field(default_factory=dict)
+
+    def close(self) -> None:
+        for engine in self.engines.values():
+            engine.close()
+
+
+def resolve_levels(factors: Sequence[Factor], say: Callable[[str], None]) -> ModelLevels:
+    """The model factor's level files, fetched and verified (sha256) but not loaded."""
+    found = ModelLevels()
+    factor = model_factor(factors)
+    if factor is None:
+        return found
+    for i, level in enumerate(factor.levels):
+        label = factor.label_of(i)
+        found.files[level] = resolve(str(level), progress=lambda m, at=label: say(
+            f"{factor.name}={at}: {m}"))
+        found.labels[level] = label
+    return found
+
+
+def check_levels(levels: ModelLevels, prompts: Sequence[PromptSpec],
+                 tokens: Mapping[str, list[int]], target: ResolvedModel,
+                 chat_template: bool) -> list[ModelInfo]:
+    """Each level's vocabulary against the target's and its tokens of every prompt; what the
+    results file records of each level's model."""
+    out = []
+    with VocabFile(target.path) as target_vocab:
+        for level, model in levels.files.items():
+            with VocabFile(model.path) as vocab:
+                check_compatible(target_vocab.vocab_info(), vocab.vocab_info(),
+                                 names=(target.path.name, model.path.name))
+                for p in prompts:
+                    if format_prompt(vocab, p.text, chat_template=chat_template) != \
+                            tokens[p.name]:
+                        raise UsageProblem(
+                            f"model level {levels.labels[level]!r} ({model.path.name}) "
+                            f"tokenizes prompt '{p.name}' differently from the target "
+                            f"{target.path.name}: a model factor's levels must be variants "
+                            "of one model (phase models variant)")
+                out.append(model_info("target", model, vocab, levels.labels[level]))
+    return out
+
+
+def load_levels(levels: ModelLevels, draft: ResolvedModel | None, n_ctx: int,
+                threads: int | None, threads_batch: int | None,
+                say: Callable[[str], None]) -> None:
+    """An engine per level (closed by `levels.close()`, also when a later one fails)."""
+    for level, model in levels.files.items():
+        say(f"loading {model.path.name} (model level {levels.labels[level]})")
+        levels.engines[level] = Engine(str(model.path), str(draft.path) if draft else None,
+                                       n_ctx=n_ctx, n_threads=threads,
+                                       n_threads_batch=threads_batch or threads)
