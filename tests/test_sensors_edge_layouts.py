@@ -11,37 +11,11 @@ from typing import Any
 
 import pytest
 
-from phase.cli import run_cli
 from phase.results import sensor_covers
 from phase.sensors import amdgpu, discover, replay
 from phase.sensors.nvml import Gpu
 from phase.sensors.primary import GpuUse, Placement, choose_primary
-
-MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
-
-
-def cli_json(name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert run_cli(["sensors", "--replay", str(MACHINES / f"{name}.json"), "--json",
-                    "--probe", "0.2", "--sample", "0.2"]) == 0
-    out = capsys.readouterr()
-    assert "Traceback" not in out.err
-    return json.loads(out.out)
-
-
-def primary(data: dict[str, Any], where: str) -> dict[str, Any]:
-    return next(p for p in data["primary"] if p["if_model_runs_on"] == where)
-
-
-def choose(name: str, accelerator: str, *gpus: GpuUse, layers: int | None = None,
-           env: dict[str, str] | None = None) -> tuple[Any, str | None]:
-    data = replay.load(MACHINES / f"{name}.json")
-    machine, roots = replay.machine(data)
-    found = discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
-    try:
-        return choose_primary(found.sensors, Placement(accelerator, layers, 29, gpus),
-                              env or {})
-    finally:
-        found.close()
+from tests.replayed import MACHINES, choose, cli_json, primary
 
 
 def rocm(slot: str, k: int = 0) -> GpuUse:

@@ -11,42 +11,12 @@ from typing import Any
 
 import pytest
 
-from phase.cli import run_cli
 from phase.decode.placement import parse
 from phase.results import sensor_covers
 from phase.sensors import amdgpu, amdsmi_gpu, discover, intel_gpu, replay
 from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.report import survey
-
-MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
-
-
-def found_on(name: str) -> Any:
-    data = replay.load(MACHINES / f"{name}.json")
-    machine, roots = replay.machine(data)
-    return discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
-
-
-def cli_json(name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert run_cli(["sensors", "--replay", str(MACHINES / f"{name}.json"), "--json",
-                    "--probe", "0.2", "--sample", "0.2"]) == 0
-    out = capsys.readouterr()
-    assert "Traceback" not in out.err
-    return json.loads(out.out)
-
-
-def primary(data: dict[str, Any], where: str) -> dict[str, Any]:
-    return next(p for p in data["primary"] if p["if_model_runs_on"] == where)
-
-
-def choose(name: str, accelerator: str, *gpus: GpuUse, layers: int | None = None,
-           env: dict[str, str] | None = None) -> tuple[Any, str | None]:
-    found = found_on(name)
-    try:
-        return choose_primary(found.sensors, Placement(accelerator, layers, 29, gpus), env or {})
-    finally:
-        found.close()
-
+from tests.replayed import choose, cli_json, found_on, primary
 
 # --- the replayed machines: `phase sensors --replay --json` -------------------------------
 

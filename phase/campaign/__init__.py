@@ -21,10 +21,11 @@ refused on its options never need (tests/test_cli_lazy.py checks they start with
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
+
+from phase.lazy import exports
 
 if TYPE_CHECKING:
     from phase.campaign.experiment import (
@@ -62,18 +63,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # An AttributeError for any other name lets `from phase.campaign import ui` import the
-    # submodule, as it would without this hook.
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = exports(__name__, _WHERE)
 
 
 class _Package(types.ModuleType):

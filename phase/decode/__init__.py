@@ -11,8 +11,9 @@ site needs then loads without llama.cpp and jinja2 (about a tenth of a second of
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from phase.lazy import exports
 
 if TYPE_CHECKING:
     from phase.decode.backend import system_info
@@ -45,18 +46,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    # An AttributeError for any other name lets `from phase.decode import backend` import
-    # the submodule, as it would without this hook.
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = exports(__name__, _WHERE)
 
 
 __all__ = [
