@@ -20,12 +20,12 @@ the cost tables' source links got their own class and the provenance box an embe
 model's format from its GGUF header; then to 32ecdf8: schema 9 (what a chip figure covers)
 stamps the derived summaries, and so their digests on the raw data pages, and the cross-host
 template (a warning where hosts' chip figures cover different parts) changes the template
-digests in the archive's manifests; then to 95a09fb: schema 10 (experiments over factors, whose
+digests in the archive's manifests; then to e99220f: schema 10 (experiments over factors, whose
 fields are never written where an experiment has none) stamps the derived summaries, and so
-their digests on the raw data pages, and nothing else; then to 4399754: the results table
+their digests on the raw data pages, and nothing else; then to d7e632e: the results table
 template's columns for extra factors change its digest in the archive's manifests, and no
-page; then to dc7e4b6: experiments/default.md.j2 (best lines per level, a blank line between
-them) likewise changes only its digest in the manifests; then to 9f1fc33, the merge of that
+page; then to 8c981ac: experiments/default.md.j2 (best lines per level, a blank line between
+them) likewise changes only its digest in the manifests; then to a1c9155, the merge of that
 with 659058c, where the validation settings every raw data page lists name the AMD and
 Intel sensor backends as publishable. A change
 that alters pages on purpose (a new column)
@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "9f1fc33e03ddcd664f8af7285148da93ef929ad3"
+REFERENCE = "a1c9155c4528f6e58ed935c7a4b8f9f5ab11d26e"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
