@@ -15,9 +15,11 @@ the whole build succeeded.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
 from phase.errors import PhaseError
@@ -37,6 +39,21 @@ from phase.results.safepath import confined
 from phase.validate import Report, RuleSettings
 
 VEGA_JS = f"{VENDOR_DIR}/vega.js"
+
+
+def _vega_js(cache: DatasetCache) -> str:
+    """The site's Vega bundle, from the build cache while the packages that make it are the
+    same: vl-convert assembles its ~0.9 MB in about three CPU seconds, at every build (the
+    test suite starts `phase build` dozens of times), though it changes only with them."""
+    key = f"altair {version('altair')}, vl-convert {version('vl-convert-python')}"
+    return cache.memo("vega-js", key, vega_bundle, sha256=hashlib.sha256(key.encode()).hexdigest(),
+                      encode=lambda text: text, decode=_text)
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("a vega-js entry holds the bundle's text")
+    return value
 
 
 class BlockedError(PhaseError):
@@ -155,7 +172,7 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     bench = load_bench(paths.bench_dir)
     # Notes cite bench figures and link repository files from any page: the templates carry them.
     env.globals.update({BENCH_GLOBAL: bench, ROOT_GLOBAL: paths.root})
-    _write(docs_dir, VEGA_JS, vega_bundle())
+    _write(docs_dir, VEGA_JS, _vega_js(cache))
     build = BuildInputs(env=env, settings=settings, templates_dir=paths.templates_dir,
                         archive=archive, cache=cache, notes=notes, versions=versions,
                         datasets=by_path, cited_by=cited_by, bench=bench, freeze=freeze)
