@@ -85,3 +85,15 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
 def test_light_commands_start_without_heavy_libraries(argv: list[str]) -> None:
     rc, loaded = _loaded_by(argv)
     assert rc in (0, 2) and loaded == [], (rc, loaded)
+
+
+def test_a_refused_build_loads_no_chart_or_table_library(tmp_path: Path) -> None:
+    """`phase build` imports Altair, vl-convert and pandas where a page draws a chart or a
+    table (phase/publish/charts/spec.py): a build refused on its inputs loads none of them."""
+    (tmp_path / "results").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "results" / "bad.json").write_text("{")
+    rc, loaded = _loaded_by(["build", "--results-dir", str(tmp_path / "results"),
+                             "--notes-dir", str(tmp_path / "notes"),
+                             "--docs-dir", str(tmp_path / "docs")])
+    assert rc == 1 and not {"altair", "vl_convert", "pandas", "mkdocs", "llama_cpp"} & set(loaded)

@@ -144,7 +144,7 @@ def test_vega_specs_hold_no_svg_breaking_character_and_no_script_url() -> None:
 
 def test_a_chart_spec_with_hostile_strings_still_draws(tmp_path: Path) -> None:
     """The Vega context end to end: a NUL that slipped into a spec is drawn, not an abort."""
-    from phase.publish.charts.energy import render_png
+    from phase.publish.charts.spec import render_png
 
     spec = {"data": {"values": [{"a": "x\u0000<script>", "b": 1}]}, "mark": "bar",
             "encoding": {"x": {"field": "a", "type": "nominal"},

@@ -1,4 +1,4 @@
-"""Summary rows -> Altair charts: Vega-Lite specs inlined in pages, PNG fallbacks, Vega JS.
+"""Summary rows -> Altair charts: Vega-Lite specs inlined in pages (PNG fallbacks: spec.py).
 
 Three charts per results file:
 
@@ -14,57 +14,16 @@ no timestamps), so a frozen page and its PNGs stay byte-identical.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
-from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
-import vl_convert as vlc
 
 from phase.analysis import FIGURES, PLAIN
 from phase.analysis.figures import row_interval
-from phase.escaping import vega_safe
-from phase.publish.charts.png_worker import draw_png
+from phase.publish.charts.spec import ENERGY_KINDS, Chart
 from phase.results import SummaryFile, SummaryRow
 
-KINDS = ("energy_vs_speed", "ratio_vs_acceptance", "per_k")
-
-
-def _vl_version() -> str | None:
-    """The Vega-Lite version Altair writes specs for, if vl-convert ships it."""
-    major_minor = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    return major_minor if major_minor in vlc.get_vegalite_versions() else None
-
-
-VL_VERSION = _vl_version()
-
-
-@dataclass(frozen=True)
-class Chart:
-    kind: str
-    title: str
-    spec: dict[str, Any] | None
-    missing: str | None  # why the chart is not drawn
-    caption: str
-
-    @property
-    def key(self) -> str:
-        return hashlib.sha256(canonical_json(self.spec).encode()).hexdigest()[:16]
-
-
-def canonical_json(spec: Any) -> str:
-    """The spec as the page embeds it and vl-convert draws it: data strings made safe for
-    SVG and never a script URL (phase.escaping.vega_safe; a no-op for clean data)."""
-    return json.dumps(vega_safe(spec), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=True)
-
-
-def html_safe_json(spec: Any) -> str:
-    """JSON that can sit inside <script type="application/json"> whatever the data says."""
-    text = canonical_json(spec)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+KINDS = ENERGY_KINDS
 
 
 # The figures whose bootstrap 95% interval a point carries, by the field it is drawn from.
@@ -281,30 +240,3 @@ def build_chart(summary: SummaryFile, kind: str) -> Chart:
     except KeyError:
         raise ValueError(f"unknown chart {kind!r}; known: {', '.join(KINDS)}") from None
     return builder(list(summary.rows))
-
-
-@functools.lru_cache(maxsize=256)
-def _png(spec_text: str) -> bytes:
-    # In a child process: vl-convert aborts the process it runs in on some input.
-    return draw_png(spec_text, VL_VERSION, 1.5)
-
-
-def render_png(spec: dict[str, Any]) -> bytes:
-    """The static fallback, drawn at build time by vl-convert (no browser, no network)."""
-    return _png(canonical_json(spec))
-
-
-@functools.lru_cache(maxsize=1)
-def vega_bundle() -> str:
-    """Vega, Vega-Lite and vega-embed in one file for the site, so charts need no CDN.
-
-    Wrapped in a function scope: the bundle declares top-level names that would otherwise
-    clash with other scripts on the page; it publishes vegaEmbed/vega/vegaLite on window.
-    """
-    versions = (
-        f"vega {vlc.get_vega_version()}, vega-lite {VL_VERSION or 'latest'}, "
-        f"vega-embed {vlc.get_vega_embed_version()}"
-    )
-    body = vlc.javascript_bundle(vl_version=VL_VERSION)
-    header = f"/* {versions}: bundled by vl-convert {vlc.__version__} */"
-    return f"{header}\n(function () {{\n{body}\n}})();\n"

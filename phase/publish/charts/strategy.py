@@ -22,13 +22,13 @@ import altair as alt
 
 from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
 from phase.analysis.figures import row_interval
-from phase.publish.charts.energy import Chart
+from phase.publish.charts.spec import STRATEGY_KINDS, Chart
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.spreads import ConditionSpread, condition_spreads, unstable_baselines
 from phase.publish.numbers.steps import NO_TRACE, StepCost, pooled_median, step_costs
 from phase.results import SummaryRow
 
-KINDS = ("cost_per_token", "speed_vs_acceptance", "time_per_token", "step_cost")
+KINDS = STRATEGY_KINDS
 WHISKERS = "whiskers: its bootstrap 95% interval"
 
 

@@ -22,6 +22,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import jinja2
@@ -41,7 +42,6 @@ from phase.prediction import (
     proposer_runs,
     run_fill,
 )
-from phase.publish.charts import cost_model as cost_charts
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import profile_anchor, raw_page, run_anchor
 from phase.publish.markup.islands import island
@@ -135,7 +135,7 @@ class CostCalls:
     def cost_curve(self, file: str | None = None) -> Markup:
         parts = []
         for d, raw in self._raw(file):
-            parts.append(self.assets.chart(cost_charts.cost_curve(raw.profile), d.name))
+            parts.append(self.assets.chart(_cost_charts().cost_curve(raw.profile), d.name))
             if raw.profile is None:
                 continue
             page = self._page(d)
@@ -169,7 +169,7 @@ class CostCalls:
         parts = []
         for d, raw in self._raw(file):
             preds = predict_conditions(raw, primary_sensors(raw, d.report.chip_sensor))
-            parts.append(self.assets.chart(cost_charts.prediction(preds), d.name))
+            parts.append(self.assets.chart(_cost_charts().prediction(preds), d.name))
             if not preds:
                 continue
             rows = [[CostCell(p.prompt), CostCell(p.strategy),
@@ -212,7 +212,7 @@ class CostCalls:
         parts = []
         for d, raw in self._raw(file):
             rows = break_even_rows(raw)
-            chart = cost_charts.break_even(rows, list(d.summary.rows))
+            chart = _cost_charts().break_even(rows, list(d.summary.rows))
             parts.append(self.assets.chart(chart, d.name))
             if not rows or raw.profile is None:
                 continue
@@ -246,7 +246,7 @@ class CostCalls:
         parts = []
         for d, raw in self._raw(file):
             shares = auto_choices(raw)
-            parts.append(self.assets.chart(cost_charts.auto_choices(shares), d.name))
+            parts.append(self.assets.chart(_cost_charts().auto_choices(shares), d.name))
             if not shares:
                 continue
             page = self._page(d)
@@ -268,3 +268,11 @@ def cost_calls(env: jinja2.Environment, assets: PageAssets, pick: Pick,
     c = CostCalls(env, assets, pick, root)
     return {"cost_curve": c.cost_curve, "cost_prediction": c.cost_prediction,
             "break_even": c.break_even, "auto_choices": c.auto_choices}
+
+
+def _cost_charts() -> ModuleType:
+    """The cost-model charts' module, imported when a section draws one: it loads Altair,
+    which a build without such a section need not (charts/spec.py)."""
+    from phase.publish.charts import cost_model
+
+    return cost_model

@@ -9,13 +9,16 @@ into each other, and a chart is drawn the same way whichever call asked for it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import jinja2
-import pandas as pd
 from markupsafe import Markup
 
-from phase.publish.charts.energy import Chart, html_safe_json, render_png
+from phase.publish.charts.spec import Chart, html_safe_json, render_png
 from phase.publish.numbers.downloads import TableDownloads, frame_files
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass

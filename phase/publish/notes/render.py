@@ -40,10 +40,7 @@ from markupsafe import Markup, escape
 
 from phase.escaping import finalize, markdown_safe, markdown_text, safe_url
 from phase.escaping import join as md_join
-from phase.publish.charts.energy import KINDS as ENERGY_KINDS
-from phase.publish.charts.energy import Chart, build_chart
-from phase.publish.charts.strategy import KINDS as STRATEGY_KINDS
-from phase.publish.charts.strategy import build_strategy_chart
+from phase.publish.charts.spec import ENERGY_KINDS, STRATEGY_KINDS, Chart
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.islands import island
 from phase.publish.notes.cost_section import cost_calls
@@ -115,6 +112,10 @@ def _chart_of(d: Dataset, kind: str) -> Chart:
     if hit is not None and hit[0] is d:
         _CHART_CACHE.move_to_end(key)
         return hit[1]
+    # Altair is imported here, where a chart is drawn, not with the build (charts/spec.py).
+    from phase.publish.charts.energy import build_chart
+    from phase.publish.charts.strategy import build_strategy_chart
+
     chart = build_strategy_chart(d, kind) if kind in STRATEGY_KINDS else build_chart(
         d.summary, kind)
     _CHART_CACHE[key] = (d, chart)

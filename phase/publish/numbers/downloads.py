@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.findings import FindingRow
 from phase.publish.numbers.tables import Table, build_table
 from phase.results import ResultsFile
+
+if TYPE_CHECKING:  # pandas costs a process ~0.4 s to import: only a build with tables pays it
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,15 @@ def results_frame(table: Table) -> pd.DataFrame:
         record["runs"] = " ".join(link.title.removeprefix("run ") for link in row.links
                                   if link.title.startswith("run "))
         records.append(record)
+    import pandas as pd
+
     return pd.DataFrame.from_records(records)
 
 
 def findings_frame(rows: list[FindingRow]) -> pd.DataFrame:
     columns = ["severity", "rule", "condition", "run", "sensor", "value", "message"]
+    import pandas as pd
+
     return pd.DataFrame.from_records(
         [
             {
@@ -95,6 +100,8 @@ def findings_frame(rows: list[FindingRow]) -> pd.DataFrame:
 
 
 def cells_frame(header: list[str], rows: list[list[Any]]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame.from_records(rows, columns=header)
 
 

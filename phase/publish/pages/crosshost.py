@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import jinja2
-import pandas as pd
 
 from phase.analysis import FIGURES, PLAIN, row_value
 from phase.hosts import host_class_of, host_identity_of
@@ -31,6 +31,9 @@ from phase.publish.numbers.tables import Cell, Link
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.publish.pages.likeforlike import MARK, Coverage, coverage
 from phase.results import HostIdentity, ResultsFile, SummaryRow
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ROOT = "../"
 INDEX = "hosts/index.md"

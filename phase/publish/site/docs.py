@@ -24,7 +24,7 @@ from pathlib import Path
 
 from phase.errors import PhaseError
 from phase.publish.archive.store import Archive, FrozenVersion
-from phase.publish.charts.energy import vega_bundle
+from phase.publish.charts.spec import vega_bundle
 from phase.publish.data.cache import DatasetCache
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.generated import generated_notes

@@ -1,0 +1,87 @@
+"""What a chart is, without Altair: its spec as a page embeds it, its PNG fallback, the
+site's Vega bundle, and the kinds of chart a note draws.
+
+Altair and vl-convert cost a process most of a second to import; a build whose pages draw no
+chart (and `phase build` refusing its inputs) should not pay it, so the builders that need
+Altair (energy.py, strategy.py, cost_model.py) are imported where a chart is drawn, and what
+every page needs lives here.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from phase.escaping import vega_safe
+from phase.publish.charts.png_worker import draw_png
+
+ENERGY_KINDS = ("energy_vs_speed", "ratio_vs_acceptance", "per_k")  # charts/energy.py
+STRATEGY_KINDS = ("cost_per_token", "speed_vs_acceptance", "time_per_token", "step_cost")
+
+
+@functools.cache
+def vl_version() -> str | None:
+    """The Vega-Lite version Altair writes specs for, if vl-convert ships it."""
+    import altair as alt
+    import vl_convert as vlc
+
+    major_minor = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return major_minor if major_minor in vlc.get_vegalite_versions() else None
+
+
+@dataclass(frozen=True)
+class Chart:
+    kind: str
+    title: str
+    spec: dict[str, Any] | None
+    missing: str | None  # why the chart is not drawn
+    caption: str
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(canonical_json(self.spec).encode()).hexdigest()[:16]
+
+
+def canonical_json(spec: Any) -> str:
+    """The spec as the page embeds it and vl-convert draws it: data strings made safe for
+    SVG and never a script URL (phase.escaping.vega_safe; a no-op for clean data)."""
+    return json.dumps(vega_safe(spec), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=True)
+
+
+def html_safe_json(spec: Any) -> str:
+    """JSON that can sit inside <script type="application/json"> whatever the data says."""
+    text = canonical_json(spec)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+@functools.lru_cache(maxsize=256)
+def _png(spec_text: str) -> bytes:
+    # In a child process: vl-convert aborts the process it runs in on some input.
+    return draw_png(spec_text, vl_version(), 1.5)
+
+
+def render_png(spec: dict[str, Any]) -> bytes:
+    """The static fallback, drawn at build time by vl-convert (no browser, no network)."""
+    return _png(canonical_json(spec))
+
+
+@functools.lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and vega-embed in one file for the site, so charts need no CDN.
+
+    Wrapped in a function scope: the bundle declares top-level names that would otherwise
+    clash with other scripts on the page; it publishes vegaEmbed/vega/vegaLite on window.
+    """
+    import vl_convert as vlc
+
+    versions = (
+        f"vega {vlc.get_vega_version()}, vega-lite {vl_version() or 'latest'}, "
+        f"vega-embed {vlc.get_vega_embed_version()}"
+    )
+    body = vlc.javascript_bundle(vl_version=vl_version())
+    header = f"/* {versions}: bundled by vl-convert {vlc.__version__} */"
+    return f"{header}\n(function () {{\n{body}\n}})();\n"
