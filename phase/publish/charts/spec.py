@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any
 
 from phase.escaping import vega_safe
@@ -58,8 +59,25 @@ def html_safe_json(spec: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def packages() -> str:
+    """The versions of what makes a chart's PNG and the Vega bundle from a spec: what their
+    build-cache entries are keyed by, read without importing either."""
+    return f"altair {version('altair')}, vl-convert {version('vl-convert-python')}"
+
+
 @functools.lru_cache(maxsize=256)
 def _png(spec_text: str) -> bytes:
+    # vl-convert draws a PNG in a few tenths of a CPU second, the same for the same spec: a
+    # build keeps them in the build cache, so that a page drawn again (by another build of the
+    # same results) does not draw them again.
+    from phase.publish.data.cache import DatasetCache, decode_bytes, encode_bytes
+
+    digest = hashlib.sha256(spec_text.encode()).hexdigest()
+    return DatasetCache().memo("chart-png", [digest, packages()], lambda: _draw(spec_text),
+                               sha256=digest, encode=encode_bytes, decode=decode_bytes)
+
+
+def _draw(spec_text: str) -> bytes:
     # In a child process: vl-convert aborts the process it runs in on some input.
     return draw_png(spec_text, vl_version(), 1.5)
 

@@ -19,12 +19,11 @@ import hashlib
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
 
 from phase.errors import PhaseError
 from phase.publish.archive.store import Archive, FrozenVersion
-from phase.publish.charts.spec import vega_bundle
+from phase.publish.charts.spec import packages, vega_bundle
 from phase.publish.data.cache import DatasetCache
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.generated import generated_notes
@@ -45,7 +44,7 @@ def _vega_js(cache: DatasetCache) -> str:
     """The site's Vega bundle, from the build cache while the packages that make it are the
     same: vl-convert assembles its ~0.9 MB in about three CPU seconds, at every build (the
     test suite starts `phase build` dozens of times), though it changes only with them."""
-    key = f"altair {version('altair')}, vl-convert {version('vl-convert-python')}"
+    key = packages()
     return cache.memo("vega-js", key, vega_bundle, sha256=hashlib.sha256(key.encode()).hexdigest(),
                       encode=lambda text: text, decode=_text)
 
