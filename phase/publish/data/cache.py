@@ -12,6 +12,10 @@ derived part (findings, summary, header) is kept under the phase cache, keyed by
 The runs themselves are not cached: a page that needs them reads the file again (checked
 against the sha256 the header was derived from), as fast as reading a cached copy would be.
 
+`memo` keeps other derived values the same way: a rendered data page, and what vl-convert
+draws (a chart's PNG, the site's Vega bundle: phase/publish/charts/spec.py), keyed by the
+spec's sha256 or the package versions instead of a results file's.
+
 Entries are JSON bound to the file's sha256 and phase's code fingerprint with a digest over
 their content (phase.results.cache_entry): an entry that does not match, or whose content was
 altered, is removed and read as a miss, never served into a table or a published page. A
