@@ -1,9 +1,13 @@
-"""phase's STREAM-style copy kernel (phase.bandwidth) against references, in one run.
+"""phase's STREAM-style kernels (phase.bandwidth) against references, in one run.
 
-The arms share one pair of arrays and alternate repeat by repeat (bench.common.alternate):
-phase's copy with 1 thread and with the bench's thread count, numpy's own `np.copyto(dst,
-src)` over the whole arrays on one thread (no slicing, no thread pool: what phase's kernel
-adds over a bare copy shows as a ratio below 1), and, where `sysbench` is installed,
+The arms share their arrays and alternate repeat by repeat (bench.common.alternate): phase's
+copy (the C kernel, phase/stream_kernel.c, where a compiler exists; numpy's otherwise: the
+section's info says which) with 1 thread and with the bench's thread count, numpy's own
+`np.copyto(dst, src)` over the whole arrays on one thread (the reference: no slicing, no
+thread pool; glibc's memcpy behind it may use non-temporal stores, which skip the
+write-allocate read a plain store loop pays, so C's copy can read below it on some machines),
+phase's triad in C beside phase's numpy triad (what the C kernel was written for: numpy's
+triad pays for its temporary), and, where `sysbench` is installed,
 `sysbench memory` reading a block as large as the arrays, or the largest power of two
 below (its own bytes: a read of each
 byte, not STREAM's read + write). Each arm's figure per repeat is its best pass of
@@ -25,10 +29,12 @@ from phase.analysis.bench_rows import BenchRow
 from phase.bandwidth import (
     WORD,
     arrays_for,
+    choose,
     default_array_bytes,
     llc_bytes,
     stream_bytes,
     time_kernel,
+    time_with,
 )
 
 MIB = 1 << 20
@@ -68,13 +74,19 @@ def run(ctx: Context) -> Section:
     size = QUICK_ARRAY if ctx.quick else default_array_bytes(llc)
     src, dst = arrays_for("copy", size // WORD)
     moved = stream_bytes("copy", len(src))
+    impl, method = choose("auto")
 
     def phase_copy(threads: int) -> float:
-        return moved / min(time_kernel("copy", [src, dst], threads, INNER)) / 1e9
+        return moved / min(time_with(impl, "copy", [src, dst], threads, INNER)) / 1e9
 
     arms = {"phase 1 thr": lambda: phase_copy(1), "np.copyto": lambda: _numpy_copy(src, dst)}
     if ctx.threads > 1:
         arms[f"phase {ctx.threads} thr"] = lambda: phase_copy(ctx.threads)
+    if impl == "c":
+        tri = arrays_for("triad", size // WORD)
+        tri_moved = stream_bytes("triad", len(src))
+        arms["C triad"] = lambda: tri_moved / min(time_with("c", "triad", tri, 1, INNER)) / 1e9
+        arms["numpy triad"] = lambda: tri_moved / min(time_kernel("triad", tri, 1, INNER)) / 1e9
     has_sysbench = shutil.which("sysbench") is not None
     if has_sysbench:
         arms["sysbench read"] = lambda: _sysbench(size, 1)
@@ -84,11 +96,12 @@ def run(ctx: Context) -> Section:
         "array_mib": size // MIB, "llc_bytes": llc, "inner_passes": INNER,
         "meets_llc_rule": llc is not None and size >= 4 * llc, "bytes": "STREAM's: copy 2 "
         "words per element; write-allocate not counted", "sysbench": has_sysbench,
+        "implementation": impl, "method": method,
     }
     one = median(runs["phase 1 thr"])
     r = ratio(one, numpy_gb)
     section.rows.append(BenchRow(
-        "stream", "copy, 1 thread", one, numpy_gb, "np.copyto (1 thr)", "GB/s", r,
+        "stream", f"copy ({impl}), 1 thread", one, numpy_gb, "np.copyto (1 thr)", "GB/s", r,
         f">= {MIN_RATIO:.2f}x", check_at_least(r, MIN_RATIO),
         f"same arrays, {size // MIB} MiB each; best of {INNER} passes per repeat",
         {"phase": runs["phase 1 thr"], "np.copyto": runs["np.copyto"]}))
@@ -96,10 +109,22 @@ def run(ctx: Context) -> Section:
     if name in runs:
         many = median(runs[name])
         section.rows.append(BenchRow(
-            "stream", f"copy, {ctx.threads} threads", many, numpy_gb, "np.copyto (1 thr)",
+            "stream", f"copy ({impl}), {ctx.threads} threads", many, numpy_gb, "np.copyto (1 thr)",
             "GB/s", ratio(many, numpy_gb), None, None,
             "threads over slices of the same arrays: what more threads draw here",
             {"phase": runs[name], "np.copyto": runs["np.copyto"]}))
+    if impl == "c":
+        c_gb, np_gb = median(runs["C triad"]), median(runs["numpy triad"])
+        section.rows.append(BenchRow(
+            "stream", "triad (c) vs numpy's triad, 1 thread", c_gb, np_gb,
+            "phase's numpy triad (1 thr)", "GB/s", ratio(c_gb, np_gb), None, None,
+            "same arrays; numpy's triad pays for its q*c temporary, the C loop does not",
+            {"c": runs["C triad"], "numpy": runs["numpy triad"]}))
+        section.rows.append(BenchRow(
+            "stream", "triad (c) vs np.copyto, 1 thread", c_gb, numpy_gb, "np.copyto (1 thr)",
+            "GB/s", ratio(c_gb, numpy_gb), None, None,
+            "STREAM's bytes: triad 3 words per element, copy 2",
+            {"c": runs["C triad"], "np.copyto": runs["np.copyto"]}))
     if has_sysbench:
         bench_gb = median([v for v in runs["sysbench read"] if v is not None])
         section.rows.append(BenchRow(

@@ -47,6 +47,10 @@ class Context:
     chat_template: bool = False
     # Campaign counts for the hosts section (bench/hosts_bench.py).
     host_counts: tuple[int, ...] = (20, 100, 200)
+    # llama-bench, llama-speculative and llama-speculative-simple (bench/native_tools.py):
+    # None, with the reason, when they could not be built or no section needs them.
+    tools_bin: Path | None = None
+    tools_problem: str | None = None
     # Filled in by sections for later ones (bandwidth reuses the plain section's speeds).
     shared: dict[str, Any] = field(default_factory=dict)
 

@@ -245,7 +245,7 @@ def llama_bench_tg(bin_path: Path, model: Path, tokens: int, threads: int,
     llama-bench's own warm-up run; returns its tokens/s."""
     cmd = [str(bin_path / "llama-bench"), "-m", str(model), "-p", "0", "-n", str(tokens),
            "-t", str(threads), "-r", "1", "-ngl", "0", "-o", "json",
-           *([] if extra_buffers else ["-nr", "1"])]
+           *([] if extra_buffers else ["--repack", "0"])]
     stdout, _ = _exec(cmd)
     try:
         tests = json.loads(stdout)

@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
-                sampling,windows,bandwidth,stream,site,hosts,adaptive]
+                sampling,sampling-native,windows,bandwidth,tg-bandwidth,stream,site,hosts,
+                adaptive]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -14,11 +15,15 @@ llama.cpp's), selfdraft (bench/self_draft.py: the target as its own draft, phase
 logit gaps costs), noise (bench/batch_noise.py: how far one-token and batched passes move a
 greedy choice, against the validator's near_tie_gap), sampler (bench/sampler_bench.py),
 sampling (bench/sampling_bench.py: draft-4 acceptance of speculative sampling's rejection rule
-against the two llama.cpp tools' verification rules at three temperatures),
+against phase's implementations of the two llama.cpp tools' verification rules at three
+temperatures), sampling-native (bench/native_sampling.py: the same against the tools'
+binaries, llama-speculative and llama-speculative-simple, at the same temperatures),
 windows (bench/windows_bench.py: a quiet campaign's wall time with energy windows sized to
 the sensor and without),
-bandwidth (bench/bandwidth.py), stream (bench/bandwidth_bench.py: phase's STREAM-style copy
-kernel against numpy's bare copy, and sysbench memory where installed), site
+bandwidth (bench/bandwidth.py), tg-bandwidth (bench/tg_bandwidth.py: phase's plain decoding
+and llama-bench's tg as effective bandwidth, tok/s x bytes/token, on the 0.5B model),
+stream (bench/bandwidth_bench.py: phase's STREAM-style C kernels against numpy's bare copy
+and numpy's triad, and sysbench memory where installed), site
 (bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns over many host classes,
 the cross-host page), adaptive (bench/adaptive_bench.py: a short real campaign with adaptive
 repeats, how many extra runs it took here to pin every ratio to plain within ±5%). Writes
@@ -26,6 +31,8 @@ bench/results/<date>-<host>.json and a Markdown table beside it, and prints a ta
 PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
 site counts: a smoke run of every section in a few minutes.
+The native tools of sampling-native and tg-bandwidth are built once from the llama.cpp that
+llama-cpp-python vendors (bench/native_tools.py; minutes), cached under ~/.cache/phase.
 """
 
 from __future__ import annotations
@@ -40,10 +47,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
-            "sampler", "sampling", "windows", "bandwidth", "stream", "site", "hosts", "adaptive")
+            "sampler", "sampling", "sampling-native", "windows", "bandwidth", "tg-bandwidth",
+            "stream", "site", "hosts", "adaptive")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
+# Sections that run bench/native_tools.py's binaries (llama-speculative among them).
+TOOLS_SECTIONS = {"sampling-native", "tg-bandwidth"}
 # Sections that load the draft model as well as the target.
-DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft", "sampling", "adaptive"}
+DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft", "sampling", "sampling-native",
+                  "adaptive"}
 
 
 def _csv(text: str) -> list[str]:
@@ -111,12 +122,15 @@ def main(argv: list[str] | None = None) -> int:
         evidence_bench,
         hosts_bench,
         native,
+        native_sampling,
+        native_tools,
         report,
         sampler_bench,
         sampling_bench,
         self_draft,
         site_bench,
         spec_bench,
+        tg_bandwidth,
         windows_bench,
     )
     from bench.common import Context, Section
@@ -139,6 +153,16 @@ def main(argv: list[str] | None = None) -> int:
             problem = str(exc)
             print(f"native llama.cpp unavailable: {problem}", file=sys.stderr)
 
+    tools_bin, tools_problem = None, "no section asked for them"
+    if TOOLS_SECTIONS & set(args.only):
+        try:
+            tools_bin = native_tools.ensure_tools(lambda m: print(f"  tools: {m}",
+                                                                  file=sys.stderr))
+            tools_problem = None
+        except (native.NativeError, OSError) as exc:
+            tools_problem = str(exc)
+            print(f"native llama.cpp tools unavailable: {tools_problem}", file=sys.stderr)
+
     needs_models = set(args.only) - {"site", "hosts", "stream"}
     try:
         target = resolve(args.model) if needs_models else None
@@ -152,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         "ngram": decode_bench.run_ngram, "auto": spec_bench.run_auto,
         "ngram-native": spec_bench.run_ngram_native, "selfdraft": self_draft.run,
         "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
-        "sampling": sampling_bench.run, "windows": windows_bench.run,
-        "bandwidth": bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
+        "sampling": sampling_bench.run, "sampling-native": native_sampling.run,
+        "windows": windows_bench.run, "bandwidth": bandwidth.run,
+        "tg-bandwidth": tg_bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
         "hosts": hosts_bench.run,
         "adaptive": adaptive_bench.run,
     }
@@ -169,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             ks=tuple(args.ks), quick=args.quick, native_bin=bin_path, native_problem=problem,
             workdir=Path(tmp), site_counts=tuple(args.site_counts),
             host_counts=tuple(args.host_counts),
-            sampler_hz=(20.0, 100.0),
+            sampler_hz=(20.0, 100.0), tools_bin=tools_bin, tools_problem=tools_problem,
         )
         for name in SECTIONS:
             if name not in args.only:

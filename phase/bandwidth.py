@@ -13,10 +13,18 @@ rule), read from /sys/devices/system/cpu/cpu0/cache where the kernel exposes it.
 STREAM's too: one untimed pass first (it touches every page), then `repeats` timed passes;
 the best (shortest) pass gives the bandwidth STREAM reports, the median the typical one.
 
-numpy runs the kernels: its ufuncs release the GIL while they loop, so `threads` Python
-threads over disjoint contiguous slices run in parallel. Triad is evaluated in blocks small
-enough for the temporary q * c to stay in cache, so memory sees the three streams STREAM
-counts and not a fourth for the temporary.
+Two implementations, named in every record (`implementation`, and the method's text):
+
+- "c" (the default where a C compiler exists): phase/stream_kernel.c, compiled on first use
+  into the phase cache (phase.stream_kernel); one loop per kernel on pthreads over the same
+  contiguous slices, so memory sees exactly the words STREAM counts.
+- "numpy" (the fallback, and on request): its ufuncs release the GIL while they loop, so
+  `threads` Python threads over disjoint contiguous slices run in parallel. Triad is
+  evaluated in blocks small enough for the temporary q * c to stay in cache, yet reads
+  several times below copy (the extra ufunc passes cost time if not memory streams).
+
+`measure(..., implementation="auto")` takes the C kernel and falls back to numpy where it
+cannot be built, saying why in the method.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from phase import stream_kernel
 from phase.errors import PhaseError
 
 WORD = 8  # float64, as STREAM's default
@@ -44,7 +53,8 @@ FALLBACK_ARRAY_BYTES = 256 << 20  # where no cache size can be read
 TRIAD_BLOCK = 1 << 15
 SCALAR = 3.0  # STREAM's q
 
-METHOD = ("STREAM-style {kernel} (phase.bandwidth, numpy): {threads} thread(s) over "
+IMPLEMENTATIONS = ("auto", "c", "numpy")
+METHOD = ("STREAM-style {kernel} (phase.bandwidth, {impl}): {threads} thread(s) over "
           "contiguous slices of float64 arrays of {mib:.0f} MiB each ({arrays} arrays); "
           "{words} words of 8 bytes counted per element, write-allocate not counted (as "
           "STREAM counts); best and median of {repeats} timed passes after one untimed pass")
@@ -72,6 +82,7 @@ class BandwidthRecord:
     meets_llc_rule: bool  # every array >= LLC_MULTIPLE x the last-level cache
     write_allocate_counted: bool
     method: str
+    implementation: str = "numpy"  # "c" (phase/stream_kernel.c) or "numpy"
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -179,24 +190,49 @@ def time_kernel(kernel: str, arrays: list[np.ndarray], threads: int, repeats: in
     return times
 
 
+def choose(implementation: str) -> tuple[str, str]:
+    """("c" or "numpy", the method's words for it). "auto" is C where it can be built; "c"
+    refuses to fall back, so a caller that asked for C never gets numpy's figure."""
+    if implementation not in IMPLEMENTATIONS:
+        raise BandwidthError(f"unknown implementation {implementation!r}: use one of "
+                             f"{', '.join(IMPLEMENTATIONS)}")
+    if implementation == "numpy":
+        return "numpy", "numpy"
+    try:
+        return "c", stream_kernel.load()[1]
+    except stream_kernel.Unavailable as exc:
+        if implementation == "c":
+            raise BandwidthError(f"the C kernel is unavailable: {exc}") from None
+        return "numpy", f"numpy; C kernel unavailable: {exc}"
+
+
+def time_with(impl: str, kernel: str, arrays: list[np.ndarray], threads: int, repeats: int
+              ) -> list[float]:
+    """time_kernel by "c" or "numpy"."""
+    if impl == "c":
+        return stream_kernel.time_kernel(kernel, arrays, threads, repeats, SCALAR)
+    return time_kernel(kernel, arrays, threads, repeats)
+
+
 def measure(kernel: str, threads: int, repeats: int = 10, array_bytes: int | None = None,
-            cache_root: Path = CACHE_ROOT) -> BandwidthRecord:
+            cache_root: Path = CACHE_ROOT, implementation: str = "auto") -> BandwidthRecord:
     """Run `kernel` with `threads` threads; best and median GB/s (10^9 bytes/s)."""
     stream_bytes(kernel, 0)  # an unknown kernel is refused before allocating
     if threads < 1 or repeats < 1:
         raise BandwidthError(f"threads ({threads}) and repeats ({repeats}) must be >= 1")
+    impl, words = choose(implementation)
     llc = llc_bytes(cache_root)
     size = array_bytes or default_array_bytes(llc)
     elements = max(threads, size // WORD)
     _check_memory(kernel, elements * WORD)
-    times = time_kernel(kernel, arrays_for(kernel, elements), threads, repeats)
+    times = time_with(impl, kernel, arrays_for(kernel, elements), threads, repeats)
     moved = stream_bytes(kernel, elements)
-    method = METHOD.format(kernel=kernel, threads=threads, mib=elements * WORD / (1 << 20),
-                           arrays=ARRAYS[kernel], words=WORDS_PER_ELEMENT[kernel],
-                           repeats=repeats)
+    method = METHOD.format(kernel=kernel, impl=words, threads=threads,
+                           mib=elements * WORD / (1 << 20), arrays=ARRAYS[kernel],
+                           words=WORDS_PER_ELEMENT[kernel], repeats=repeats)
     return BandwidthRecord(
         kernel, threads, elements * WORD, elements, repeats, moved,
         moved / min(times) / 1e9, moved / statistics.median(times) / 1e9, tuple(times), llc,
-        llc is not None and elements * WORD >= LLC_MULTIPLE * llc, False, method)
+        llc is not None and elements * WORD >= LLC_MULTIPLE * llc, False, method, impl)
 
 

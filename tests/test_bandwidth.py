@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from phase import bandwidth
+from phase import bandwidth, stream_kernel
 from phase.cli import main
 
 MIB = 1 << 20
@@ -75,6 +75,58 @@ def test_record_describes_itself(tmp_path: Path) -> None:
     assert json.loads(json.dumps(r.as_dict()))["bytes_per_pass"] == r.bytes_per_pass
     big = bandwidth.measure("copy", threads=1, repeats=1, array_bytes=4 * MIB, cache_root=root)
     assert big.meets_llc_rule and big.bytes_per_pass == 2 * 4 * MIB
+
+
+@pytest.fixture
+def fresh_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A phase cache of its own, so the C kernel is compiled here, not taken from ~/.cache."""
+    monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
+    stream_kernel.load.cache_clear()
+    yield tmp_path / "cache"
+    stream_kernel.load.cache_clear()
+
+
+def test_c_kernel_is_compiled_once_and_computes_stream_arithmetic(fresh_kernel: Path) -> None:
+    if stream_kernel.shutil.which("cc") is None:
+        pytest.skip("no C compiler on this machine")
+    n = 100_003  # not a multiple of the thread count: the last slice is longer
+    b, c = np.arange(n, dtype=np.float64), np.linspace(-1.0, 1.0, n)
+    a = np.zeros(n)
+    times = stream_kernel.time_kernel("triad", [a, b, c], threads=3, repeats=2, scalar=2.5)
+    assert np.array_equal(a, b + 2.5 * c)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    src, dst = np.arange(n, dtype=np.float64) * 0.5, np.full(n, np.nan)
+    stream_kernel.time_kernel("copy", [src, dst], threads=4, repeats=1, scalar=0.0)
+    assert np.array_equal(dst, src)
+    (built,) = fresh_kernel.glob("stream/*/" + stream_kernel.LIBRARY)
+    stamp = built.stat().st_mtime_ns
+    stream_kernel.load.cache_clear()
+    stream_kernel.load()  # a second process: the cached library, not a new build
+    assert built.stat().st_mtime_ns == stamp
+    with pytest.raises(ValueError, match="contiguous float64"):
+        stream_kernel.time_kernel("copy", [src[::2], dst[::2]], 1, 1, 0.0)
+
+
+def test_c_record_names_its_implementation(fresh_kernel: Path) -> None:
+    if stream_kernel.shutil.which("cc") is None:
+        pytest.skip("no C compiler on this machine")
+    r = bandwidth.measure("triad", threads=2, repeats=2, array_bytes=MIB, implementation="c")
+    assert r.implementation == "c" and "C loop" in r.method and "-O2" in r.method
+    assert r.bytes_per_pass == 3 * MIB and len(r.times_s) == 2
+    assert r.best_gb_s == pytest.approx(r.bytes_per_pass / min(r.times_s) / 1e9)
+    assert bandwidth.measure("copy", 1, 1, MIB, implementation="numpy").implementation == "numpy"
+    with pytest.raises(bandwidth.BandwidthError, match=r"'fortran'.*auto, c, numpy"):
+        bandwidth.measure("copy", 1, 1, MIB, implementation="fortran")
+
+
+def test_without_a_compiler_numpy_measures_and_the_method_says_why(
+        fresh_kernel: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CC", "phase-no-such-compiler")
+    r = bandwidth.measure("copy", 1, 1, MIB)
+    assert r.implementation == "numpy"
+    assert "C kernel unavailable: no C compiler ('phase-no-such-compiler'" in r.method
+    with pytest.raises(bandwidth.BandwidthError, match="C kernel is unavailable"):
+        bandwidth.measure("copy", 1, 1, MIB, implementation="c")
 
 
 def test_arrays_beyond_memory_are_refused_with_the_option_named() -> None:

@@ -31,9 +31,12 @@ def _counts(text: str) -> list[int]:
               help="Timed passes per kernel and thread count.")
 @click.option("--array-mib", type=click.IntRange(min=1), default=None,
               help="MiB per array [default: 4x the last-level cache, STREAM's rule].")
+@click.option("--implementation", type=click.Choice(["auto", "c", "numpy"]), default="auto",
+              show_default=True, help="The kernels' code: c (phase/stream_kernel.c, compiled "
+              "on first use), numpy, or auto (C where a compiler exists, else numpy).")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
 def bandwidth_command(threads_text: str | None, kernels: tuple[str, ...], repeats: int,
-                      array_mib: int | None, as_json: bool) -> None:
+                      array_mib: int | None, implementation: str, as_json: bool) -> None:
     """Measure memory bandwidth as STREAM does: best and median GB/s of copy (2 words per
     element) and triad (3 words), write-allocate not counted."""
     from phase.bandwidth import measure
@@ -45,15 +48,18 @@ def bandwidth_command(threads_text: str | None, kernels: tuple[str, ...], repeat
         for threads in counts:
             say(f"{kernel}, {threads} thread(s)…")
             records.append(measure(kernel, threads, repeats,
-                                   array_mib << 20 if array_mib else None))
+                                   array_mib << 20 if array_mib else None,
+                                   implementation=implementation))
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in records], indent=1))
         return
     for r in records:
         rule = "" if r.meets_llc_rule else "  (arrays under 4x the last-level cache)"
-        click.echo(f"{r.kernel:<6} {r.threads:>3} thr  best {r.best_gb_s:7.2f} GB/s  "
+        click.echo(f"{r.kernel:<6} {r.implementation:<5} {r.threads:>3} thr  "
+                   f"best {r.best_gb_s:7.2f} GB/s  "
                    f"median {r.median_gb_s:7.2f} GB/s  {r.array_bytes >> 20} MiB x "
                    f"{r.repeats}{rule}")
-    click.echo("method: STREAM-style kernels in numpy (phase.bandwidth); bytes as STREAM "
+    click.echo("method: STREAM-style kernels (phase.bandwidth; c: phase/stream_kernel.c, numpy "
+               "the fallback); bytes as STREAM "
                "counts them (copy 2 words/element, triad 3; write-allocate not counted); "
                "--json gives each record's method in full")
