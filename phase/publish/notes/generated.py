@@ -246,7 +246,10 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
             changes += f" Incomplete: {c.completeness}."
         versions.append(VersionMeta(version=number, date=c.date, results=[c.dataset.name],
                                     changes=changes, draft=not c.complete))
-    make = "make measure QUICK=1" if quick else "make measure"
+    # The Makefile measures the speculative experiment unless told EXPERIMENT=NAME.
+    exp = first.header.experiment
+    make = "make measure" + ("" if exp == "speculative" else f" EXPERIMENT={exp}") \
+        + (" QUICK=1" if quick else "")
     reproduce = (f"{make}      # phase measure {first.header.experiment}"
                  + (" --quick" if quick else "") + "\n"
                  + ("make site QUICK=1" if quick else "make site") + "\n")
