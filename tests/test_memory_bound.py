@@ -158,6 +158,10 @@ def test_the_quick_campaign_publishes_its_note(quick: tuple[Path, ResultsFile],
               if p.startswith("notes/memory-bound-") and p.endswith("v1/index.md")]
     page = (site / "docs" / note).read_text()
     assert page.count("# Decode is memory-bound on ") == 1
+    # Each variant's stored tensor types, as the results file records them.
+    assert "its tensors as stored: Q8&#95;0 142.9 MB, F32 0.1 MB." in page
+    # Its finding (the home page's line) is the computed largest share, escaped.
+    assert "**Finding:** The largest share of the measured bandwidth was " in page
     # The table per condition, with its columns and a row per condition linked to its runs.
     assert ("<th>format</th><th>model</th><th>threads</th><th>fill</th><th>tokens/s</th>"
             "<th>MB/token</th><th>effective GB/s</th><th>share of measured</th>") in page
@@ -170,7 +174,7 @@ def test_the_quick_campaign_publishes_its_note(quick: tuple[Path, ResultsFile],
     assert 'data-kind="bandwidth"' in page and "STREAM-style triad (phase.bandwidth" in page
     # Computed findings, escaped ("_" in Q8_0 is Markdown).
     assert "- The largest share of the measured bandwidth was " in page
-    assert "Q8&#95;0" in page and "Q8_0 at" not in page
+    assert "by Q8&#95;0 at 1 thread&#40;s&#41;" in page
     # Raw links like the first study: the results table, its downloads, the data page.
     assert (site / "docs" / "raw" / "memory_bound-quick.md").is_file()
     assert "make measure EXPERIMENT=memory_bound" in page  # not the speculative default

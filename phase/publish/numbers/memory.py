@@ -13,7 +13,8 @@ from itertools import groupby
 
 from phase.analysis.figures import memory_value
 from phase.analysis.formatting import fmt, pct
-from phase.analysis.memory import MemoryView
+from phase.analysis.memory import MemoryView, memory_views
+from phase.publish.data.datasets import Dataset
 
 # A format "drops" where its share is under this fraction of the best share at its threads
 # and fill: a quarter less bandwidth used, beyond the few percent repeats spread by.
@@ -63,3 +64,11 @@ def compute_bound(views: Sequence[MemoryView]) -> list[str]:
                        f"({pct(best_share)}) fell below {pct(DROP)} of its share: tokens/s "
                        "followed the bytes read across the formats.")
     return out
+
+
+def memory_headline(d: Dataset) -> str | None:
+    """A memory study's finding (its file measured bandwidth): the largest share; else None."""
+    raw = d.raw
+    if raw is None or not raw.bandwidth:
+        return None
+    return highest_share(memory_views(raw, [r for r in d.summary.rows if r.strategy == "plain"]))
