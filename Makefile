@@ -23,6 +23,8 @@ ACCEL_CMAKE_metal := -DGGML_METAL=on
 ACCEL_CMAKE_cpu :=
 NO_AMX := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 ACCEL_CMAKE_cpu-noamx := -DCMAKE_C_FLAGS='$(NO_AMX)' -DCMAKE_CXX_FLAGS='$(NO_AMX)'
+# make measure EXPERIMENT=NAME -> the campaign of experiments/NAME.py (memory_bound, ...)
+EXPERIMENT ?= speculative
 # make measure QUICK=1  -> a smoke campaign of a few minutes on the small test model
 QUICK ?=
 MEASURE_ARGS ?=
@@ -54,8 +56,8 @@ $(VENV)/.phase-accel-%: $(STAMP)
 	@rm -f $(VENV)/.phase-accel-*
 	@touch $@
 
-measure: setup ## run the speculative-decoding campaign -> results/speculative-<host>-<date>.json
-	$(PHASE) measure speculative $(if $(QUICK),--quick) $(MEASURE_ARGS)
+measure: setup ## run an experiment (EXPERIMENT=speculative) -> results/$(EXPERIMENT)-<host>-<date>.json
+	$(PHASE) measure $(EXPERIMENT) $(if $(QUICK),--quick) $(MEASURE_ARGS)
 
 site: setup ## validate results, render notes, build site/ (QUICK=1: preview results/quick/ too)
 	$(PHASE) site $(if $(QUICK),--include-quick)

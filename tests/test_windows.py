@@ -170,7 +170,7 @@ def test_version_7_files_read_as_one_pass() -> None:
     data = json.loads(make_results().model_dump_json())
     data["schema_version"] = 7
     results = ResultsFile.model_validate(migrate(data))
-    assert results.schema_version == 10 and all(r.passes == [] for r in results.runs)
+    assert results.schema_version == 11 and all(r.passes == [] for r in results.runs)
     assert results.config.window_min_s is None
 
 

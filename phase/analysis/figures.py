@@ -20,6 +20,9 @@ Kinds of figure:
                 ones also have a value per run (`of_run`), whose range pages show (`per_run`)
     step        a median over the per-step trace (publish/numbers/steps.py, a note's step())
     bench       a figure of a benchmark row (bench/, the Benchmarks page)
+    memory      a memory study's figure of a condition (`of_memory`, from a MemoryView:
+                phase.analysis.memory), where the file records bytes-per-token inputs and
+                the machine's bandwidth; None where they are missing (`memory_reason` says)
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from phase.analysis.formatting import count, fmt, pct, pct1, ratio, times
+from phase.analysis.memory import MemoryView
 from phase.analysis.queries import PLAIN, condition_key, cpu_ms_per_token
 from phase.analysis.relative import vs_plain
 from phase.results import FigureInterval, Run, SummaryRow
@@ -52,7 +56,7 @@ class RunView:
 @dataclass(frozen=True)
 class Figure:
     name: str
-    kind: Literal["condition", "step", "bench"]
+    kind: Literal["condition", "step", "bench", "memory"]
     label: str  # table heading, change-table metric, chart tooltip
     unit: str
     description: str  # a column heading's hover title
@@ -70,6 +74,8 @@ class Figure:
     host_description: str = ""  # on the cross-host page (same prompt *and host*); "" = ours
     short_label: str = ""  # the terminal summary's narrow heading; "" = label
     short_show: Show | None = None  # the terminal's writing where it differs from the page's
+    # A memory figure's value of one condition; None for the other kinds.
+    of_memory: Callable[[MemoryView], float | None] | None = None
 
     @property
     def key(self) -> str:
@@ -127,6 +133,52 @@ def _spread_column(rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
 
 
 RUN_SPREAD_WORDS = "(max − min) / mean across repeats"
+
+# bytes/token(n) = W + KV(n), phase.costmodel.bytes_per_token, n the mean cached positions.
+BYTES_FORMULA = ("bytes/token = W + KV(n), an estimate from the GGUF header: W the bytes of "
+                 "every weight tensor (one embedding row where the output matrix is its own), "
+                 "KV(n) = n_layer × n_kv_heads × (d_k + d_v) × 2 bytes × n, n the cached "
+                 "positions a generated token read (prompt + fill + half the generated "
+                 "tokens, on average)")
+
+
+def _bytes_per_token(v: MemoryView) -> float | None:
+    est = v.model.bytes_per_token if v.model else None
+    if est is None or v.kv_positions is None:
+        return None
+    return est.weights_bytes + est.kv_bytes_per_position * v.kv_positions
+
+
+def _effective_gb_s(v: MemoryView) -> float | None:
+    b, tps = _bytes_per_token(v), v.row.tokens_per_s
+    return None if b is None or tps is None else b * tps / 1e9
+
+
+def _share(v: MemoryView) -> float | None:
+    eff = _effective_gb_s(v)
+    if eff is None or v.bandwidth is None or v.bandwidth.best_gb_s <= 0:
+        return None
+    return eff / v.bandwidth.best_gb_s
+
+
+def _j_per_gb(v: MemoryView) -> float | None:
+    b, mj = _bytes_per_token(v), v.row.chip_mj_per_token
+    return None if b is None or mj is None or b <= 0 else (mj / 1e3) / (b / 1e9)
+
+
+def memory_reason(name: str, v: MemoryView) -> str | None:
+    """Why a memory figure of this condition is null, or None where it has a value."""
+    if FIGURES[name].of_memory is None or FIGURES[name].of_memory(v) is not None:  # type: ignore[misc]
+        return None
+    if v.model is None or v.model.bytes_per_token is None:
+        return "the results file records no bytes-per-token estimate for this model"
+    if v.kv_positions is None:
+        return "no undisturbed run of this condition"
+    if name == "bandwidth_share" and v.bandwidth is None:
+        return f"no memory bandwidth measured at {v.threads} thread(s)"
+    if name == "j_per_gb":
+        return v.row.chip_mj_per_token_reason or "chip energy not measured"
+    return "tokens/s not measured"
 
 _ALL = (
     Figure("tokens_per_s", "condition", "tokens/s", "tokens/s",
@@ -190,6 +242,20 @@ _ALL = (
            "any", fmt, ".1f"),
     Figure("plain_ms_per_token", "step", "plain ms per token", "ms",
            "plain decoding's time per generated token: a median over its steps", fmt, ".1f"),
+    Figure("mb_per_token", "memory", "MB/token", "MB/token",
+           f"megabytes (10^6 bytes) read from memory per generated token: {BYTES_FORMULA}",
+           fmt, ".1f", of_memory=lambda v: None if (b := _bytes_per_token(v)) is None
+           else b / 1e6, axis_title="MB read per generated token (estimate)"),
+    Figure("effective_gb_s", "memory", "effective GB/s", "GB/s",
+           "bytes/token (estimate) × tokens/s: the memory bandwidth decoding used",
+           fmt, ".1f", of_memory=_effective_gb_s),
+    Figure("bandwidth_share", "memory", "share of measured", "fraction",
+           "effective GB/s over the machine's measured bandwidth at the same thread count "
+           "(the best of phase's STREAM-style copy and triad)", pct, ".0%",
+           of_memory=_share),
+    Figure("j_per_gb", "memory", "chip J/GB", "J/GB",
+           "chip energy per gigabyte read: chip mJ/token over bytes/token (estimate)",
+           lambda v: fmt(v, 2), ".2f", of_memory=_j_per_gb),
     Figure("bench_spread", "bench", "spread", "fraction",
            "(max − min) / median over the repeats of a benchmark row's figures, the largest "
            "among its samples: how far apart repeats of the same thing landed", pct, ".0%"),
@@ -223,6 +289,14 @@ def run_value(name: str, view: RunView, plain: SummaryRow | None) -> float | Non
     if fig.of_run is None:
         raise ValueError(f"{name} has no per-run value")
     return fig.of_run(view)
+
+
+def memory_value(name: str, view: MemoryView) -> float | None:
+    """A memory figure of one condition (phase.analysis.memory.memory_views)."""
+    getter = FIGURES[name].of_memory
+    if getter is None:
+        raise ValueError(f"{name} is a {FIGURES[name].kind} figure, not a memory figure")
+    return getter(view)
 
 
 def per_run_names() -> tuple[str, ...]:

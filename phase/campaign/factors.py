@@ -19,7 +19,12 @@ How a level applies to a run, by kind:
   campaign decodes a plain reference per prompt and combination of their levels
   (phase.campaign.references);
 * `model`: the target model the run decodes with, an engine per level held for the campaign
-  (phase.campaign.model_levels; levels must tokenize the prompts as the target does);
+  (phase.campaign.model_levels; levels must tokenize the prompts as the target does). A level
+  is a model spec: an embedded name, a .gguf path, hf:OWNER/REPO/FILE, or a derived variant
+  `variant:SOURCE:FORMAT` (SOURCE one of the others, FORMAT a llama.cpp storage format:
+  `variant:qwen2.5-coder-0.5b:Q8_0`), derived or reused from the cache before any weights
+  load, its recipe recorded (phase.decode.variants). A variant spec holds ':', which a label
+  may not: give `labels`, e.g. ("q8_0", ...);
 * `custom`: nothing; the level is recorded, for the experiment's own analysis.
 """
 
@@ -77,9 +82,25 @@ def _level_problem(factor: Factor, level: Level) -> str | None:
     if factor.kind == "context_fill" and not (is_int and level >= 0):
         return "must be a whole number of tokens, 0 or more"
     if factor.kind == "model" and not (isinstance(level, str) and level):
-        return "must be a model spec (an embedded name, a .gguf path or hf:OWNER/REPO/FILE)"
+        return ("must be a model spec (an embedded name, a .gguf path, hf:OWNER/REPO/FILE or "
+                "variant:SOURCE:FORMAT)")
+    if factor.kind == "model":
+        return _variant_problem(level)  # type: ignore[arg-type]
     if isinstance(level, bool) or not isinstance(level, (str, int, float)):
         return "must be text or a number"
+    return None
+
+
+def _variant_problem(spec: str) -> str | None:
+    # Imported here: the quantizer's format names come from llama.cpp's binding, which a
+    # declaration without variants need not load.
+    from phase.decode.variants import parse_spec
+    from phase.models import ModelError
+
+    try:
+        parse_spec(spec)
+    except ModelError as exc:
+        return f"is not a variant spec: {exc}"
     return None
 
 

@@ -7,6 +7,10 @@ and token counts mean the same thing at every level; a level that does not is re
 anything is written. Each level gets its own `Engine` (the draft, if any, loaded beside it),
 held for the whole campaign: the models this is for are small. The results file records
 each level's model as a `target` with its `level` label (ModelInfo.level).
+
+A level may name a derived variant, `variant:SOURCE:FORMAT` (phase.decode.variants): it is
+derived by llama.cpp's quantizer, or found in the cache, when the levels are resolved, and
+its recipe and stored tensor types are recorded with its sha256 (ModelInfo.variant).
 """
 
 from __future__ import annotations
@@ -15,13 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from phase.campaign.factors import Factor
+from phase.costmodel.bytes_per_token import FORMULA, of_file
 from phase.decode import Engine
 from phase.decode.template import format_prompt
+from phase.decode.variants import Variant, derive, parse_spec
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile
 from phase.errors import UsageProblem
 from phase.models import ResolvedModel, is_test_model, resolve
-from phase.results import Level, ModelInfo, PromptSpec
+from phase.results import BytesEstimate, Level, ModelInfo, PromptSpec, VariantInfo
 
 
 def model_info(role: str, resolved: ResolvedModel, vocab: VocabFile,
@@ -43,6 +49,18 @@ def model_info(role: str, resolved: ResolvedModel, vocab: VocabFile,
     })
 
 
+def variant_info(spec: str, variant: Variant) -> VariantInfo:
+    return VariantInfo(spec=spec, recipe=variant.recipe, stored_types=variant.stored_types)
+
+
+def with_estimate(info: ModelInfo) -> ModelInfo:
+    """The model's record with the inputs of its bytes-per-token estimate (from its header)."""
+    est = of_file(info.path, 0)
+    return info.model_copy(update={"bytes_per_token": BytesEstimate(
+        weights_bytes=est.weights, kv_bytes_per_position=est.kv.bytes_per_position,
+        kv_type=est.kv.kv_type, formula=FORMULA)})
+
+
 def model_factor(factors: Sequence[Factor]) -> Factor | None:
     return next((f for f in factors if f.kind == "model"), None)
 
@@ -53,6 +71,7 @@ class ModelLevels:
 
     files: dict[Level, ResolvedModel] = field(default_factory=dict)
     labels: dict[Level, str] = field(default_factory=dict)
+    variants: dict[Level, Variant] = field(default_factory=dict)
     engines: dict[Level, Engine] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -61,15 +80,22 @@ class ModelLevels:
 
 
 def resolve_levels(factors: Sequence[Factor], say: Callable[[str], None]) -> ModelLevels:
-    """The model factor's level files, fetched and verified (sha256) but not loaded."""
+    """The model factor's level files, fetched and verified (sha256) but not loaded; a
+    variant level derived (or found in the cache) from its source."""
     found = ModelLevels()
     factor = model_factor(factors)
     if factor is None:
         return found
     for i, level in enumerate(factor.levels):
         label = factor.label_of(i)
-        found.files[level] = resolve(str(level), progress=lambda m, at=label: say(
-            f"{factor.name}={at}: {m}"))
+        progress = lambda m, at=label: say(f"{factor.name}={at}: {m}")  # noqa: E731
+        parsed = parse_spec(str(level))
+        if parsed is None:
+            found.files[level] = resolve(str(level), progress=progress)
+        else:
+            variant = derive(resolve(parsed[0], progress=progress), parsed[1],
+                             progress=progress)
+            found.files[level], found.variants[level] = variant.model, variant
         found.labels[level] = label
     return found
 
@@ -93,7 +119,11 @@ def check_levels(levels: ModelLevels, prompts: Sequence[PromptSpec],
                             f"tokenizes prompt '{p.name}' differently from the target "
                             f"{target.path.name}: a model factor's levels must be variants "
                             "of one model (phase models variant)")
-                out.append(model_info("target", model, vocab, levels.labels[level]))
+                info = model_info("target", model, vocab, levels.labels[level])
+                if level in levels.variants:
+                    info = info.model_copy(update={
+                        "variant": variant_info(str(level), levels.variants[level])})
+                out.append(info)
     return out
 
 

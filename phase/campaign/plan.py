@@ -96,6 +96,14 @@ class CampaignPlan:
     # Extra factors (phase.campaign.factors): the experiment's declaration (Experiment.factors)
     # copied here, so every plan (quick, resumed, command-line) runs the same conditions.
     factors: tuple[Factor, ...] = ()
+    # A memory study (phase.campaign.bandwidth_record): after the runs, measure this machine's
+    # memory bandwidth (phase.bandwidth, copy and triad) at each threads level (else the
+    # plan's threads), `bandwidth_repeats` timed passes each, and record with each model the
+    # inputs of its bytes-per-token estimate. Off: the file holds neither. Array bytes: None
+    # is STREAM's rule (4x the last-level cache); a smoke test may give less.
+    measure_bandwidth: bool = False
+    bandwidth_repeats: int = 5
+    bandwidth_array_bytes: int | None = None
 
 
 DEFAULT_PLAN = CampaignPlan()

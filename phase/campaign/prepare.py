@@ -24,6 +24,7 @@ from phase.campaign.model_levels import (
     load_levels,
     model_info,
     resolve_levels,
+    with_estimate,
 )
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
@@ -110,6 +111,8 @@ def prepare(
         prompt_tokens, models = _check_vocabularies(plan, prompts, target, draft)
         held.levels = levels = resolve_levels(plan.factors, observer.message)
         models += check_levels(levels, prompts, prompt_tokens, target, plan.chat_template)
+        if plan.measure_bandwidth:
+            models = [with_estimate(m) for m in models]
         # Before anything is written: fixtures must never be recorded as measurements.
         assert_publishable(discovery.sensors)
         _check_objective(plan, strategies, discovery)

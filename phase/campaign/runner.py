@@ -23,6 +23,7 @@ from typing import Protocol
 from phase.analysis import adaptive
 from phase.analysis.queries import is_disturbed
 from phase.campaign import machine, profiling, windows
+from phase.campaign.bandwidth_record import measure_bandwidth
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
 from phase.campaign.factors import apply_levels
@@ -169,6 +170,10 @@ class Campaign:
                 index = self._reruns(index, block, len(whole), refs, writer, size)
             if plan.target_half_width is not None:
                 self._extra_rounds(index, done, refs, writer, size)
+            if plan.measure_bandwidth and writer.results.bandwidth is None:
+                writer.results.bandwidth = measure_bandwidth(
+                    plan.factors, self.engine.n_threads, plan.bandwidth_repeats,
+                    plan.bandwidth_array_bytes, self.observer.message)
             writer.finish("complete")
         except PhaseError as exc:
             writer.try_finish("interrupted")

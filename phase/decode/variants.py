@@ -16,6 +16,11 @@ an 8-bit step per 32-weight block): a study of bytes per token then varies the b
 what the weights learned. Not bit for bit, and the kernels differ by format, so greedy text
 can still part: the test model's F16 and Q8_0 variants left its Q4_1 text at token 25 of 48
 on one prompt. Going down (Q4_K_M to Q2_K) loses precision, as quantizing always does.
+
+A model spec names a variant as `variant:SOURCE:FORMAT` (`parse_spec`): SOURCE is any model
+spec (an embedded name, a .gguf path, hf:OWNER/REPO/FILE), FORMAT one of quantize.FTYPES, e.g.
+`variant:qwen2.5-coder-0.5b:Q8_0`; a campaign derives it (or reuses the cached file) before
+any weights load.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from phase.models import (
 
 Progress = Callable[[str], None]
 RECIPE = "recipe.json"
+VARIANT_PREFIX = "variant:"
 # Parameters that change how the quantizer runs, not what it writes: recorded, not keyed.
 _NOT_KEYED = ("nthread", "max_buf_size")
 # Headroom over the estimated output size before quantizing into a nearly full disk.
@@ -68,6 +74,24 @@ def ftype_name(ftype: str) -> str:
         raise ModelError(f"unknown format {ftype!r}: use one of {', '.join(quantize.FTYPES)}",
                          exit_code=2)
     return name
+
+
+def parse_spec(spec: str) -> tuple[str, str] | None:
+    """(source, format) of a `variant:SOURCE:FORMAT` spec; None for a spec that names no
+    variant; a usage error (exit 2) saying what to write for a malformed one."""
+    if not spec.startswith(VARIANT_PREFIX):
+        return None
+    source, sep, ftype = spec[len(VARIANT_PREFIX):].rpartition(":")
+    if not sep or not source or not ftype:
+        raise ModelError(f"model spec {spec!r}: write variant:SOURCE:FORMAT, e.g. "
+                         "variant:qwen2.5-coder-0.5b:Q8_0", exit_code=2)
+    if source.startswith(VARIANT_PREFIX):
+        raise ModelError(f"model spec {spec!r}: a variant's source must be a model, not "
+                         "another variant; derive from the original file", exit_code=2)
+    try:
+        return source, ftype_name(ftype)
+    except ModelError as exc:
+        raise ModelError(f"model spec {spec!r}: {exc}", exit_code=2) from None
 
 
 def recipe_for(source_sha256: str, ftype: str, nthread: int) -> dict[str, object]:

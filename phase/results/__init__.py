@@ -42,6 +42,7 @@ from phase.results.io import (
     load_raw,
     parse,
 )
+from phase.results.memory import BandwidthMeasurement, BytesEstimate, VariantInfo
 from phase.results.migrations import MIGRATIONS, ResultsError, migrate
 from phase.results.schema import (
     SCHEMA_VERSION,
@@ -78,6 +79,8 @@ __all__ = [
     "AdaptiveCondition",
     "AdaptiveRecord",
     "AdaptiveRound",
+    "BandwidthMeasurement",
+    "BytesEstimate",
     "CampaignConfig",
     "CampaignWriter",
     "Claim",
@@ -114,6 +117,7 @@ __all__ = [
     "SummaryFile",
     "SummaryRow",
     "UnavailableBackend",
+    "VariantInfo",
     "WriteFailed",
     "atomic_write_text",
     "claim_existing",

@@ -37,6 +37,8 @@ from phase.results.config import CampaignConfig, Level
 from phase.results.costs import CostProfile
 from phase.results.covers import PrimaryEnergy
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
+from phase.results.memory import BandwidthMeasurement, BytesEstimate, VariantInfo
+from phase.results.provenance import Provenance
 
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
 # changes; the Literal of each file model's schema_version follows it, here and in
@@ -74,39 +76,14 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                levels, labels), Run.factors and SummaryRow.factors (a run's or row's level
 #                of each), references[].factors (the levels a plain reference was decoded
 #                at); absent (never written) where an experiment has none.
-SCHEMA_VERSION = 10
+#   11 (2026-12): optional additions: models[].variant (a model level derived by llama.cpp's
+#                quantizer: its recipe and stored tensor types), models[].bytes_per_token
+#                (the weights and KV-cache bytes a generated token reads, estimated from the
+#                GGUF header) and ResultsFile.bandwidth (the machine's memory bandwidth,
+#                measured STREAM-style with its method); absent where not asked for.
+SCHEMA_VERSION = 11
 
 # --- identity and provenance -------------------------------------------------------------
-
-
-class Provenance(Strict):
-    phase_version: str
-    git_commit: str | None
-    git_dirty: bool | None
-    llama_cpp_python_version: str | None
-    llama_cpp_system_info: str | None
-    python_version: str
-    os: str
-    hostname: str
-    host_class: str
-    cpu_model: str | None
-    cpu_cores: PosInt
-    ram_bytes: NonNegInt | None
-    gpus: list[str]
-    threads: PosInt
-    threads_batch: PosInt
-    command_line: list[str]
-    # Whether llama.cpp's extra CPU buffer types (AMX tiles, repacked weights) were used, and
-    # why: they change which kernels ran (phase.decode.cpu_buffers). None in older files.
-    cpu_extra_buffers: bool | None = None
-    cpu_extra_buffers_reason: str | None = None
-    # Where the model ran, as llama.cpp reported it when loading (phase.decode.placement):
-    # the build's accelerator ("cpu", "cuda", "metal", ...), and how many of its layers
-    # llama.cpp offloaded, counted as llama.cpp counts them (repeating layers + output layer).
-    # None in files written before phase recorded them.
-    accelerator: str | None = None
-    n_gpu_layers_offloaded: NonNegInt | None = None
-    n_layers: NonNegInt | None = None
 
 
 class ModelInfo(Strict):
@@ -124,6 +101,10 @@ class ModelInfo(Strict):
     test_model: bool | None = None
     # Version 10: the model factor's level label of this target (unwritten for the plan's).
     level: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Version 11: how a derived variant was made (phase.decode.variants), and what a generated
+    # token reads of this model (phase.costmodel.bytes_per_token), where recorded.
+    variant: VariantInfo | None = Field(default=None, exclude_if=lambda v: v is None)
+    bytes_per_token: BytesEstimate | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SensorInfo(Strict):
@@ -349,7 +330,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[10]
+    schema_version: Literal[11]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -382,6 +363,10 @@ class ResultsFile(Strict):
     # Adaptive repeats (config.target_half_width set): what the extra rounds did and bought.
     # None for the fixed design and in older files.
     adaptive: AdaptiveRecord | None = None
+    # Version 11: the machine's memory bandwidth at each thread level, where the plan asks for
+    # it (the plan's measure_bandwidth); never written otherwise.
+    bandwidth: list[BandwidthMeasurement] | None = Field(default=None,
+                                                         exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> ResultsFile:

@@ -37,6 +37,7 @@ from phase.publish.notes.source import (
     split_front_matter,
 )
 from phase.publish.numbers.headline import bests, headline
+from phase.publish.numbers.memory import memory_headline
 from phase.results import ResultsError, ResultsFile
 from phase.results.jsonread import read_regular_text
 
@@ -238,6 +239,8 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
     versions: list[VersionMeta] = []
     for number, c in enumerate(campaigns, start=1):
         line = headline([c.dataset]) if c.complete else None
+        if line is None and c.complete:  # a study without ratios to plain: a memory study's
+            line = memory_headline(c.dataset)
         if not c.complete:
             line = f"Draft: incomplete campaign ({c.completeness}); no headline until it completes."
         findings.append(line or "No ratio to plain decoding can be computed from this campaign.")
@@ -246,7 +249,10 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
             changes += f" Incomplete: {c.completeness}."
         versions.append(VersionMeta(version=number, date=c.date, results=[c.dataset.name],
                                     changes=changes, draft=not c.complete))
-    make = "make measure QUICK=1" if quick else "make measure"
+    # The Makefile measures the speculative experiment unless told EXPERIMENT=NAME.
+    exp = first.header.experiment
+    make = "make measure" + ("" if exp == "speculative" else f" EXPERIMENT={exp}") \
+        + (" QUICK=1" if quick else "")
     reproduce = (f"{make}      # phase measure {first.header.experiment}"
                  + (" --quick" if quick else "") + "\n"
                  + ("make site QUICK=1" if quick else "make site") + "\n")

@@ -13,6 +13,8 @@ A note source's body is a Jinja template; these functions are what it can call:
                                   interval, resolved)
     {{ cost_curve() }}, {{ cost_prediction() }}, {{ break_even() }}, {{ auto_choices() }}
                                   the cost model (phase.publish.notes.cost_section)
+    {{ memory_table() }}, {{ bandwidth_table() }}, {{ roofline() }}, {{ memory_findings() }}
+                                  a memory study (phase.publish.notes.memory_section)
 
 The front matter's `finding` is rendered with the same calls (the latest version's data on
 the home page). Each takes an optional `file="name.json"` to restrict it to one results
@@ -46,6 +48,7 @@ from phase.publish.markup.islands import island
 from phase.publish.notes.cost_section import cost_calls
 from phase.publish.notes.figures import CAVEAT_ID, Figures
 from phase.publish.notes.linked import ROOT_GLOBAL, SOURCES_DIR, source_file
+from phase.publish.notes.memory_section import memory_calls
 from phase.publish.notes.page import Page, PageAssets
 from phase.publish.notes.source import NoteError, NoteSource, VersionMeta
 from phase.publish.numbers.bench import BENCH_GLOBAL
@@ -251,6 +254,7 @@ class _Calls:
             "has_results": bool(self.datasets),
             "version": self.version.version,
             **cost_calls(self.env, self.assets, self.pick, self.root),
+            **memory_calls(self.env, self.assets, self.pick, self.root),
         }
 
     def missing_sections(self) -> Markup:
