@@ -16,7 +16,7 @@ import altair as alt
 
 from phase.analysis.figures import FIGURES, memory_value
 from phase.analysis.memory import MemoryView
-from phase.publish.charts.energy import Chart
+from phase.publish.charts.spec import Chart
 
 TITLE = "Tokens/s against bytes read per token, with the measured bandwidth"
 _LINE_POINTS = 24

@@ -74,7 +74,7 @@ class CostTable:
     sources: list[list[Link]] = field(default_factory=list)
 
 
-def _run_links(page: str, runs: list[Run]) -> list[Link]:
+def run_links(page: str, runs: list[Run]) -> list[Link]:
     return [Link(run.id, f"{page}#{run_anchor(run.id)}", f"run {run.id}")
             for run in sorted(runs, key=lambda r: r.order)]
 
@@ -184,7 +184,7 @@ class CostCalls:
             priced = runs_by_condition(raw)
             profile = raw.profile
             assert profile is not None  # predictions need one
-            sources = [_run_links(page, runs) + _fill_links(page, profile,
+            sources = [run_links(page, runs) + _fill_links(page, profile,
                                                             {run_fill(r) for r in runs})
                        for p in preds for runs in [priced.get((p.prompt, p.strategy, ()), [])]]
             missed = sum(not p.within for p in preds)
@@ -238,7 +238,7 @@ class CostCalls:
                   _num(b.speedup, lambda v: fmt(v, 2))] for b in best],
                 ["Predicted from each position's measured acceptance (pooled over the "
                  "prompt's runs of that proposer) and the profiled costs."],
-                [_run_links(page, proposer_runs(raw, b.prompt, b.proposer))
+                [run_links(page, proposer_runs(raw, b.prompt, b.proposer))
                  + _fill_links(page, profile, fills.get(b.prompt, set())) for b in best])))
         return self._block(parts)
 
@@ -258,7 +258,7 @@ class CostCalls:
                 [[CostCell(s.prompt), CostCell(s.proposer), _num(s.k, lambda v: f"{v:.0f}"),
                   _num(s.steps, lambda v: f"{v:.0f}"), _num(s.share, lambda v: pct(v, 1))]
                  for s in shares],
-                sources=[_run_links(page, autos[s.prompt]) for s in shares])))
+                sources=[run_links(page, autos[s.prompt]) for s in shares])))
         return self._block(parts)
 
 

@@ -25,9 +25,8 @@ from phase.analysis.figures import BYTES_FORMULA, FIGURES, memory_reason, memory
 from phase.analysis.formatting import DASH, fmt
 from phase.analysis.memory import MemoryView, memory_views
 from phase.analysis.queries import condition_key
-from phase.publish.charts.memory import roofline
 from phase.publish.data.datasets import Dataset
-from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, Pick, _run_links
+from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, Pick, run_links
 from phase.publish.notes.page import PageAssets
 from phase.publish.numbers.memory import compute_bound, highest_share
 
@@ -69,7 +68,7 @@ class MemoryCalls(CostCalls):
                 ["format", "model", "threads", "fill", "tokens/s", "MB/token",
                  "effective GB/s", "share of measured", "chip mJ/token", "chip J/GB"],
                 rows, notes,
-                [_run_links(page, runs.get(condition_key(v.row), [])) for v in views])))
+                [run_links(page, runs.get(condition_key(v.row), [])) for v in views])))
         return self._block(parts)
 
     def bandwidth_table(self, file: str | None = None) -> Markup:
@@ -92,6 +91,9 @@ class MemoryCalls(CostCalls):
         return self._block(parts)
 
     def roofline(self, file: str | None = None) -> Markup:
+        # Altair loads only where a chart is drawn (a refused build never draws one).
+        from phase.publish.charts.memory import roofline
+
         return self._block([self.assets.chart(roofline(self._views(d)), d.name)
                             for d, _ in self._raw(file)])
 
