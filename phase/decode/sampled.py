@@ -17,6 +17,7 @@ numpy's default generator in the speculative loops (the same distribution, other
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
@@ -36,6 +37,8 @@ class SampledRun(NamedTuple):
     proposed: int  # proposals verified
     accepted: int  # proposals kept
     steps: int  # target passes
+    # Per target pass: (proposed, accepted, propose ms, verify ms), as the greedy loops' trace.
+    trace: tuple[tuple[int, int, float, float], ...] = ()
 
 
 class SampledProposer(Protocol):
@@ -138,14 +141,18 @@ def plain_sampled(target: NativeModel, prompt: list[int], n_tokens: int,
                   settings: SamplingSettings) -> SampledRun:
     """n_tokens drawn one per pass through llama.cpp's chain, seeded with settings.seed."""
     out: list[int] = []
+    times: list[float] = []
     token, pos = prompt[-1], len(prompt) - 1
+    clock = time.perf_counter
     with SamplerChain(settings) as chain:
         for _ in range(n_tokens):
+            t0 = clock()
             target.decode([token], pos, 1)
             token = chain.sample(target, 0)
+            times.append(clock() - t0)
             out.append(token)
             pos += 1
-    return SampledRun(out, 0, 0, n_tokens)
+    return SampledRun(out, 0, 0, n_tokens, tuple((0, 0, 0.0, dt * 1e3) for dt in times))
 
 
 def speculate_sampled(target: NativeModel, prompt: list[int], n_tokens: int, k: int,
@@ -159,10 +166,14 @@ def speculate_sampled(target: NativeModel, prompt: list[int], n_tokens: int, k: 
     pos = start - 1  # KV position of seq[-1], the one token the target has not seen
     proposed = accepted = steps = 0
     observe = _observer(proposer)
+    trace: list[tuple[int, int, float, float]] = []
+    clock = time.perf_counter
     while (remaining := n_tokens - (len(seq) - start)) > 0:
         limit = min(k, remaining - 1)
+        t0 = clock()
         proposal, q_rows = proposer.propose(seq, limit, rng)
         proposal = proposal[:limit]
+        t1 = clock()
         target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
         p_rows = _TargetRows(target, len(proposal) + 1, settings)
         verdict = verify(p_rows, q_rows, proposal, rng)
@@ -173,9 +184,10 @@ def speculate_sampled(target: NativeModel, prompt: list[int], n_tokens: int, k: 
         proposed += len(proposal)
         accepted += verdict.accepted
         steps += 1
+        trace.append((len(proposal), verdict.accepted, (t1 - t0) * 1e3, (clock() - t1) * 1e3))
         if observe is not None:
             observe(len(proposal), verdict.accepted)
-    return SampledRun(seq[start:], proposed, accepted, steps)
+    return SampledRun(seq[start:], proposed, accepted, steps, tuple(trace))
 
 
 class SampledDecoder:

@@ -74,7 +74,8 @@ from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 #                levels, labels), Run.factors and SummaryRow.factors (a run's or row's level
 #                of each), references[].factors (the levels a plain reference was decoded
 #                at); absent (never written) where an experiment has none.
-SCHEMA_VERSION = 10
+#   11 (2026-12): sampling: factor kind temperature, config.sampling, Run.seed (absent: greedy).
+SCHEMA_VERSION = 11
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -308,6 +309,7 @@ class Run(Strict):
     # The run's level of each extra factor (config.factors), in declared order; empty (and
     # not written) where the experiment has none: its condition is prompt x strategy.
     factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    seed: NonNegInt | None = Field(default=None, exclude_if=lambda v: v is None)  # sampled
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -329,11 +331,8 @@ class Run(Strict):
 
 
 class PlainReference(Strict):
-    """Plain decoding of one prompt, generated before the measured runs (also a warm-up).
-
-    Every run's `matches_plain` compares its tokens with this reference, so the check does
-    not depend on where the measured plain runs fell in the shuffled order.
-    """
+    """Plain decoding of one prompt before the measured runs (also a warm-up): every run's
+    `matches_plain` compares with it, wherever the plain runs fell in the shuffled order."""
 
     prompt: str
     output_sha256: Sha256
@@ -349,7 +348,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[10]
+    schema_version: Literal[11]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
