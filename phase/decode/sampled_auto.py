@@ -67,3 +67,7 @@ class SampledAuto:
 
     def observe(self, proposed: int, accepted: int) -> None:
         self.auto.observe(proposed, accepted)
+        # The greedy draft re-evaluates the verified batch before its next proposal (its
+        # mirror pass) and auto costs that; the sampled draft does not (it keeps its own rows
+        # up to the first difference), so no mirror pass is priced.
+        self.auto._mirror = None
