@@ -115,15 +115,26 @@ def _schema(root: Path, cache: Path) -> str:
                           check=True, capture_output=True, text=True).stdout
 
 
+def _widened(before: dict, after: dict | None) -> bool:
+    """An enum that only gained values (a new factor kind): every older file still reads."""
+    if after is None or "enum" not in before or "enum" not in after:
+        return False
+    rest = {k: v for k, v in after.items() if k != "enum"}
+    return (rest == {k: v for k, v in before.items() if k != "enum"}
+            and set(before["enum"]) <= set(after["enum"]))
+
+
 def _assert_schema_extends(before: dict, after: dict) -> None:
-    """The results contract may grow (a new schema version adds optional fields, so every
-    older file still reads) but never change what it already defined."""
+    """The results contract may grow (a new schema version adds optional fields or enum
+    values, so every older file still reads) but never change what it already defined."""
     for name, model in before["$defs"].items():
         now = after["$defs"].get(name)
         assert now is not None, f"results schema: {name} is gone"
         for field, definition in model.get("properties", {}).items():
             if field != "schema_version":
-                assert now["properties"].get(field) == definition, f"{name}.{field} changed"
+                found = now["properties"].get(field)
+                assert found == definition or _widened(definition, found), \
+                    f"{name}.{field} changed"
         added = set(now.get("required", [])) - set(model.get("required", []))
         assert not added, f"{name}: new required fields {sorted(added)}"
 

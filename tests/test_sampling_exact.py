@@ -21,11 +21,13 @@ two shared cores:
   two tokens from its own chain, the seeds taken in blocks so that each distinct first token
   costs one pass instead of one per seed; the speculative strategies run their verification
   rule (the same functions the loops call) on the real target and draft rows of this prompt.
-- Reduced power, the whole loop: LOOP_SEEDS real sampled runs per strategy through
-  phase.decode.sampled (real passes, KV rollback, the draft model's own cache), tested the same
-  way; the shift they can detect with power 0.9 is printed (about 17 points). Each of those
-  runs must also give, seed for seed, the pair the full-power level drew for that seed (all
-  did when this was written), which is what carries the full-power verdict over to the loops.
+- Reduced power, the whole loop: LOOP_SEEDS real sampled runs per strategy (auto among
+  them, phase.decode.sampled_auto, once choosing the draft and once the n-gram at its first
+  step, under two fixed cost tables) through phase.decode.sampled (real passes, KV
+  rollback, the draft model's own cache), tested the same way; the shift they can detect
+  with power 0.9 is printed (about 17 points). Each of those runs must also give, seed for
+  seed, the pair the full-power level drew for that seed (all did when this was written),
+  which is what carries the full-power verdict over to the loops.
 
 In both, a deliberately wrong acceptance rule (keep iff p(x) > q(x)) must fail; so must
 llama-speculative's rule on its own proposals (q's most probable token), at full power.
@@ -45,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from phase.costmodel import CostTable, Curve
 from phase.decode import Engine
 from phase.decode.chain import SamplerChain
 from phase.decode.exactness import (
@@ -57,6 +60,7 @@ from phase.decode.exactness import (
 )
 from phase.decode.native import NativeModel
 from phase.decode.sampled import NgramSampler, SampledDecoder, SampledRun
+from phase.decode.sampled_auto import SampledAuto
 from phase.decode.sampling import SamplingSettings, distribution, draw
 from phase.decode.speculative_sampling import RULES
 
@@ -220,10 +224,34 @@ def test_speculative_rules_on_real_rows(setup: Setup, rule: str, proposer: str,
     _check(_step_pairs(setup, rule, proposer, n), setup, f"{rule}, {proposer}", exact=exact)
 
 
+# auto's costs (ms): a target pass of b tokens costs little more than one of a single token,
+# so proposing pays. With the draft nearly free auto drafts; without a draft model it can
+# only take the n-gram's point mass. Either way it must keep p, as the fixed strategies do.
+_TARGET_COST = Curve((1, 2, 3), (10.0, 10.5, 11.0))
+AUTO_TABLES = {
+    "auto-2 (draft)": CostTable("ms", _TARGET_COST, Curve((1,), (0.01,)), 0.001, 32),
+    "auto-2 (n-gram)": CostTable("ms", _TARGET_COST, None, 0.001, 32),
+}
+# What auto must choose at the first step under each table (checked on every run).
+AUTO_CHOICE = {"auto-2 (draft)": "draft", "auto-2 (n-gram)": "ngram"}
+
+
+def _auto(label: str) -> Callable[[SampledDecoder, SamplingSettings], SampledRun]:
+    def run(d: SampledDecoder, s: SamplingSettings) -> SampledRun:
+        table = AUTO_TABLES[label]
+        draft = d.draft_sampler(DRAFT) if table.draft is not None else None
+        auto = SampledAuto(table, draft, K)
+        out = d.run(2, K, auto, s)
+        assert auto.decisions[0].proposer == AUTO_CHOICE[label], auto.decisions
+        return out
+    return run
+
+
 LOOPS: dict[str, Callable[[SampledDecoder, SamplingSettings], SampledRun]] = {
     "plain": lambda d, s: d.plain(2, s),
     "draft-2": lambda d, s: d.draft_k(2, K, s, "rejection", DRAFT),
     "ngram-2": lambda d, s: d.ngram(2, K, s, n_min=2, n_max=4),
+    **{label: _auto(label) for label in AUTO_TABLES},
     "draft-2, wrong rule": lambda d, s: d.draft_k(2, K, s, "wrong", DRAFT),
 }
 
@@ -251,6 +279,10 @@ SIMULATED: dict[str, Callable[[Setup, int], list[Pair]]] = {
     "plain": _plain_pairs,
     "draft-2": lambda setup, n: _step_pairs(setup, "rejection", "draft", n),
     "ngram-2": lambda setup, n: _step_pairs(setup, "rejection", "ngram", n),
+    # auto's step is the fixed strategy's step for the proposer it chose (AUTO_CHOICE), so
+    # the full-power verdict on that strategy covers it.
+    "auto-2 (draft)": lambda setup, n: _step_pairs(setup, "rejection", "draft", n),
+    "auto-2 (n-gram)": lambda setup, n: _step_pairs(setup, "rejection", "ngram", n),
     "draft-2, wrong rule": lambda setup, n: _step_pairs(setup, "wrong", "draft", n),
 }
 

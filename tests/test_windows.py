@@ -32,7 +32,7 @@ from phase.campaign.windows import (
     table_lines,
 )
 from phase.decode import parse_strategy
-from phase.results import Pass, PrimaryEnergy, ResultsFile, load_raw, migrate
+from phase.results import SCHEMA_VERSION, Pass, PrimaryEnergy, ResultsFile, load_raw, migrate
 from phase.sensors import Sampler, discover, replay
 from phase.validate import validate_results
 from phase.validate.rules.counter_edges import min_window_s
@@ -170,7 +170,7 @@ def test_version_7_files_read_as_one_pass() -> None:
     data = json.loads(make_results().model_dump_json())
     data["schema_version"] = 7
     results = ResultsFile.model_validate(migrate(data))
-    assert results.schema_version == 11 and all(r.passes == [] for r in results.runs)
+    assert results.schema_version == SCHEMA_VERSION and all(r.passes == [] for r in results.runs)
     assert results.config.window_min_s is None
 
 

@@ -4,6 +4,7 @@
     Factor("tokens", "tokens", (64, 256))                # tokens generated
     Factor("fill", "context_fill", (0, 2048))            # KV cache filled before the prompt
     Factor("format", "model", ("q4.gguf", "f16.gguf"), labels=("q4", "f16"))
+    Factor("temperature", "temperature", (0, 0.7))       # 0: greedy; above: sampled
     Factor("note", "custom", ("a", "b"))                 # recorded only
 
 Every experiment has the prompt and strategy factors (its plan's `prompts` and `strategies`,
@@ -25,11 +26,18 @@ How a level applies to a run, by kind:
   `variant:qwen2.5-coder-0.5b:Q8_0`), derived or reused from the cache before any weights
   load, its recipe recorded (phase.decode.variants). A variant spec holds ':', which a label
   may not: give `labels`, e.g. ("q8_0", ...);
+* `temperature`: 0 decodes greedily (the timed greedy loops, unchanged); a level above 0
+  samples at that temperature with the plan's truncation (`sample_top_k`, `sample_top_p`,
+  `sample_min_p`) and a seed derived from the campaign's seed and the run's id
+  (phase.results.levels.run_seed), through the sampled loops (phase.decode.sampled_timed);
+  the plain reference stays greedy, and a sampled run is compared with it in distribution
+  only (the equivalence rule);
 * `custom`: nothing; the level is recorded, for the experiment's own analysis.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,7 +53,7 @@ if TYPE_CHECKING:
 
 KINDS: tuple[str, ...] = get_args(FactorKind)
 # What the runner applies today (the rest are refused before anything is written).
-RUNNABLE = frozenset({"threads", "tokens", "context_fill", "model", "custom"})
+RUNNABLE = frozenset({"threads", "tokens", "context_fill", "model", "temperature", "custom"})
 # Names the run id and the results file already use for their own parts.
 RESERVED = frozenset({"prompt", "strategy", "repeat", "k", "rerun"})
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -81,6 +89,10 @@ def _level_problem(factor: Factor, level: Level) -> str | None:
         return "must be a whole number of at least 1"
     if factor.kind == "context_fill" and not (is_int and level >= 0):
         return "must be a whole number of tokens, 0 or more"
+    if factor.kind == "temperature" and not (
+            isinstance(level, (int, float)) and not isinstance(level, bool)
+            and math.isfinite(level) and level >= 0):
+        return "must be a temperature: a finite number, 0 (greedy) or more"
     if factor.kind == "model" and not (isinstance(level, str) and level):
         return ("must be a model spec (an embedded name, a .gguf path, hf:OWNER/REPO/FILE or "
                 "variant:SOURCE:FORMAT)")

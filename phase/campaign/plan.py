@@ -19,7 +19,8 @@ from phase.campaign.factors import Factor
 from phase.costmodel import Objective
 from phase.decode.strategy import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET
-from phase.results import CampaignConfig, PromptSpec
+from phase.results import CampaignConfig, PromptSpec, SamplingConfig
+from phase.results.config import SEED_RULE
 
 Purpose = Literal["study", "smoke"]
 
@@ -104,6 +105,12 @@ class CampaignPlan:
     measure_bandwidth: bool = False
     bandwidth_repeats: int = 5
     bandwidth_array_bytes: int | None = None
+    # Sampling (a `temperature` factor's levels above 0): llama.cpp's truncation, 0 / 1 / 0
+    # for off (its own defaults are top-k 40, top-p 0.95, min-p 0.05); recorded in
+    # config.sampling with the seed rule only where the plan has a temperature factor.
+    sample_top_k: int = 0
+    sample_top_p: float = 1.0
+    sample_min_p: float = 0.0
 
 
 DEFAULT_PLAN = CampaignPlan()
@@ -157,4 +164,13 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         extra_budget_runs=extra_budget_runs(plan, len(prompts)),
         extra_budget_s=plan.extra_time_s if adaptive else None,
         factors=[f.spec() for f in plan.factors],
+        sampling=sampling_config(plan),
     )
+
+
+def sampling_config(plan: CampaignPlan) -> SamplingConfig | None:
+    """What the file records of the sampling settings: only with a temperature factor."""
+    if not any(f.kind == "temperature" for f in plan.factors):
+        return None
+    return SamplingConfig(top_k=plan.sample_top_k, top_p=plan.sample_top_p,
+                          min_p=plan.sample_min_p, seed_rule=SEED_RULE)  # type: ignore[arg-type]

@@ -30,10 +30,12 @@ from phase.campaign.factors import apply_levels
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.references import RefKey, decode_references, first_per_prompt, ref_key
 from phase.campaign.reruns import due_reruns, repeats_of
+from phase.campaign.sampling import sampling_settings
 from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine, Strategy
+from phase.decode.sampled_timed import run_sampled
 from phase.errors import PhaseError
 from phase.results import (
     CampaignWriter,
@@ -338,18 +340,25 @@ class Campaign:
         engine = self._engine_for(levels)
         apply_levels(engine, self.plan.factors, scheduled.levels)
         probe = LoadProbe()
+        sampling = sampling_settings(self.plan, config, levels, scheduled)
         before = probe.read()  # around prefill and decode: the longer window, the finer
         try:
-            result = engine.run(
-                filled(self.prompt_tokens[scheduled.prompt], fill_tokens(config, levels)),
-                self.strategies[scheduled.strategy],
-                run_tokens(config, levels),
-                on_decode_start=window.start,
-                on_decode_end=window.stop,
-                reference=reference.token_ids,
-                min_window_s=size.min_s or 0.0,
-                max_passes=self.plan.max_passes,
-            )
+            prompt = filled(self.prompt_tokens[scheduled.prompt], fill_tokens(config, levels))
+            strategy, tokens = self.strategies[scheduled.strategy], run_tokens(config, levels)
+            if sampling is None:
+                result = engine.run(
+                    prompt, strategy, tokens,
+                    on_decode_start=window.start,
+                    on_decode_end=window.stop,
+                    reference=reference.token_ids,
+                    min_window_s=size.min_s or 0.0,
+                    max_passes=self.plan.max_passes,
+                )
+            else:
+                result = run_sampled(engine, prompt, strategy, tokens, sampling,
+                                     on_decode_start=window.start, on_decode_end=window.stop,
+                                     min_window_s=size.min_s or 0.0,
+                                     max_passes=self.plan.max_passes)
         finally:
             window.stop()  # also when decoding failed: the sampler's window must not stay open
         load, load_reason = probe.foreign_load(before, probe.read())
@@ -365,6 +374,7 @@ class Campaign:
             energy=energy,
             samples=samples,
             temperatures_c=machine.temperatures_c(),
+            sampled_seed=sampling.seed if sampling is not None else None,
         )
         run.host = machine.hostname()
         run.factors = dict(scheduled.levels)

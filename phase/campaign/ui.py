@@ -176,6 +176,9 @@ def print_summary(results: ResultsFile) -> None:
         condition: sum(1 for r in runs if r.matches_plain)
         for condition, runs in runs_by_condition(results).items()
     }
+    # A sampled run is not compared with plain's text (matches_plain None): its cell is "—".
+    sampled = {condition for condition, runs in runs_by_condition(results).items()
+               if any(r.seed is not None for r in runs)}
     for prompt in [p.name for p in results.config.prompts]:
         table = Table(title=f"prompt: {escape(prompt)}", title_justify="left")
         for col in COLUMNS:
@@ -186,7 +189,7 @@ def print_summary(results: ResultsFile) -> None:
             table.add_row(
                 escape(" ".join([row.strategy, *(f"{n}={v}" for n, v in key[2])])) + flag,
                 *(figure_cell(name, summary.rows, row) for name in SHOWN),
-                f"{matches.get(key, 0)}/{row.n}",
+                "—" if key in sampled else f"{matches.get(key, 0)}/{row.n}",
             )
         console.print(table)
     console.print(

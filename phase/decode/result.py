@@ -9,6 +9,10 @@ from dataclasses import dataclass, field, fields
 from phase.errors import PhaseError
 from phase.results import Pass, Run, SensorTrace, SensorWindow, Step, token_sha256
 
+# Why a sampled run has no matches_plain: what it must equal is plain's distribution.
+SAMPLED_REASON = ("sampled: equal to plain sampling in distribution (tests/test_sampling_exact.py),"
+                  " not token by token; regenerable from its seed")
+
 
 @dataclass
 class DecodeResult:
@@ -84,11 +88,14 @@ class DecodeResult:
         samples: list[SensorTrace],
         temperatures_c: dict[str, float],
         reference_gaps: Sequence[float] | None = None,
+        sampled_seed: int | None = None,
     ) -> Run:
         """The results file's record of this run. `strategy` is the name the campaign plan
         uses (e.g. `ngram`, where this result's own label is `ngram-8`); `reference` is the
         plain decoding of the same prompt, which `matches_plain` compares against, and
         `reference_gaps` its per-token top-2 logit gaps (for the evidence at a divergence).
+        `sampled_seed`: a sampled run's seed; such a run is not compared with the (greedy)
+        reference token by token (matches_plain None with the reason).
         Long because it is one field-by-field mapping onto Run: split, a field would be
         easier to leave out than to see missing."""
         if self.overridden is not None:
@@ -96,6 +103,9 @@ class DecodeResult:
                              "and cannot be recorded as a results-file run")
         matches, divergence = compare_to_plain(self.token_ids, reference)
         gap_verify = gap_reference = None
+        matches_reason = None
+        if sampled_seed is not None:
+            matches, divergence, matches_reason = None, None, SAMPLED_REASON
         if divergence is not None:
             if self.divergence_index == divergence:
                 gap_verify = self.divergence_gap
@@ -128,11 +138,13 @@ class DecodeResult:
             output_text=self.text,
             token_ids=list(self.token_ids),
             matches_plain=matches,
+            matches_plain_reason=matches_reason,
             first_divergence=divergence,
             divergence_gap_verify=gap_verify,
             divergence_gap_reference=gap_reference,
             samples=samples,
             passes=list(self.passes),
+            seed=sampled_seed,
         )
 
 

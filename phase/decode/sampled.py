@@ -1,5 +1,6 @@
 """Sampled decoding: plain through llama.cpp's sampler chain, speculative through a verification
 rule (phase.decode.speculative_sampling) over numpy distributions (phase.decode.sampling).
+`auto` (phase.decode.sampled_auto) chooses per step between them with the same verification.
 
 Kept apart from the timed greedy loops (phase.decode.loops), which stay free of it. The step
 is the greedy engine's (phase.decode.engine): the target verifies [last, x1..xL] in one batch,
@@ -16,7 +17,8 @@ numpy's default generator in the speculative loops (the same distribution, other
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -35,6 +37,8 @@ class SampledRun(NamedTuple):
     proposed: int  # proposals verified
     accepted: int  # proposals kept
     steps: int  # target passes
+    # Per target pass: (proposed, accepted, propose ms, verify ms), as the greedy loops' trace.
+    trace: tuple[tuple[int, int, float, float], ...] = ()
 
 
 class SampledProposer(Protocol):
@@ -44,6 +48,11 @@ class SampledProposer(Protocol):
     def propose(self, seq: list[int], max_tokens: int,
                 rng: np.random.Generator) -> tuple[list[int], Rows | None]:
         """At most max_tokens proposals and their distributions q (None: point masses)."""
+
+
+def _observer(proposer: SampledProposer) -> Callable[[int, int], None] | None:
+    """A proposer that learns from each step's outcome (auto) has `observe`."""
+    return getattr(proposer, "observe", None)
 
 
 class DraftSampler:
@@ -132,14 +141,18 @@ def plain_sampled(target: NativeModel, prompt: list[int], n_tokens: int,
                   settings: SamplingSettings) -> SampledRun:
     """n_tokens drawn one per pass through llama.cpp's chain, seeded with settings.seed."""
     out: list[int] = []
+    times: list[float] = []
     token, pos = prompt[-1], len(prompt) - 1
+    clock = time.perf_counter
     with SamplerChain(settings) as chain:
         for _ in range(n_tokens):
+            t0 = clock()
             target.decode([token], pos, 1)
             token = chain.sample(target, 0)
+            times.append(clock() - t0)
             out.append(token)
             pos += 1
-    return SampledRun(out, 0, 0, n_tokens)
+    return SampledRun(out, 0, 0, n_tokens, tuple((0, 0, 0.0, dt * 1e3) for dt in times))
 
 
 def speculate_sampled(target: NativeModel, prompt: list[int], n_tokens: int, k: int,
@@ -152,10 +165,15 @@ def speculate_sampled(target: NativeModel, prompt: list[int], n_tokens: int, k: 
     start = len(seq)
     pos = start - 1  # KV position of seq[-1], the one token the target has not seen
     proposed = accepted = steps = 0
+    observe = _observer(proposer)
+    trace: list[tuple[int, int, float, float]] = []
+    clock = time.perf_counter
     while (remaining := n_tokens - (len(seq) - start)) > 0:
         limit = min(k, remaining - 1)
+        t0 = clock()
         proposal, q_rows = proposer.propose(seq, limit, rng)
         proposal = proposal[:limit]
+        t1 = clock()
         target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
         p_rows = _TargetRows(target, len(proposal) + 1, settings)
         verdict = verify(p_rows, q_rows, proposal, rng)
@@ -166,7 +184,10 @@ def speculate_sampled(target: NativeModel, prompt: list[int], n_tokens: int, k: 
         proposed += len(proposal)
         accepted += verdict.accepted
         steps += 1
-    return SampledRun(seq[start:], proposed, accepted, steps)
+        trace.append((len(proposal), verdict.accepted, (t1 - t0) * 1e3, (clock() - t1) * 1e3))
+        if observe is not None:
+            observe(len(proposal), verdict.accepted)
+    return SampledRun(seq[start:], proposed, accepted, steps, tuple(trace))
 
 
 class SampledDecoder:
@@ -195,22 +216,26 @@ class SampledDecoder:
         self._fresh(n_tokens)
         return plain_sampled(self.target, self.prompt, n_tokens, settings)
 
+    def draft_sampler(self, settings: SamplingSettings, mode: str = "sample") -> DraftSampler:
+        """The draft's sampler for these settings (its prompt cache built once)."""
+        if self.draft is None:
+            raise UsageProblem("draft-k sampling needs a draft model (none loaded)")
+        q_settings = settings.with_seed(0)  # q does not depend on a seed
+        key = (q_settings, mode)
+        if key not in self._drafts:
+            self._drafts.clear()  # one draft cache: a sampler for other settings starts over
+            self._drafts[key] = DraftSampler(self.draft, q_settings, mode)
+            self._drafts[key].prepare(self.prompt)
+        return self._drafts[key]
+
     def draft_k(self, n_tokens: int, k: int, settings: SamplingSettings, rule: str = "rejection",
                 draft_settings: SamplingSettings | None = None) -> SampledRun:
         """draft-k; `draft_settings` (default: the target's) shape q. Rejection sampling
         is exact for any q; the tools' rules assume the same settings on both sides."""
-        if self.draft is None:
-            raise UsageProblem("draft-k sampling needs a draft model (none loaded)")
         if rule not in RULES:
             raise UsageProblem(f"unknown verification rule {rule!r}: {', '.join(RULES)}")
-        q_settings = (draft_settings or settings).with_seed(0)  # q does not depend on a seed
-        key = (q_settings, PROPOSES[rule])
-        if key not in self._drafts:
-            self._drafts.clear()  # one draft cache: a sampler for other settings starts over
-            self._drafts[key] = DraftSampler(self.draft, q_settings, PROPOSES[rule])
-            self._drafts[key].prepare(self.prompt)
+        proposer = self.draft_sampler(draft_settings or settings, PROPOSES[rule])
         self._fresh(n_tokens, k)
-        proposer = self._drafts[key]
         proposer.restart(self.prompt)
         return speculate_sampled(self.target, self.prompt, n_tokens, k, proposer, rule, settings)
 
@@ -222,5 +247,12 @@ class SampledDecoder:
                                f"or greedy-match (got {rule!r})")
         self._fresh(n_tokens, k)
         proposer = NgramSampler(n_min, n_max)
+        proposer.restart(self.prompt)
+        return speculate_sampled(self.target, self.prompt, n_tokens, k, proposer, rule, settings)
+
+    def run(self, n_tokens: int, k: int, proposer: SampledProposer, settings: SamplingSettings,
+            rule: str = "rejection") -> SampledRun:
+        """Any proposer (auto's: phase.decode.sampled_auto), restarted on the prompt."""
+        self._fresh(n_tokens, k)
         proposer.restart(self.prompt)
         return speculate_sampled(self.target, self.prompt, n_tokens, k, proposer, rule, settings)

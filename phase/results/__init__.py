@@ -30,7 +30,7 @@ from phase.results.claim import (
     claim_new_results,
     claim_numbered,
 )
-from phase.results.config import CampaignConfig, FactorSpec, Level, PromptSpec
+from phase.results.config import CampaignConfig, FactorSpec, Level, PromptSpec, SamplingConfig
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.covers import PARTS, covers_of, covers_words, sensor_covers
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
@@ -106,6 +106,7 @@ __all__ = [
     "ResultsError",
     "ResultsFile",
     "Run",
+    "SamplingConfig",
     "Scope",
     "SensorInfo",
     "SensorKind",

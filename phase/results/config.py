@@ -18,7 +18,10 @@ class PromptSpec(Strict):
 
 # A factor's level: a thread count, a token count, a model spec, or an experiment's own value.
 Level = str | int | float
-FactorKind = Literal["threads", "tokens", "model", "context_fill", "custom"]
+FactorKind = Literal["threads", "tokens", "model", "context_fill", "temperature", "custom"]
+
+# How a sampled run's seed follows from the campaign's (phase.results.levels.run_seed).
+SEED_RULE = "sha256('<config.seed>/<run id>') first 4 bytes, big-endian, & 0x7fffffff"
 
 
 class FactorSpec(Strict):
@@ -30,6 +33,18 @@ class FactorSpec(Strict):
     kind: FactorKind
     levels: list[Level] = Field(min_length=1)
     labels: list[str] = Field(min_length=1)
+
+
+class SamplingConfig(Strict):
+    """What a sampled run (a `temperature` factor's level above 0) draws with besides its
+    temperature and seed: llama.cpp's truncation (top-k 0, top-p 1, min-p 0: off) and how
+    its seed is derived (`seed_rule`; a re-run takes its slot's id), so any run can be
+    regenerated from the file (phase.decode.sampling.SamplingSettings)."""
+
+    top_k: NonNegInt
+    top_p: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+    min_p: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
+    seed_rule: Literal["sha256('<config.seed>/<run id>') first 4 bytes, big-endian, & 0x7fffffff"]
 
 
 class CampaignConfig(Strict):
@@ -82,3 +97,6 @@ class CampaignConfig(Strict):
     # Extra factors (schema 10): every condition is a prompt x strategy x one level of each;
     # absent (never written when empty): prompt x strategy only, as in every earlier file.
     factors: list[FactorSpec] = Field(default_factory=list, exclude_if=lambda v: not v)
+    # Sampling (schema 11): with a `temperature` factor, the settings its sampled runs share;
+    # absent (never written) where every run is greedy.
+    sampling: SamplingConfig | None = Field(default=None, exclude_if=lambda v: v is None)

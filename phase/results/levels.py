@@ -12,6 +12,7 @@ with. Part of the results contract: the campaign applies these and validation ch
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 from phase.results.config import CampaignConfig, Level
@@ -27,6 +28,20 @@ def level_of(config: CampaignConfig, levels: Mapping[str, Level], kind: str) -> 
         if factor.kind == kind and factor.name in levels:
             return levels[factor.name]
     return None
+
+
+def run_temperature(config: CampaignConfig, levels: Mapping[str, Level]) -> float:
+    """The sampling temperature of a run at these levels: 0 (greedy) without a temperature
+    factor or at its level 0."""
+    level = level_of(config, levels, "temperature")
+    return float(level) if level is not None else 0.0
+
+
+def run_seed(campaign_seed: int, run_id: str) -> int:
+    """A sampled run's seed from the campaign's and its id (config.SEED_RULE): fixed by the
+    file alone, distinct per run, and below llama.cpp's "seed from the clock" value."""
+    digest = hashlib.sha256(f"{campaign_seed}/{run_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def run_tokens(config: CampaignConfig, levels: Mapping[str, Level]) -> int:

@@ -126,8 +126,9 @@ def _v9_to_v10(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _v10_to_v11(data: dict[str, Any]) -> dict[str, Any]:
-    """Version 11 added model variants' recipes, bytes-per-token estimates and measured
-    memory bandwidth, all optional: nothing to convert."""
+    """Version 11 added, all optional: model variants' recipes, bytes-per-token estimates
+    and measured memory bandwidth; and sampling (config.sampling, Run.seed, the temperature
+    factor kind), whose absence means every run is greedy. Nothing to convert."""
     data["schema_version"] = 11
     return data
 

@@ -81,6 +81,7 @@ from phase.results.provenance import Provenance
 #                (the weights and KV-cache bytes a generated token reads, estimated from the
 #                GGUF header) and ResultsFile.bandwidth (the machine's memory bandwidth,
 #                measured STREAM-style with its method); absent where not asked for.
+#                Sampling: factor kind temperature, config.sampling, Run.seed (absent: greedy).
 SCHEMA_VERSION = 11
 
 # --- identity and provenance -------------------------------------------------------------
@@ -289,6 +290,7 @@ class Run(Strict):
     # The run's level of each extra factor (config.factors), in declared order; empty (and
     # not written) where the experiment has none: its condition is prompt x strategy.
     factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    seed: NonNegInt | None = Field(default=None, exclude_if=lambda v: v is None)  # sampled
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -310,11 +312,8 @@ class Run(Strict):
 
 
 class PlainReference(Strict):
-    """Plain decoding of one prompt, generated before the measured runs (also a warm-up).
-
-    Every run's `matches_plain` compares its tokens with this reference, so the check does
-    not depend on where the measured plain runs fell in the shuffled order.
-    """
+    """Plain decoding of one prompt before the measured runs (also a warm-up): every run's
+    `matches_plain` compares with it, wherever the plain runs fell in the shuffled order."""
 
     prompt: str
     output_sha256: Sha256

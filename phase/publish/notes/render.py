@@ -51,6 +51,7 @@ from phase.publish.notes.linked import ROOT_GLOBAL, SOURCES_DIR, source_file
 from phase.publish.notes.memory_section import memory_calls
 from phase.publish.notes.page import Page, PageAssets
 from phase.publish.notes.source import NoteError, NoteSource, VersionMeta
+from phase.publish.notes.temperature_section import temperature_calls
 from phase.publish.numbers.bench import BENCH_GLOBAL
 from phase.publish.numbers.changes import compare
 from phase.publish.numbers.downloads import findings_frame, results_frame
@@ -255,6 +256,7 @@ class _Calls:
             "version": self.version.version,
             **cost_calls(self.env, self.assets, self.pick, self.root),
             **memory_calls(self.env, self.assets, self.pick, self.root),
+            **temperature_calls(self.env, self.assets, self.pick),
         }
 
     def missing_sections(self) -> Markup:

@@ -13,13 +13,23 @@ passes at its first differing token: `near-tie` when both are below `near_tie_ga
 passes' numerics differ by less than the margin of the choice: a warning), `mismatch` when
 either is at or above it (a pass chose against a clear margin: a decoder bug, blocking), and
 `unclassified` when a gap was not recorded (files older than the evidence: a warning).
+
+Sampled runs (a `temperature` factor's level above 0) are not expected to equal plain's text:
+sampling draws, and the reference is greedy. What makes them trustworthy is that each keeps
+the target's distribution exactly, which no single file can show: tests/test_sampling_exact.py
+proves it statistically for every strategy (and shows a wrong rule failing). What a file can
+show, and this rule checks for them instead (blocking): the campaign records its sampling
+settings (config.sampling), the run records the seed the file's seed rule gives for its slot
+(its own id, or for a re-run the id it re-runs), so the run can be regenerated from the file,
+and it claims no token-by-token comparison (matches_plain and the divergence evidence
+absent). A greedy run must record no seed. Greedy runs are otherwise checked as above.
 """
 
 from __future__ import annotations
 
 from phase.decode.result import compare_to_plain
 from phase.results import Level, PlainReference, ResultsFile, Run, token_sha256
-from phase.results.levels import reference_levels, run_tokens
+from phase.results.levels import reference_levels, run_seed, run_temperature, run_tokens
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -45,6 +55,16 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 "output_sha256 is not the sha256 of this run's token_ids",
                 run=run, json_path=f"{where}.output_sha256",
             ))
+        if run_temperature(results.config, run.factors) > 0:
+            out += _sampled(results, run, where, ctx)
+            continue
+        if run.seed is not None:
+            out.append(ctx.finding(
+                "equivalence", "blocking",
+                f"a greedy run records a sampling seed ({run.seed}); only a run at a "
+                "temperature above 0 samples",
+                run=run, json_path=f"{where}.seed",
+            ))
         wanted = reference_levels(results.config, run.factors)
         ref = references.get((run.prompt, tuple(wanted.items())))
         if ref is None:
@@ -56,6 +76,27 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             continue
         out += _run(run, ref, where, settings, ctx)
     return out
+
+
+def _sampled(results: ResultsFile, run: Run, where: str, ctx: Context) -> list[Finding]:
+    """A sampled run: regenerable from the file, and claiming no comparison with plain's
+    text (see the module's docstring for why that, and not the text, is checked)."""
+    problems: list[tuple[str, str]] = []
+    if results.config.sampling is None:
+        problems.append(("the campaign samples but config.sampling (truncation, seed rule) is "
+                         "missing, so this run cannot be regenerated", "$.config.sampling"))
+    expected = run_seed(results.config.seed, run.rerun_of or run.id)
+    if run.seed != expected:
+        problems.append((f"seed is {run.seed}, but the file's seed rule gives {expected} for "
+                         f"{run.rerun_of or run.id}: the run cannot be regenerated from the "
+                         "file", f"{where}.seed"))
+    claimed = [f for f in ("matches_plain", *_EVIDENCE) if getattr(run, f) is not None]
+    if claimed:
+        problems.append((f"{', '.join(claimed)} recorded on a sampled run: a sampled run "
+                         "equals plain sampling in distribution, not plain's greedy text, so "
+                         "a token-by-token comparison means nothing", f"{where}.matches_plain"))
+    return [ctx.finding("equivalence", "blocking", text, run=run, json_path=path)
+            for text, path in problems]
 
 
 def _reference(ref: PlainReference, i: int, tokens: int, ctx: Context) -> list[Finding]:

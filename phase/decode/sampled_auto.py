@@ -1,0 +1,73 @@
+"""`auto` when sampling: the greedy `auto`'s choice (phase.decode.auto: none, n-gram or draft,
+and k, from the cost profile and online acceptance estimates) with sampled proposals and the
+same exact verification as the fixed strategies (rejection sampling; an n-gram proposal is a
+point mass, a draft proposal a draw from q with its rows).
+
+Why exactness survives the choice: the proposer and k are decided from what has already been
+emitted (the sequence, the estimates of earlier steps) before the step draws anything, so every
+step is a rejection-sampling step of some fixed proposal distribution, which emits exactly p.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from phase.costmodel import CostTable
+from phase.decode.auto import AutoProposer, Decision
+from phase.decode.sampled import DraftSampler
+from phase.decode.speculative_sampling import Rows
+
+
+class _DraftForAuto:
+    """The sampled draft behind AutoProposer's greedy draft interface: `propose(seq, k)`
+    draws with the step's generator and keeps the q rows for verification."""
+
+    def __init__(self, sampler: DraftSampler) -> None:
+        self.sampler = sampler
+        self.rng: np.random.Generator = np.random.default_rng(0)
+        self.rows: Rows | None = None
+
+    def begin(self, prompt: Sequence[int]) -> None:
+        self.sampler.prepare(prompt)
+
+    def restart(self, prompt: Sequence[int]) -> None:
+        self.sampler.restart(prompt)
+
+    def propose(self, seq: list[int], k: int) -> list[int]:
+        tokens, self.rows = self.sampler.propose(seq, k, self.rng)
+        return tokens
+
+
+class SampledAuto:
+    """A SampledProposer (phase.decode.sampled) deciding per step as the greedy `auto` does;
+    `decisions` holds one Decision per step of the current run."""
+
+    def __init__(self, table: CostTable, draft: DraftSampler | None, k_max: int) -> None:
+        self._draft = _DraftForAuto(draft) if draft is not None else None
+        self.auto = AutoProposer(table, self._draft, k_max=k_max)  # type: ignore[arg-type]
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return self.auto.decisions
+
+    def restart(self, prompt: Sequence[int]) -> None:
+        self.auto.restart(prompt)
+
+    def propose(self, seq: list[int], max_tokens: int,
+                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
+        if self._draft is not None:
+            self._draft.rng, self._draft.rows = rng, None
+        tokens = self.auto.propose(seq, max_tokens)
+        chose = self.auto.decisions[-1].proposer
+        if chose == "draft" and self._draft is not None:
+            return tokens, self._draft.rows
+        return tokens, None  # n-gram: point masses; none: no proposal
+
+    def observe(self, proposed: int, accepted: int) -> None:
+        self.auto.observe(proposed, accepted)
+        # The greedy draft re-evaluates the verified batch before its next proposal (its
+        # mirror pass) and auto costs that; the sampled draft does not (it keeps its own rows
+        # up to the first difference), so no mirror pass is priced.
+        self.auto._mirror = None
