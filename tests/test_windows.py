@@ -249,8 +249,10 @@ def test_quick_campaign_windows_sized_to_a_100ms_counter_pass(
     rejected = {f.run_id for f in fixed_report.findings if f.rule == "counter-edges"}
     lengths = {r.id: window_s(r.energy[0]) for r in fixed.runs}
     print(f"fixed windows: {lengths}; rejected by counter-edges: {sorted(rejected)}")
-    # (every window under 1 s: ten updates or fewer, an edge's update is over 5% of it)
-    assert rejected and rejected >= {k for k, v in lengths.items() if v < 1.0}, lengths
+    # (the recorded error depends on where each edge falls between the counter's updates: a
+    # window near 1 s can pass on edges that land just before an update, so only the clearly
+    # short ones, under half a second or five updates, are required to fail)
+    assert rejected and rejected >= {k for k, v in lengths.items() if v < 0.5}, lengths
     assert all(not r.passes for r in fixed.runs)
     # ...the sized ones all pass it (and sensor-lag), every pass recorded with its output.
     report = validate_results(sized, sized.id)

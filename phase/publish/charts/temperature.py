@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 
 from phase.analysis import FIGURES
-from phase.publish.charts.energy import Chart
+from phase.publish.charts.spec import Chart
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.temperature import temperature_rows
 

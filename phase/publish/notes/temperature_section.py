@@ -11,7 +11,6 @@ import jinja2
 from markupsafe import Markup
 
 from phase.analysis.formatting import fmt, pct, ratio
-from phase.publish.charts.temperature import acceptance_vs_temperature
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.islands import island
 from phase.publish.notes.page import PageAssets
@@ -30,6 +29,9 @@ def temperature_calls(env: jinja2.Environment, assets: PageAssets, pick: Pick) -
             groups=groups, fmt=fmt, pct=pct, ratio=ratio))
 
     def acceptance_chart(file: str | None = None) -> Markup:
+        # Altair loads only where a chart is drawn (a refused build never draws one).
+        from phase.publish.charts.temperature import acceptance_vs_temperature
+
         return island("\n".join(assets.chart(acceptance_vs_temperature(d), d.name)
                                 for d in pick(file)))
 
