@@ -27,7 +27,12 @@ template's columns for extra factors change its digest in the archive's manifest
 page; then to 8c981ac: experiments/default.md.j2 (best lines per level, a blank line between
 them) likewise changes only its digest in the manifests; then to a1c9155, the merge of that
 with 659058c, where the validation settings every raw data page lists name the AMD and
-Intel sensor backends as publishable. A change
+Intel sensor backends as publishable; then to 5445be2, after the second and third studies
+(memory-bound decoding, sampled speculative decoding): schema 11 stamps the derived summaries,
+and so their digests on the raw data pages, and their note templates
+(experiments/memory_bound.md.j2, experiments/speculative_sampling.md.j2,
+temperature_table.html.j2) add template digests to the archive's manifests; no page
+otherwise. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -46,7 +51,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "a1c9155c4528f6e58ed935c7a4b8f9f5ab11d26e"
+REFERENCE = "5445be287bc47f2f34e4a85da072de58c0fc9f87"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
