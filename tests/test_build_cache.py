@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_publish_inputs import CPU_FILE, make_inputs, site_paths
+from test_publish_inputs import CPU_FILE, REPO, make_inputs, site_paths
 
 from phase.publish.data.cache import DatasetCache, _trim
 from phase.publish.data.datasets import load_dataset
@@ -29,6 +29,23 @@ from phase.validate import RuleSettings
 def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes()
             for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_hit_keeps_the_order_of_each_rows_factors(tmp_path: Path) -> None:
+    # The committed memory campaign's factors (format, threads, fill) are not in sorted
+    # order; a cache that sorted them served rows that matched none of the file's runs.
+    from phase.analysis.queries import condition_key, runs_by_condition
+
+    path = REPO / "results" / "memory_bound-x86_64-2c-2026-12-03.json"
+    cache = DatasetCache(tmp_path / "cache")
+    _, cold = cache.load(path, RuleSettings())
+    _, warm = cache.load(path, RuleSettings())
+    assert (cache.misses, cache.hits) == (1, 1)
+    assert cold is not None and warm is not None and warm.raw is not None
+    assert [list(r.factors) for r in warm.summary.rows] == \
+        [list(r.factors) for r in cold.summary.rows]
+    runs = runs_by_condition(warm.raw)
+    assert all(condition_key(row) in runs for row in warm.summary.rows)
 
 
 @pytest.mark.slow

@@ -11,10 +11,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from factories import replaced, shifted, write_results
-from test_publish_inputs import REPO, cpu_results, make_inputs, parse_tables, site_paths
+from test_publish_inputs import (
+    REPO,
+    cpu_results,
+    make_inputs,
+    parse_tables,
+    repo_raw_files,
+    site_paths,
+)
 
 from phase.cli import main
-from phase.publish.archive.store import Archive
+from phase.publish.archive.store import Archive, ArchiveError
 from phase.publish.markup.anchors import run_anchor
 from phase.publish.site.build import SitePaths, build_docs, build_site
 from phase.results import ResultsFile
@@ -100,6 +107,12 @@ def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> N
     assert "<td>2026-03-02</td>" in home and f"<td>{HOST}</td>" in home
     assert ("Fastest: draft-4 on code at 1.67× plain decoding&#39;s speed (95% interval "
             "1.67×–1.67×); energy not measured") in home
+    # A published version keeps its data: without its campaign in the archive's own results
+    # dir the build refuses, naming the version and the file.
+    (paths.results_dir / "speculative-a.json").rename(tmp_path / "speculative-a.json")
+    with pytest.raises(ArchiveError, match=rf"published/{SLUG}/v1 was published from "
+                       r"speculative-a\.json, which is not a campaign.*restore it"):
+        build_docs(paths)
 
 
 @pytest.mark.slow  # a whole site: mkdocs build
@@ -137,9 +150,15 @@ def test_authored_notes_keep_their_campaigns_and_can_take_a_note_over(tmp_path: 
     inputs = make_inputs(tmp_path / "in", versions=2, repo_notes=True)
     paths = site_paths(tmp_path, inputs)
     result = build_docs(paths)
-    # The committed campaign (cited by the CPU-host note) and the fixture files (cited by the
-    # fixture note) get no page of their own.
-    assert all(n.kind == "authored" for n in result.notes)
+    # The committed speculative campaigns (cited by the CPU-host note) and the fixture files
+    # (cited by the fixture note) get no page of their own; a committed campaign no authored
+    # note cites (the memory study's) gets its generated note.
+    def cites(kind: str) -> set[str]:
+        return {r for n in result.notes if n.kind == kind for v in n.meta.versions
+                for r in v.results}
+
+    assert cites("generated") == {p.name for p in repo_raw_files()} - cites("authored")
+    assert not {n for n in cites("generated") if n.startswith("speculative")}
     assert not [p for p in (paths.docs_dir / "notes").iterdir() if p.name.startswith(
         "speculative-x86")]
     # A new campaign on the committed campaign's host class: a generated note that points to
@@ -147,7 +166,8 @@ def test_authored_notes_keep_their_campaigns_and_can_take_a_note_over(tmp_path: 
     write_results(campaign("speculative-new", 5, host="x86_64-2c"),
                   inputs.results_dir / "speculative-new.json")
     result = build_docs(paths)
-    generated = [n for n in result.notes if n.kind == "generated"]
+    generated = [n for n in result.notes if n.kind == "generated"
+                 and n.slug.startswith("speculative")]
     assert [n.slug for n in generated] == ["speculative-x86-64-2c"]
     page = (paths.docs_dir / "notes/speculative-x86-64-2c/index.md").read_text()
     assert "are discussed in [Speculative decoding on a small CPU host" in page

@@ -46,8 +46,9 @@ def write_entry(entry: Path, payload: Any, bound: Mapping[str, str]) -> bool:
     speed. No temporary file is left on any path."""
     tmp = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
     try:
-        body = json.dumps(payload, sort_keys=True, separators=(",", ":"),
-                          allow_nan=False).encode("utf-8")
+        # Keys keep their order: a run's factors are an ordered mapping (condition keys
+        # compare them as tuples), and a sorted copy would match no run of its file.
+        body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("utf-8")
         head = json.dumps({"format": FORMAT, "bound": dict(bound),
                            "digest": _digest(bound, body)}, sort_keys=True).encode()
         entry.parent.mkdir(parents=True, exist_ok=True)

@@ -74,8 +74,12 @@ class CostTable:
     sources: list[list[Link]] = field(default_factory=list)
 
 
-def run_links(page: str, runs: list[Run]) -> list[Link]:
-    return [Link(run.id, f"{page}#{run_anchor(run.id)}", f"run {run.id}")
+def run_links(page: str, runs: list[Run], by_repeat: bool = False) -> list[Link]:
+    """Links to runs on the data page, labelled by run id, or by repeat number (1, 2, …) as
+    the results table does where a row's other columns already name the condition (the ids
+    of factor campaigns are long enough to push a table past the column)."""
+    return [Link(str(run.repeat + 1) if by_repeat else run.id,
+                 f"{page}#{run_anchor(run.id)}", f"run {run.id}")
             for run in sorted(runs, key=lambda r: r.order)]
 
 

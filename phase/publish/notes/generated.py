@@ -122,11 +122,19 @@ def _claims(archive: Archive, authored: set[str]) -> dict[str, list[tuple[list[s
 
 
 def _groups(campaigns: list[Campaign], archive: Archive, authored: set[str],
-            lines: list[str]) -> list[Group]:
+            lines: list[str], own_results: bool) -> list[Group]:
     by_name = {c.dataset.name: c for c in campaigns}
     groups: dict[str, Group] = {}
     claimed: set[str] = set()
     for slug, versions in _claims(archive, authored).items():
+        names_of = [n for names, _ in versions for n in names]
+        if not own_results and not any(n in by_name for n in names_of):
+            # Another results dir rendered against this archive (nothing is frozen): a note
+            # none of whose campaigns is here is left out, as an authored note without its
+            # source is; the rule below guards the archive's own results dir.
+            lines.append(f"note {slug}: its campaigns are not in this results directory; "
+                         "not rendered")
+            continue
         group = groups[slug] = Group(slug, title=versions[-1][1])
         for number, (names, _) in enumerate(versions, start=1):
             missing = [n for n in names if n not in by_name]
@@ -273,10 +281,12 @@ def generated_notes(
     archive: Archive,
     templates_dir: Path,
     authored: set[str],
+    own_results: bool = True,
 ) -> Generated:
     """The generated notes for every raw campaign no authored note cites (see module doc);
     `cited_by` maps each file an authored note cites to those notes, `authored` holds their
-    slugs."""
+    slugs. `own_results` False: the results dir is not the one that feeds the archive, and
+    archived notes without a campaign in it are left out instead of refused."""
     lines: list[str] = []
     claimed = {name for versions in _claims(archive, authored).values()
                for names, _ in versions for name in names}
@@ -291,7 +301,7 @@ def generated_notes(
             key = (header.experiment, host_class_of(header))
             discussed.setdefault(key, []).extend((n.meta.title, n.slug) for n in notes)
     out = Generated([], [], lines)
-    for group in _groups(campaigns, archive, authored, lines):
+    for group in _groups(campaigns, archive, authored, lines, own_results):
         campaigns_of = group.versions + ([group.draft] if group.draft else [])
         first = campaigns_of[0]
         template = load_template(templates_dir, first.header.experiment)

@@ -68,7 +68,8 @@ class MemoryCalls(CostCalls):
                 ["format", "model", "threads", "fill", "tokens/s", "MB/token",
                  "effective GB/s", "share of measured", "chip mJ/token", "chip J/GB"],
                 rows, notes,
-                [run_links(page, runs.get(condition_key(v.row), [])) for v in views])))
+                [run_links(page, runs.get(condition_key(v.row), []), by_repeat=True)
+                 for v in views])))
         return self._block(parts)
 
     def bandwidth_table(self, file: str | None = None) -> Markup:

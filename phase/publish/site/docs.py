@@ -161,7 +161,8 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
             for p in files:
                 cited_by.setdefault(p, []).append(note)
     gen = generated_notes(list(by_path.values()), set(quick), cited_by, archive,
-                          paths.templates_dir, {n.slug for n in authored})
+                          paths.templates_dir, {n.slug for n in authored},
+                          own_results=not paths.foreign_into_project_archive)
     notes = authored + gen.notes
     versions = [[[by_path[p] for p in files] for files in per_note] for per_note in cited]
     versions += [[[ds] for ds in g_versions] for g_versions in gen.datasets]
