@@ -130,3 +130,25 @@ def test_a_temperature_level_must_be_a_number_zero_or_more() -> None:
         check_factors((Factor("temperature", "temperature", (-0.5,)),))
     with pytest.raises(UsageProblem, match="must be a temperature"):
         check_factors((Factor("temperature", "temperature", ("hot",)),))
+
+
+def test_a_sampled_bare_ngram_keeps_the_adaptive_length_the_rules_recompute(
+        test_model_path: Path) -> None:
+    # A long repeated pattern: the matcher finds continuations of up to k tokens at once, so
+    # a sampler that ignored the adaptive length would propose 16 at its first match.
+    from phase.decode.ngram_length import START, lengths
+
+    strategy = parse_strategy("ngram")
+    assert strategy.adaptive and strategy.max_proposal > START
+    with Engine(test_model_path, None, n_ctx=2048, n_threads=2) as engine:
+        prompt = engine.target.tokenize("a b c d e f g h i j k l m n o p " * 12,
+                                        add_special=False, parse_special=False)
+        proposed = []
+        for seed in range(3):
+            run = run_sampled(engine, prompt, strategy, 48, SamplingSettings(0.7, 40, 0.95,
+                                                                             0.05, seed))
+            outcomes = [(s.proposed, s.accepted) for s in run.trace]
+            allowed = list(lengths(strategy.max_proposal, outcomes))
+            assert all(p <= a for (p, _), a in zip(outcomes, allowed, strict=True)), outcomes
+            proposed += [p for p, _ in outcomes if p]
+    assert proposed and proposed[0] <= START

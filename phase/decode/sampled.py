@@ -26,6 +26,7 @@ import numpy as np
 from phase.decode.chain import SamplerChain
 from phase.decode.native import NativeModel
 from phase.decode.ngram import NgramMatcher
+from phase.decode.ngram_length import ProposalLength
 from phase.decode.sampling import SamplingSettings, distribution, draw
 from phase.decode.speculative_sampling import PROPOSES, RULES, Rows
 from phase.decode.vocab_file import check_fit
@@ -116,6 +117,30 @@ class NgramSampler:
     def propose(self, seq: list[int], max_tokens: int,
                 rng: np.random.Generator) -> tuple[list[int], Rows | None]:
         return self.matcher.lookup(seq, max_tokens, self.n_min).continuation, None
+
+
+class AdaptiveNgramSampler(NgramSampler):
+    """A bare `ngram`'s proposals when sampling: the greedy loop's adaptive length
+    (phase.decode.ngram_length: from 4, longer while proposals are kept whole, shorter after
+    a rejection), so that a temperature factor changes only how tokens are drawn, and the
+    consistency rule recomputes the same lengths from the trace. Rejection sampling stays
+    exact: the length depends only on the steps already verified."""
+
+    def __init__(self, n_min: int, n_max: int, k_max: int) -> None:
+        super().__init__(n_min, n_max)
+        self.k_max = k_max
+        self.length = ProposalLength(k_max)
+
+    def restart(self, prompt: Sequence[int]) -> None:
+        super().restart(prompt)
+        self.length = ProposalLength(self.k_max)
+
+    def propose(self, seq: list[int], max_tokens: int,
+                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
+        return super().propose(seq, min(max_tokens, self.length.now), rng)
+
+    def observe(self, proposed: int, accepted: int) -> None:
+        self.length.observe(proposed, accepted)
 
 
 class _TargetRows(Sequence[np.ndarray]):

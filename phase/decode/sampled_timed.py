@@ -9,8 +9,8 @@ greedy pass does) and the run is regenerable from its recorded settings. The gre
 untouched: nothing here runs for a temperature-0 run.
 
 Proposals are as in phase.decode.sampled: draft-k draws from the draft's q (the same
-truncation and temperature as the target), n-gram proposes point masses with the fixed
-length k (a bare `ngram`'s adaptive length is a greedy-loop feature), auto decides per step
+truncation and temperature as the target), n-gram proposes point masses (a fixed length for
+`ngram-k`, the greedy loop's adaptive length for a bare `ngram`), auto decides per step
 (phase.decode.sampled_auto); every proposal is verified by rejection sampling.
 """
 
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from phase.decode.auto import K_MAX
 from phase.decode.loops import Decoded
 from phase.decode.sampled import (
+    AdaptiveNgramSampler,
     DraftSampler,
     NgramSampler,
     SampledProposer,
@@ -49,6 +50,9 @@ def _proposer(engine: Engine, strategy: Strategy, settings: SamplingSettings,
     """The run's proposer, and the draft sampler whose cache the prefill must build."""
     if strategy.name == "plain":
         return None, None
+    if strategy.name == "ngram" and strategy.adaptive:
+        return AdaptiveNgramSampler(strategy.ngram_n_min, strategy.ngram_n_max,
+                                    strategy.max_proposal), None
     if strategy.name == "ngram":
         return NgramSampler(strategy.ngram_n_min, strategy.ngram_n_max), None
     draft = None
