@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import platform
@@ -134,8 +135,21 @@ def write(out_dir: Path, data: dict[str, Any], sections: list[Section]) -> tuple
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     host = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in data["machine"]["host"])
-    json_path = out_dir / f"{stamp}-{host}.json"
-    md_path = json_path.with_suffix(".md")
-    json_path.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    md_path.write_text(markdown(data, sections), encoding="utf-8")
-    return json_path, md_path
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+    table = markdown(data, sections)
+    # A second run on the same day and host gets the next free name: a bench result is a
+    # record, never replaced (two sections run one after the other once lost the first).
+    for n in itertools.count(1):
+        json_path = out_dir / f"{stamp}-{host}{'' if n == 1 else f'-{n}'}.json"
+        md_path = json_path.with_suffix(".md")
+        if md_path.exists():
+            continue
+        try:
+            with json_path.open("x", encoding="utf-8") as fh:
+                fh.write(text)
+        except FileExistsError:
+            continue
+        with md_path.open("x", encoding="utf-8") as fh:
+            fh.write(table)
+        return json_path, md_path
+    raise AssertionError("unreachable")

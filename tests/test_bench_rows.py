@@ -67,6 +67,11 @@ def test_a_row_bench_writes_reads_back_the_same(tmp_path: Path) -> None:
     assert "PASS (noisy)" in terminal_table([section])
     verdicts = [cells["cells"][6] for cells in table_rows(read)]
     assert verdicts == ["pass (noisy)", "info"]
+    # A second run the same day on the same host is a record of its own: the first stays.
+    before = json_path.read_bytes()
+    again, again_md = write(tmp_path, data, [section])
+    assert (again.name, again_md.name) == (json_path.stem + "-2.json", json_path.stem + "-2.md")
+    assert json_path.read_bytes() == before
 
 
 def test_noise_is_left_as_written() -> None:
