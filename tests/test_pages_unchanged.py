@@ -32,7 +32,8 @@ Intel sensor backends as publishable; then to 5445be2, after the second and thir
 and so their digests on the raw data pages, and their note templates
 (experiments/memory_bound.md.j2, experiments/speculative_sampling.md.j2,
 temperature_table.html.j2) add template digests to the archive's manifests; no page
-otherwise. A change
+otherwise; then to e4fa1bd, where the temperature tables got their downloads (a new digest of
+temperature_table.html.j2 in the manifests, no page of the committed notes). A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -51,7 +52,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "5445be287bc47f2f34e4a85da072de58c0fc9f87"
+REFERENCE = "e4fa1bd1e22d55941f9becb103454bf74562e2f2"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
