@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import platform
@@ -15,6 +14,7 @@ from typing import Any
 from bench.common import Section
 from phase.analysis.bench_rows import NOISY, BenchRow
 from phase.campaign import machine
+from phase.results import claim_numbered, create_exclusive
 
 
 def machine_info(threads: int, native_build: str | None) -> dict[str, Any]:
@@ -135,21 +135,11 @@ def write(out_dir: Path, data: dict[str, Any], sections: list[Section]) -> tuple
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     host = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in data["machine"]["host"])
-    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
-    table = markdown(data, sections)
-    # A second run on the same day and host gets the next free name: a bench result is a
-    # record, never replaced (two sections run one after the other once lost the first).
-    for n in itertools.count(1):
-        json_path = out_dir / f"{stamp}-{host}{'' if n == 1 else f'-{n}'}.json"
+    # A second run on the same day and host gets the next free name (phase's own numbering,
+    # as a campaign's -o): a bench result is a record, never replaced.
+    with claim_numbered(out_dir / f"{stamp}-{host}.json") as claim:
+        json_path = claim.target
         md_path = json_path.with_suffix(".md")
-        if md_path.exists():
-            continue
-        try:
-            with json_path.open("x", encoding="utf-8") as fh:
-                fh.write(text)
-        except FileExistsError:
-            continue
-        with md_path.open("x", encoding="utf-8") as fh:
-            fh.write(table)
-        return json_path, md_path
-    raise AssertionError("unreachable")
+        create_exclusive(json_path, json.dumps(data, indent=1, allow_nan=False) + "\n")
+        create_exclusive(md_path, markdown(data, sections))
+    return json_path, md_path
