@@ -99,6 +99,27 @@ def test_ngram_begin_resets_state() -> None:
     assert p.propose([1, 2], 3) == []
 
 
+def test_sampled_and_greedy_ngram_copy_from_the_same_occurrence() -> None:
+    """A temperature factor must change only how tokens are drawn: with the default range
+    (keys 6, 8, 12, 16) an 8-token match that is older than the last few 6-token ones is the
+    greedy proposer's choice, so the sampled proposer must index the same keys to make it."""
+    import numpy as np
+
+    from phase.decode.sampled import NgramSampler
+
+    suffix = list(range(1, 9))  # the sequence ends with these 8 tokens
+    old = [*suffix, 100, 101]  # long ago: all 8 matched, then 100, 101
+    recent = [[90 + i, 91 + i, *suffix[2:], 200 + i, 201 + i] for i in range(5)]  # 6 match
+    seq = [*old, *(t for chunk in recent for t in chunk), *suffix]
+    greedy = NgramProposer(NGRAM_N_MIN, NGRAM_N_MAX)
+    greedy.begin(seq)
+    sampled = NgramSampler(NGRAM_N_MIN, NGRAM_N_MAX)
+    sampled.restart(seq)
+    proposal, rows = sampled.propose(seq, 2, np.random.default_rng(0))
+    assert greedy.propose(seq, 2) == [100, 101]
+    assert (proposal, rows) == ([100, 101], None)
+
+
 # --- the top-2 logit gap ------------------------------------------------------------------
 
 

@@ -25,6 +25,15 @@ MAX_CONTEXT = 64
 OCCURRENCES = 4
 
 
+def key_lengths(n_min: int, n_max: int) -> tuple[int, ...]:
+    """The key lengths a proposer with contexts of n_min..n_max indexes: both ends and the
+    defaults between. Greedy and sampled proposers share it: a lookup tries the longest key
+    first, so two key sets can pick different earlier occurrences of the same text."""
+    if not 1 <= n_min <= n_max:
+        raise ValueError(f"need 1 <= n_min <= n_max, got {n_min}..{n_max}")
+    return tuple(sorted({n_min, n_max, *(n for n in DEFAULT_KEY_NS if n_min <= n <= n_max)}))
+
+
 @dataclass(frozen=True)
 class Match:
     """Tokens that followed the best earlier occurrence, and its context length (tokens of

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from phase.decode.native import NativeModel
-from phase.decode.ngram import DEFAULT_KEY_NS, NgramMatcher
+from phase.decode.ngram import NgramMatcher, key_lengths
 from phase.decode.ngram_length import ProposalLength
 
 
@@ -132,11 +132,8 @@ class NgramProposer:
     """
 
     def __init__(self, n_min: int, n_max: int) -> None:
-        if not 1 <= n_min <= n_max:
-            raise ValueError(f"need 1 <= n_min <= n_max, got {n_min}..{n_max}")
         self.n_min, self.n_max = n_min, n_max
-        keys = {n_min, n_max, *(n for n in DEFAULT_KEY_NS if n_min <= n <= n_max)}
-        self.matcher = NgramMatcher(sorted(keys))
+        self.matcher = NgramMatcher(key_lengths(n_min, n_max))
 
     def begin(self, prompt: Sequence[int]) -> None:
         self.matcher.begin(prompt)

@@ -25,7 +25,7 @@ import numpy as np
 
 from phase.decode.chain import SamplerChain
 from phase.decode.native import NativeModel
-from phase.decode.ngram import NgramMatcher
+from phase.decode.ngram import NgramMatcher, key_lengths
 from phase.decode.ngram_length import ProposalLength
 from phase.decode.sampling import SamplingSettings, distribution, draw
 from phase.decode.speculative_sampling import PROPOSES, RULES, Rows
@@ -109,7 +109,9 @@ class NgramSampler:
 
     def __init__(self, n_min: int, n_max: int) -> None:
         self.n_min = n_min
-        self.matcher = NgramMatcher(sorted({n_min, n_max}))
+        # The greedy NgramProposer's keys: a temperature factor changes only how tokens are
+        # drawn, never which earlier occurrence a lookup copies from.
+        self.matcher = NgramMatcher(key_lengths(n_min, n_max))
 
     def restart(self, prompt: Sequence[int]) -> None:
         self.matcher.begin(prompt)
