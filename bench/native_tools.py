@@ -81,6 +81,12 @@ def build_dir(version: str, digest: str) -> Path:
     return cache_dir() / "native-tools" / f"{version}-{digest[:16]}"
 
 
+def build_label(bin_path: Path) -> str:
+    """What a results file records of the tools a run used: their build directory's name,
+    <llama-cpp-python version>-<source hash> (the same name on every machine)."""
+    return bin_path.parent.parent.name
+
+
 def _stamp(version: str, digest: str, options: tuple[str, ...]) -> dict[str, object]:
     return {"version": version, "source_sha256": digest, "options": list(options),
             "tools": list(TOOLS)}

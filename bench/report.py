@@ -17,7 +17,12 @@ from phase.campaign import machine
 from phase.results import claim_numbered, create_exclusive
 
 
-def machine_info(threads: int, native_build: str | None) -> dict[str, Any]:
+def machine_info(threads: int, native_build: str | None,
+                 native_tools: str | None = None) -> dict[str, Any]:
+    """`native_build`: the native llama.cpp the decode sections compare with;
+    `native_tools`: the build of the tools from the same source (llama-bench,
+    llama-speculative, llama-speculative-simple; bench/native_tools.build_label), when a
+    section ran them."""
     from phase.decode.cores import physical_cores
 
     return {
@@ -31,6 +36,7 @@ def machine_info(threads: int, native_build: str | None) -> dict[str, Any]:
         "python": platform.python_version(),
         "llama_cpp_python": metadata.version("llama-cpp-python"),
         "native_build": native_build,
+        "native_tools": native_tools,
     }
 
 
@@ -100,6 +106,18 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _native(m: dict[str, Any]) -> str:
+    """What native llama.cpp the run compared with: the build, the tools, both or none (a
+    run of tool sections only once said "not used" while it ran llama-bench)."""
+    parts = []
+    if m.get("native_build"):
+        parts.append(f"native llama.cpp from its sdist: {_md(str(m['native_build']))}")
+    if m.get("native_tools"):
+        parts.append("llama.cpp tools built from its sdist: "
+                     f"{_md(str(m['native_tools']))} (version-source hash)")
+    return "; ".join(parts) or "native llama.cpp: not used in this run"
+
+
 def markdown(data: dict[str, Any], sections: list[Section]) -> str:
     m = data["machine"]
     c = data["config"]
@@ -108,8 +126,7 @@ def markdown(data: dict[str, Any], sections: list[Section]) -> str:
         "",
         f"- CPU: {_md(str(m['cpu_model']))}, {m['physical_cores']} physical cores / "
         f"{m['logical_cpus']} logical CPUs; {m['threads_used']} threads used on both sides",
-        f"- llama-cpp-python {m['llama_cpp_python']}; native llama.cpp from its sdist: "
-        f"{_md(str(m['native_build'] or 'not used in this run'))}",
+        f"- llama-cpp-python {m['llama_cpp_python']}; {_native(m)}",
         f"- models: target {c['target']}, draft {c['draft']}; {c['tokens']} tokens per run"
         + (f" ({c['spec_tokens']} in auto and ngram-native)" if "spec_tokens" in c else "")
         + f", median of {c['repeats']} alternating repeats; prompts sent raw (no chat template) "

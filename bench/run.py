@@ -214,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": ["bench/run.py", *(argv if argv is not None else sys.argv[1:])],
         "wall_s": time.time() - started,
-        "machine": report.machine_info(threads, build),
+        "machine": report.machine_info(threads, build,
+                                       native_tools.build_label(tools_bin)
+                                       if tools_bin is not None else None),
         "config": {"target": args.model, "draft": args.draft, "tokens": args.tokens,
                    "spec_tokens": args.spec_tokens,
                    "repeats": args.repeats, "threads": threads, "n_ctx": args.ctx,

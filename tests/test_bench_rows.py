@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.common import Section
-from bench.report import terminal_table, write
+from bench.report import machine_info, terminal_table, write
 from phase.analysis.bench_rows import NOISY, BenchRow
 from phase.publish.numbers.bench import load_bench
-from phase.publish.pages.bench import table_rows
+from phase.publish.pages.bench import machine_line, table_rows
 
 REPO = Path(__file__).resolve().parent.parent
 # The keys of a row in a bench results file, in the order bench has always written them.
@@ -79,3 +81,30 @@ def test_noise_is_left_as_written() -> None:
     assert row.noise == 0.05
     assert BenchRow("s", "i", 1.0, 1.0, "r", "x", samples={"phase": [1.0, 2.0]}).noise == 2 / 3
     assert BenchRow("s", "i", 1.0, 1.0, "r", "x", samples={"phase": [True, 1.0]}).noise is None
+
+
+@pytest.mark.parametrize("build, tools, says", [
+    (None, None, ["native llama.cpp: not used in this run"]),
+    # A run of tool sections only (tg-bandwidth, sampling-native) once said "not used".
+    (None, "0.3.36-999c4299a5155a53",
+     ["llama.cpp tools built from its sdist: 0.3.36-999c4299a5155a53 (version-source hash)"]),
+    ("version: 1 (commit a|b)", "0.3.36-x",
+     ["native llama.cpp from its sdist: version: 1 (commit a\\|b)", "tools built from its "
+      "sdist: 0.3.36-x"]),
+])
+def test_the_header_names_the_native_llama_cpp_a_run_used(tmp_path: Path, build: str | None,
+                                                          tools: str | None,
+                                                          says: list[str]) -> None:
+    section = _section()
+    machine = {**machine_info(2, build, tools), "host": "box"}
+    data = {"created": "2026-12-03T00:00:00+00:00", "machine": machine,
+            "config": {"target": "t", "draft": "d", "tokens": 32, "repeats": 3, "quick": True},
+            "sections": [section.as_dict()]}
+    json_path, md_path = write(tmp_path, data, [section])
+    header = md_path.read_text().splitlines()[3]
+    assert all(part in header for part in says), header
+    assert ("not used" in header) == (build is None and tools is None)
+    assert json.loads(json_path.read_text())["machine"]["native_tools"] == tools
+    (read,) = load_bench(tmp_path)
+    assert (tools is not None) == ("llama.cpp tools" in machine_line(read))
+

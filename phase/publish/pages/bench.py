@@ -71,6 +71,8 @@ def machine_line(results: BenchResults) -> str:
              f"{m.get('physical_cores', '?')} cores", f"{m.get('threads_used', '?')} threads used"]
     if m.get("native_build"):
         parts.append(f"native llama.cpp {m['native_build']}")
+    if m.get("native_tools"):
+        parts.append(f"llama.cpp tools {m['native_tools']}")
     return ", ".join(parts)
 
 
