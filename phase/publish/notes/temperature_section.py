@@ -5,17 +5,16 @@ and `acceptance_chart()` (phase.publish.charts.temperature), bound to one page."
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
 from phase.analysis.formatting import fmt, pct, ratio
-from phase.publish.data.datasets import Dataset, page_stem
+from phase.publish.data.datasets import Dataset
 from phase.publish.markup.islands import island
 from phase.publish.notes.page import PageAssets
-from phase.publish.numbers.downloads import cells_frame
+from phase.publish.numbers.downloads import changes_frame, temperature_frame
 from phase.publish.numbers.temperature import changes_from_greedy, temperature_rows
 
 Pick = Callable[[str | None], list[Dataset]]
@@ -27,21 +26,13 @@ def temperature_calls(env: jinja2.Environment, assets: PageAssets, pick: Pick) -
         for d in pick(file):
             rows = temperature_rows(d)
             changes = changes_from_greedy(rows)
-            stem = page_stem(Path(d.name).stem)
             label = f"this table ({d.name})"
             # Exact values as CSV and JSON beside each table, as every table has.
-            by_t = assets.downloads(cells_frame(
-                ["strategy", "temperature", "acceptance", "speed_vs_plain",
-                 "energy_ratio_vs_plain", "prompts"],
-                [[r.strategy, r.temperature, r.acceptance, r.speed_vs_plain,
-                  r.energy_ratio_vs_plain, r.prompts] for r in rows]),
-                f"{stem}-temperature", label) if rows else None
-            vs_greedy = assets.downloads(cells_frame(
-                ["strategy", "temperature", "acceptance_change_points",
-                 "speed_vs_plain_sampled_over_greedy", "energy_vs_plain_sampled_over_greedy"],
-                [[c.strategy, c.temperature, c.acceptance_change, c.speed_change,
-                  c.energy_change] for c in changes]),
-                f"{stem}-temperature-vs-greedy", label) if changes else None
+            by_t = (assets.downloads(temperature_frame(rows), f"{d.stem}-temperature", label)
+                    if rows else None)
+            vs_greedy = (assets.downloads(changes_frame(changes),
+                                          f"{d.stem}-temperature-vs-greedy", label)
+                         if changes else None)
             groups.append((d.name, rows, changes, by_t, vs_greedy))
         return island(env.get_template("temperature_table.html.j2").render(
             groups=groups, fmt=fmt, pct=pct, ratio=ratio))

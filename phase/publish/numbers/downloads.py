@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.findings import FindingRow
 from phase.publish.numbers.tables import Table, build_table
+from phase.publish.numbers.temperature import Change, TemperatureRow
 from phase.results import ResultsFile
 
 if TYPE_CHECKING:  # pandas costs a process ~0.4 s to import: only a build with tables pays it
@@ -103,6 +104,22 @@ def cells_frame(header: list[str], rows: list[list[Any]]) -> pd.DataFrame:
     import pandas as pd
 
     return pd.DataFrame.from_records(rows, columns=header)
+
+
+def temperature_frame(rows: list[TemperatureRow]) -> pd.DataFrame:
+    return cells_frame(
+        ["strategy", "temperature", "acceptance", "speed_vs_plain", "energy_ratio_vs_plain",
+         "prompts"],
+        [[r.strategy, r.temperature, r.acceptance, r.speed_vs_plain, r.energy_ratio_vs_plain,
+          r.prompts] for r in rows])
+
+
+def changes_frame(changes: list[Change]) -> pd.DataFrame:
+    return cells_frame(
+        ["strategy", "temperature", "acceptance_change_points",
+         "speed_vs_plain_sampled_over_greedy", "energy_vs_plain_sampled_over_greedy"],
+        [[c.strategy, c.temperature, c.acceptance_change, c.speed_change, c.energy_change]
+         for c in changes])
 
 
 def runs_frame(raw: ResultsFile) -> pd.DataFrame:
