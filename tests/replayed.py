@@ -7,14 +7,25 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from manual_clock import ManualClock
 
-from phase.cli import run_cli
+from phase.campaign import DEFAULT_PLAN
 from phase.sensors import discover, replay
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.discovery import Discovery
 from phase.sensors.primary import GpuUse, Placement, choose_primary
+from phase.sensors.report import survey_snapshot
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
+
+
+def driven_clock(data: dict[str, Any]) -> Clock:
+    """The clock to replay `data` on: a ManualClock, so a probe or a sampled window passes
+    without waiting, except where powermetrics was recorded: its stream is read by a thread
+    of its own that stamps each plist on the real clock (phase.sensors.apple)."""
+    if data.get("apple", {}).get("powermetrics"):
+        return SYSTEM_CLOCK
+    return ManualClock()
 
 
 def found_on(name: str) -> Discovery:
@@ -24,13 +35,14 @@ def found_on(name: str) -> Discovery:
     return discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
 
 
-def cli_json(name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    """`phase sensors --replay NAME --json`, which must exit 0 without a traceback."""
-    assert run_cli(["sensors", "--replay", str(MACHINES / f"{name}.json"), "--json",
-                    "--probe", "0.2", "--sample", "0.2"]) == 0
-    out = capsys.readouterr()
-    assert "Traceback" not in out.err
-    return json.loads(out.out)
+def replay_json(name: str) -> dict[str, Any]:
+    """What `phase sensors --replay NAME --json` prints (phase.sensors.report.survey_snapshot,
+    round-tripped through JSON), on a driven clock so its probe and window need no waiting;
+    test_sensors_replay.py runs the command itself."""
+    path = MACHINES / f"{name}.json"
+    result = survey_snapshot(path, hz=DEFAULT_PLAN.sample_hz, probe_s=0.2, sample_s=0.2,
+                             clock=driven_clock(replay.load(path)))
+    return json.loads(json.dumps(result))
 
 
 def primary(data: dict[str, Any], where: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from phase.results import sensor_covers
 from phase.sensors import amdgpu, discover, replay
 from phase.sensors.nvml import Gpu
 from phase.sensors.primary import GpuUse, Placement, choose_primary
-from tests.replayed import MACHINES, choose, cli_json, primary
+from tests.replayed import MACHINES, choose, primary, replay_json
 
 
 def rocm(slot: str, k: int = 0) -> GpuUse:
@@ -25,9 +25,8 @@ def rocm(slot: str, k: int = 0) -> GpuUse:
 # --- MI250/MI250X: two dies, the package's power on the primary one ------------------------
 
 
-def test_mi250x_secondary_dies_have_no_sensor_and_each_package_counts_once(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("mi250x-4x-dual-die", capsys)
+def test_mi250x_secondary_dies_have_no_sensor_and_each_package_counts_once() -> None:
+    data = replay_json("mi250x-4x-dual-die")
     names = [r["name"] for r in data["sensors"] if r["backend"] == "amdgpu"]
     assert names == [f"amdgpu:0000:{b}:00.0:power-average" for b in ("c1", "c9", "d1", "d9")]
     survey = primary(data, "rocm")
@@ -95,9 +94,8 @@ def test_mi300a_is_told_by_its_pci_id_and_an_mi300x_is_not(tmp_path: Path) -> No
                            "SoC's, CPU cores included (amdgpu_pm.c)"]
 
 
-def test_mi300a_partial_offload_adds_no_cpu_and_covers_the_cpu(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("mi300a-4x-apu", capsys)
+def test_mi300a_partial_offload_adds_no_cpu_and_covers_the_cpu() -> None:
+    data = replay_json("mi300a-4x-apu")
     assert primary(data, "rocm")["covers"] == ["cpu", "gpu", "soc"]
     chosen, why = choose("mi300a-4x-apu", "rocm",
                          GpuUse("ROCm0", "AMD Instinct MI300A", "0000:42:00.0"), layers=12)
@@ -111,9 +109,8 @@ def test_mi300a_partial_offload_adds_no_cpu_and_covers_the_cpu(
 # --- Grace Hopper and Grace Blackwell: NVML's counter is the module's -----------------------
 
 
-def test_gh200_module_counter_covers_the_grace_and_nothing_is_added(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("gh200-module", capsys)
+def test_gh200_module_counter_covers_the_grace_and_nothing_is_added() -> None:
+    data = replay_json("gh200-module")
     cuda = primary(data, "cuda")
     module = ["cpu", "uncore", "gpu", "gpu-memory", "dram", "board"]
     assert cuda["sensors"] == ["nvml:GPU-6a7b8c9d:energy"] and cuda["covers"] == module
@@ -132,9 +129,8 @@ def test_gh200_module_counter_covers_the_grace_and_nothing_is_added(
     assert not any("power_meter" in u["reason"] for u in data["unavailable"])
 
 
-def test_gb200_one_gpu_is_its_module_and_two_are_refused(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("gb200-two-gpus", capsys)
+def test_gb200_one_gpu_is_its_module_and_two_are_refused() -> None:
+    data = replay_json("gb200-two-gpus")
     both = primary(data, "cuda")
     assert both["sensors"] is None or not both["sensors"]
     assert "count a Grace twice" in both["reason"]
@@ -160,9 +156,8 @@ def test_grace_module_from_c2c_mode_or_the_name(name: str, c2c: bool | None,
 # --- AMD EPYC under RAPL powercap, amd_energy beside it -------------------------------------
 
 
-def test_epyc_with_both_drivers_sums_rapl_packages_only(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("epyc-2s-rapl-and-amd-energy", capsys)
+def test_epyc_with_both_drivers_sums_rapl_packages_only() -> None:
+    data = replay_json("epyc-2s-rapl-and-amd-energy")
     cpu = primary(data, "cpu")
     assert cpu["sensors"] == ["rapl:package-0", "rapl:package-1"]
     assert "amd_energy's socket counters read the same MSRs, so they are not added" in \
@@ -173,9 +168,8 @@ def test_epyc_with_both_drivers_sums_rapl_packages_only(
     assert total == pytest.approx(180.0 + 176.0, rel=0.05)
 
 
-def test_epyc_with_one_rapl_zone_for_two_sockets_takes_amd_energy(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("epyc-2s-one-rapl-zone", capsys)
+def test_epyc_with_one_rapl_zone_for_two_sockets_takes_amd_energy() -> None:
+    data = replay_json("epyc-2s-one-rapl-zone")
     cpu = primary(data, "cpu")
     assert cpu["sensors"] == ["amd_energy:socket-0", "amd_energy:socket-1"]
     assert "RAPL shows only 1 package zone(s)" in cpu["reason"]

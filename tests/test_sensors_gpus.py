@@ -16,14 +16,13 @@ from phase.results import sensor_covers
 from phase.sensors import amdgpu, amdsmi_gpu, discover, intel_gpu, replay
 from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.report import survey
-from tests.replayed import choose, cli_json, found_on, primary
+from tests.replayed import choose, found_on, primary, replay_json
 
 # --- the replayed machines: `phase sensors --replay --json` -------------------------------
 
 
-def test_radeon_workstation_rocm_is_the_discrete_card_not_the_apu(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("radeon-7900xtx-raphael", capsys)
+def test_radeon_workstation_rocm_is_the_discrete_card_not_the_apu() -> None:
+    data = replay_json("radeon-7900xtx-raphael")
     rows = {r["name"]: r for r in data["sensors"]}
     xtx = rows["amdgpu:0000:03:00.0:power"]
     assert (xtx["backend"], xtx["scope"], xtx["kind"], xtx["smoothing_s"]) == (
@@ -37,9 +36,8 @@ def test_radeon_workstation_rocm_is_the_discrete_card_not_the_apu(
     assert any("0000:13:00.0 is an APU" in n for n in data["notes"])
 
 
-def test_mi300x_pair_summed_and_einval_on_power1_average_is_one_line_each(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("mi300x-2x-einval", capsys)
+def test_mi300x_pair_summed_and_einval_on_power1_average_is_one_line_each() -> None:
+    data = replay_json("mi300x-2x-einval")
     rocm = primary(data, "rocm")
     assert rocm["sensors"] == ["amdgpu:0000:0c:00.0:power", "amdgpu:0000:22:00.0:power"]
     assert "power readings of the 2 GPUs it used, summed" in rocm["reason"]
@@ -50,8 +48,8 @@ def test_mi300x_pair_summed_and_einval_on_power1_average_is_one_line_each(
     assert primary(data, "cpu")["sensors"] == ["rapl:package-0", "rapl:package-1"]
 
 
-def test_arc_a770_i915_energy_counter_is_sycl_primary(capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("arc-a770-i915", capsys)
+def test_arc_a770_i915_energy_counter_is_sycl_primary() -> None:
+    data = replay_json("arc-a770-i915")
     rows = {r["name"]: r for r in data["sensors"]}
     arc = rows["i915:0000:03:00.0:energy"]
     assert (arc["kind"], arc["scope"], arc["device"]) == ("counter", "chip", "0000:03:00.0")
@@ -62,9 +60,8 @@ def test_arc_a770_i915_energy_counter_is_sycl_primary(capsys: pytest.CaptureFixt
     assert "i915 energy counter of the GPU it used" in sycl["reason"]
 
 
-def test_battlemage_xe_package_is_chip_and_the_card_encloses_it(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("battlemage-b580-xe", capsys)
+def test_battlemage_xe_package_is_chip_and_the_card_encloses_it() -> None:
+    data = replay_json("battlemage-b580-xe")
     rows = {r["name"]: r for r in data["sensors"]}
     package, card = rows["xe:0000:03:00.0:package"], rows["xe:0000:03:00.0:card"]
     assert (package["scope"], card["scope"]) == ("chip", "board")
@@ -75,8 +72,8 @@ def test_battlemage_xe_package_is_chip_and_the_card_encloses_it(
     assert vulkan["this_build"] and vulkan["sensors"] == ["xe:0000:03:00.0:package"]
 
 
-def test_odd_layouts_are_lines_not_tracebacks(capsys: pytest.CaptureFixture[str]) -> None:
-    data = cli_json("gpu-odd-layouts", capsys)
+def test_odd_layouts_are_lines_not_tracebacks() -> None:
+    data = replay_json("gpu-odd-layouts")
     reasons = "\n".join(f"{u['backend']}: {u['reason']}" for u in data["unavailable"])
     assert "hwmon1/device/uevent: no PCI_SLOT_NAME" in reasons
     assert "amdgpu card 0000:0a:00.0 shows neither power1_input nor power1_average" in reasons

@@ -20,19 +20,21 @@ from phase.sensors.report import survey
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
 sys.path.insert(0, str(MACHINES))
 import build as machine_build  # noqa: E402
+from replayed import driven_clock, replay_json  # noqa: E402
 
 
 def replayed(name: str, *, sample_s: float = 0.3, probe_s: float = 0.4,
              slow_probe_s: float = 0.6) -> dict[str, Any]:
     data = replay.load(MACHINES / f"{name}.json")
-    machine, roots = replay.machine(data)
+    clock = driven_clock(data)
+    machine, roots = replay.machine(data, clock)
     found = discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
     assert found.sensors and all(s.synthetic for s in found.sensors)
     with pytest.raises(PhaseError, match="synthetic"):
         assert_publishable(found.sensors)  # a replay can never be recorded as measurements
     return survey(found, hz=20.0, sample_s=sample_s, probe_s=probe_s,
                   slow_probe_s=slow_probe_s, build=data["build"]["accelerator"],
-                  env=data.get("env", {}), cuda_gpus=replay.cuda_gpus(data))
+                  env=data.get("env", {}), cuda_gpus=replay.cuda_gpus(data), clock=clock)
 
 
 def machine_found(name: str) -> Any:
@@ -305,12 +307,8 @@ JETSON_CHIP = {
 
 
 @pytest.mark.parametrize("name", sorted(JETSON_CHIP))
-def test_jetson_replay_json_names_the_chip_rails_and_what_they_cover(
-    name: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert run_cli(["sensors", "--replay", str(MACHINES / f"{name}.json"), "--json",
-                    "--probe", "0.3", "--sample", "0.2"]) == 0
-    data = json.loads(capsys.readouterr().out)
+def test_jetson_replay_json_names_the_chip_rails_and_what_they_cover(name: str) -> None:
+    data = replay_json(name)
     sensors, covers = JETSON_CHIP[name]
     for where in ("cpu", "cuda"):
         p = primary(data, where)

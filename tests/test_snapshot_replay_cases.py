@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replayed import driven_clock
 
 from phase.cli import run_cli
 from phase.sensors import cuda_devices, discover, replay, snapshot
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.report import survey
 
@@ -24,8 +26,8 @@ GPU1_MIG = "MIG-20000000-0000-4000-8000-00000000000"
 MIG_A, MIG_B = "nvml:GPU-aa11bb22:energy", "nvml:GPU-bb22cc33:energy"
 
 
-def found_in(data: dict[str, Any]) -> Any:
-    machine, roots = replay.machine(data)
+def found_in(data: dict[str, Any], clock: Clock = SYSTEM_CLOCK) -> Any:
+    machine, roots = replay.machine(data, clock)
     return discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
 
 
@@ -34,9 +36,10 @@ def load(name: str) -> dict[str, Any]:
 
 
 def surveyed(data: dict[str, Any], sample_s: float = 0.3) -> dict[str, Any]:
-    return survey(found_in(data), hz=20.0, sample_s=sample_s, probe_s=0.3, slow_probe_s=0.4,
-                  build=data["build"]["accelerator"], env=data.get("env", {}),
-                  cuda_gpus=replay.cuda_gpus(data))
+    clock = driven_clock(data)
+    return survey(found_in(data, clock), hz=20.0, sample_s=sample_s, probe_s=0.3,
+                  slow_probe_s=0.4, build=data["build"]["accelerator"], env=data.get("env", {}),
+                  cuda_gpus=replay.cuda_gpus(data), clock=clock)
 
 
 def primary(result: dict[str, Any], where: str) -> dict[str, Any]:

@@ -12,9 +12,9 @@ import click
 from phase.campaign import DEFAULT_PLAN, SensorOptions, discover_sensors
 from phase.errors import UsageProblem
 from phase.results.outputs import NewFile
-from phase.sensors import discover, replay, snapshot
+from phase.sensors import snapshot
 from phase.sensors.meter import parse_meter_spec
-from phase.sensors.report import format_survey, survey
+from phase.sensors.report import format_survey, survey, survey_snapshot
 
 REPLAY_SAMPLE_S = 1.0
 
@@ -68,15 +68,10 @@ def sensors(as_json: bool, sample_s: float | None, probe_s: float, rapl_root: st
     for spec in meters:
         parse_meter_spec(spec)
     if replay_from is not None:
-        data = replay.load(replay_from)
-        machine, roots = replay.machine(data)
-        roots.update({k: Path(v) for k, v in given.items() if v})
-        found = discover(roots["rapl"], roots["hwmon"], list(meters), iio_root=roots["iio"],
-                         machine=machine)
-        build = data.get("build", {}).get("accelerator") or "cpu"
-        env = data.get("env", {})
-        cuda_gpus = replay.cuda_gpus(data)
-        sample_s = REPLAY_SAMPLE_S if sample_s is None else sample_s
+        result = survey_snapshot(
+            replay_from, hz=DEFAULT_PLAN.sample_hz, probe_s=probe_s, meters=meters,
+            sample_s=REPLAY_SAMPLE_S if sample_s is None else sample_s,
+            roots={k: Path(v) for k, v in given.items() if v})
     else:
         roots = {**snapshot.default_roots(), **{k: Path(v) for k, v in given.items() if v}}
         if snapshot_to is not None:
@@ -84,12 +79,8 @@ def sensors(as_json: bool, sample_s: float | None, probe_s: float, rapl_root: st
         found = discover_sensors(SensorOptions(
             meters=meters, rapl_root=str(roots["rapl"]), hwmon_root=str(roots["hwmon"]),
             iio_root=str(roots["iio"])))
-        build, env, cuda_gpus = _this_build(), dict(os.environ), ()
-    # A sampled window is taken at the rate a campaign samples at.
-    result = survey(found, hz=DEFAULT_PLAN.sample_hz, sample_s=sample_s,
-                    probe_s=min(1.0, probe_s), slow_probe_s=probe_s, build=build, env=env,
-                    cuda_gpus=cuda_gpus)
-    if replay_from is not None:
-        result["replay"] = {"file": str(replay_from), "taken": data.get("taken"),
-                            "host": data.get("host"), "build": build}
+        # A sampled window is taken at the rate a campaign samples at.
+        result = survey(found, hz=DEFAULT_PLAN.sample_hz, sample_s=sample_s,
+                        probe_s=min(1.0, probe_s), slow_probe_s=probe_s, build=_this_build(),
+                        env=dict(os.environ))
     click.echo(json.dumps(result, indent=1) if as_json else format_survey(result))

@@ -1,4 +1,4 @@
-"""A recorded series of reads played back on this process's clock (phase.sensors.replay).
+"""A recorded series of reads played back on a clock (phase.sensors.replay).
 
 Within the recording each read returns the recorded value at that time. Past its end:
 
@@ -15,22 +15,24 @@ from __future__ import annotations
 
 import itertools
 import statistics
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from phase.sensors.base import ReadError
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 
 
 class Playback:
-    """A recorded series of (t, value) changes, played back from `origin` (monotonic s)."""
+    """A recorded series of (t, value) changes, played back from `origin` (s on `clock`)."""
 
     def __init__(self, changes: Sequence[Sequence[Any]], counter: bool, origin: float,
-                 error: str | None = None, wrap: int | None = None) -> None:
+                 error: str | None = None, wrap: int | None = None, *,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.t = [float(c[0]) for c in changes]
         self.v = [c[1] for c in changes]
         self.counter = counter
         self.origin = origin
+        self.clock = clock
         self.error = error
         self.wrap = wrap if wrap and wrap > 0 else None
         changed = [self.t[k] for k in range(1, len(self.t)) if self.v[k] != self.v[k - 1]]
@@ -59,7 +61,7 @@ class Playback:
     def value(self) -> Any:
         if not self.t:
             raise ReadError(self.error or "nothing was recorded")
-        x = time.monotonic() - self.origin + self.t[0]
+        x = self.clock.monotonic() - self.origin + self.t[0]
         last_t = self.t[-1]
         if x > last_t and self.error:
             raise ReadError(f"{self.error} (recorded)")

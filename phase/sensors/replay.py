@@ -3,9 +3,10 @@
 The recorded answers stand in for the machine: `ReplayFs` for sysfs, `ReplayNvml` for the
 pynvml module (its errors are pynvml's own exception classes, built from the recorded NVML
 codes), and an `AppleHost` whose zeus monitor and powermetrics stream replay their reads.
-Recorded reads play back on this process's clock; past their end a counter keeps updating
-at its recorded period and mean rate and a power reading repeats its recorded values, so a
-sampled window of any length sees realistic update periods and edges.
+Recorded reads play back on the replay's clock (the real one unless a test drives it); past
+their end a counter keeps updating at its recorded period and mean rate and a power reading
+repeats its recorded values, so a sampled window of any length sees realistic update periods
+and edges.
 
 Every sensor of a replay is synthetic: it can never be recorded as a measurement.
 """
@@ -13,7 +14,6 @@ Every sensor of a replay is synthetic: it can never be recorded as a measurement
 from __future__ import annotations
 
 import errno as errno_names
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from phase.results import ResultsError
 from phase.results.jsonread import read_json
 from phase.sensors import snapshot_schema
 from phase.sensors.base import ReadError
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.cuda_map import GpuUse
 from phase.sensors.discovery import Machine
 from phase.sensors.fs import parse_int, read_number
@@ -71,12 +72,12 @@ def _is_counter(path: str, series: dict[str, Any]) -> bool:
 class ReplayFs:
     """Answers exactly what the snapshot recorded; anything else does not exist."""
 
-    def __init__(self, fs: dict[str, Any], origin: float) -> None:
+    def __init__(self, fs: dict[str, Any], origin: float, clock: Clock = SYSTEM_CLOCK) -> None:
         self.kinds: dict[str, str] = fs.get("kinds", {})
         self.dirs: dict[str, list[str]] = fs.get("dirs", {})
         self.files: dict[str, dict[str, Any]] = fs.get("files", {})
         self.series = {p: Playback(s.get("changes", []), _is_counter(p, s), origin,
-                                   s.get("error"), self._wrap(p))
+                                   s.get("error"), self._wrap(p), clock=clock)
                        for p, s in fs.get("series", {}).items()}
 
     def _wrap(self, path: str) -> int | None:
@@ -132,13 +133,16 @@ def load(path: Path) -> dict[str, Any]:
                             "`phase sensors --snapshot FILE`)") from None
 
 
-def machine(data: dict[str, Any]) -> tuple[Machine, dict[str, Path]]:
-    """The replayed machine and the roots its discovery should use."""
-    origin = time.monotonic()
+def machine(data: dict[str, Any], clock: Clock = SYSTEM_CLOCK
+            ) -> tuple[Machine, dict[str, Path]]:
+    """The replayed machine and the roots its discovery should use; its recordings play back
+    on `clock` (a test's driven clock replays a window without waiting for it; powermetrics'
+    stream keeps real time, as its reader is a thread of its own)."""
+    origin = clock.monotonic()
     roots = {k: Path(v) for k, v in data.get("roots", {}).items()}
-    replayed = Machine(fs=ReplayFs(data.get("fs", {}), origin),
-                       nvml=ReplayNvml(data.get("nvml", {}), origin),
-                       apple=apple_host(data.get("apple", {}), origin), synthetic=True)
+    replayed = Machine(fs=ReplayFs(data.get("fs", {}), origin, clock),
+                       nvml=ReplayNvml(data.get("nvml", {}), origin, clock),
+                       apple=apple_host(data.get("apple", {}), origin, clock), synthetic=True)
     return replayed, roots
 
 

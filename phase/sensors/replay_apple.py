@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from phase.sensors.apple import AppleHost
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.playback import Playback
 
 
@@ -32,7 +33,7 @@ class _ZeusPlayback(Playback):
         out = {}
         for f in fields:
             single = Playback([[t, v[f]] for t, v in zip(self.t, self.v, strict=True)],
-                              True, self.origin)
+                              True, self.origin, clock=self.clock)
             out[f] = single.value() if self.v[0][f] is not None else None
         return out
 
@@ -103,7 +104,7 @@ def _powermetrics_source(rec: dict[str, Any]) -> Any:
     return _rebuilt_source(rec)
 
 
-def apple_host(rec: dict[str, Any], origin: float) -> AppleHost:
+def apple_host(rec: dict[str, Any], origin: float, clock: Clock = SYSTEM_CLOCK) -> AppleHost:
     zeus = rec.get("zeus", {"installed": False})
 
     def open_zeus() -> Any:
@@ -111,7 +112,7 @@ def apple_host(rec: dict[str, Any], origin: float) -> AppleHost:
             raise ImportError("zeus-apple-silicon was not installed on the recorded machine")
         if "error" in zeus and not zeus.get("changes"):
             raise RuntimeError(zeus["error"])
-        return _ReplayZeus(_ZeusPlayback(zeus.get("changes", []), True, origin))
+        return _ReplayZeus(_ZeusPlayback(zeus.get("changes", []), True, origin, clock=clock))
 
     return AppleHost(system=rec.get("system", "Linux"), machine=rec.get("machine", ""),
                      zeus=open_zeus, powermetrics_path=rec.get("powermetrics_path"),

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from phase.sensors.base import ReadError
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.playback import Playback
 
 
@@ -23,7 +24,7 @@ class _MigHandle:
 class ReplayNvml:
     """The part of the pynvml API phase uses, answering from the snapshot."""
 
-    def __init__(self, nvml: dict[str, Any], origin: float) -> None:
+    def __init__(self, nvml: dict[str, Any], origin: float, clock: Clock = SYSTEM_CLOCK) -> None:
         import pynvml
 
         self._lib = pynvml
@@ -41,7 +42,7 @@ class ReplayNvml:
                 rec = gpu.get(key, {})
                 self.play[(gpu["index"], key)] = Playback(rec.get("changes", []),
                                                           key == "energy_mj", origin,
-                                                          rec.get("error"))
+                                                          rec.get("error"), clock=clock)
 
     def _raise(self, rec: dict[str, Any]) -> Any:
         code = rec.get("code")

@@ -4,12 +4,14 @@ where the model would run, and every backend that is unavailable with the reason
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from phase.sensors import replay
 from phase.sensors.base import PostHocSensor, ReadError
-from phase.sensors.discovery import Discovery
+from phase.sensors.clock import SYSTEM_CLOCK, Clock
+from phase.sensors.discovery import Discovery, discover
 from phase.sensors.periods import DEFAULT_PROBE_S, SLOW_PROBE_S
 from phase.sensors.primary import GpuUse, Placement, choose_primary
 from phase.sensors.sampler import Sampler
@@ -55,13 +57,15 @@ def primary_rows(found: Discovery, build: str, env: Mapping[str, str] | None,
 def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
            probe_s: float = DEFAULT_PROBE_S, slow_probe_s: float = SLOW_PROBE_S,
            build: str = "cpu", env: Mapping[str, str] | None = None,
-           cuda_gpus: Sequence[GpuUse] = ()) -> dict[str, Any]:
+           cuda_gpus: Sequence[GpuUse] = (), clock: Clock = SYSTEM_CLOCK) -> dict[str, Any]:
     """Measure update periods, then a live reading per sensor or (sample_s) one window.
 
-    Closes the sensors when done. The result is JSON-ready.
+    Closes the sensors when done. The result is JSON-ready. `clock` is the sampler's (and a
+    replayed machine's, which must share it).
     """
     primary = primary_rows(found, build, env, cuda_gpus)
-    sampler = Sampler(found.sensors, hz=hz, probe_s=probe_s, slow_probe_s=slow_probe_s)
+    sampler = Sampler(found.sensors, hz=hz, probe_s=probe_s, slow_probe_s=slow_probe_s,
+                      clock=clock)
     rows: list[dict[str, Any]] = []
     try:
         sampler.start()
@@ -70,7 +74,7 @@ def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
         if sample_s is not None and found.sensors:
             win = sampler.begin(idle_s=min(1.0, sample_s))
             win.start()
-            time.sleep(sample_s)
+            clock.sleep(sample_s)
             win.stop()
             windows = {w.sensor: w for w in win.result()[0]}
         for sensor, info in zip(found.sensors, infos, strict=True):
@@ -95,6 +99,27 @@ def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
         "unavailable": [u.model_dump() for u in found.unavailable],
         "sample_s": sample_s,
     }
+
+
+def survey_snapshot(path: Path, *, hz: float, sample_s: float, probe_s: float,
+                    meters: Sequence[str] = (), roots: Mapping[str, Path] | None = None,
+                    clock: Clock = SYSTEM_CLOCK) -> dict[str, Any]:
+    """`phase sensors --replay`: discovery and a sampled window against the snapshot at `path`
+    (SnapshotError, exit 2, when it cannot be read), as survey() gives them on a live machine,
+    plus what the snapshot says of its host. `roots` replace the recorded sysfs roots; the
+    recordings play back on `clock`."""
+    data = replay.load(path)
+    machine, found_roots = replay.machine(data, clock)
+    found_roots.update(roots or {})
+    found = discover(found_roots["rapl"], found_roots["hwmon"], list(meters),
+                     iio_root=found_roots["iio"], machine=machine)
+    build = data.get("build", {}).get("accelerator") or "cpu"
+    result = survey(found, hz=hz, sample_s=sample_s, probe_s=min(1.0, probe_s),
+                    slow_probe_s=probe_s, build=build, env=data.get("env", {}),
+                    cuda_gpus=replay.cuda_gpus(data), clock=clock)
+    result["replay"] = {"file": str(path), "taken": data.get("taken"), "host": data.get("host"),
+                        "build": build}
+    return result
 
 
 def _seconds(value: float | None) -> str:
