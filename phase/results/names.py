@@ -25,6 +25,7 @@ _CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 FREE_TEXT = frozenset({"text", "description", "command_line", "reason", "note",
                        "llama_cpp_system_info", "raw_runs_note"})
 UNCHECKED = frozenset({"output_text"})
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def _is_free_text(key: str) -> bool:
@@ -53,28 +54,26 @@ def _bad(text: str, owner: str) -> re.Match[str] | None:
 
 
 def _any_bad(data: Any) -> bool:
-    """The fast pass (no paths built: files hold megabytes of numbers)."""
+    """The fast pass (no paths built: files hold megabytes of numbers, and thousands of dicts
+    that repeat the same few keys, each searched once). Only exact number, bool and null
+    types are passed over unlooked-at; anything else is looked at as the type it is."""
+    clean_keys: set[str] = set()
     stack: list[tuple[Any, str]] = [(data, "$")]
     while stack:
         value, owner = stack.pop()
-        if isinstance(value, dict):
+        if isinstance(value, str):
+            if _bad(value, owner):
+                return True
+        elif isinstance(value, dict):
             for k, v in value.items():
-                if _CONTROL.search(k):
-                    return True
-                if isinstance(v, str):
-                    if k not in UNCHECKED and _bad(v, k):
+                if k not in clean_keys:
+                    if _CONTROL.search(k):
                         return True
-                elif isinstance(v, dict | list) and k not in UNCHECKED:
+                    clean_keys.add(k)
+                if type(v) not in _SCALARS and k not in UNCHECKED:
                     stack.append((v, k))
         elif isinstance(value, list):
-            for v in value:
-                if isinstance(v, str):
-                    if _bad(v, owner):
-                        return True
-                elif isinstance(v, dict | list):
-                    stack.append((v, owner))
-        elif isinstance(value, str) and _bad(value, owner):
-            return True
+            stack.extend([(v, owner) for v in value if type(v) not in _SCALARS])
     return False
 
 
