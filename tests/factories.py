@@ -90,10 +90,11 @@ EnergyFn = Callable[[RunSlot, SensorInfo, float], "float | None"]
 
 
 def replaced(model: M, **changes: Any) -> M:
-    """A copy of `model` with fields changed, validated again (so it stays a valid file)."""
-    data = model.model_dump()
-    data.update(changes)
-    return type(model).model_validate(data)
+    """A copy of `model` with fields changed, validated again (so it stays a valid file): the
+    changed fields and the model's own checks; the unchanged fields are the model's already
+    validated parts, taken as they are (a whole results file dumped and validated again, for
+    every run changed, was most of what an adversarial case cost)."""
+    return type(model).model_validate({**dict(model), **changes})
 
 
 def write_results(model: ResultsFile | SummaryFile, path: Path | str) -> Path:

@@ -194,7 +194,10 @@ def test_resume_knows_which_reruns_are_due(tmp_path: Path) -> None:
                  QuietObserver()) as campaign:
         campaign.run()
     resumed = load_raw(out)
-    reruns = [r for r in resumed.runs if r.rerun_of == first.id]
-    assert [r.id for r in reruns] == [f"{first.id}-rerun1"]
+    reruns = sorted((r for r in resumed.runs if r.rerun_of == first.id), key=lambda r: r.order)
+    assert [r.id for r in reruns][:1] == [f"{first.id}-rerun1"]
+    # A further retry only where the one before it was disturbed in turn (the suite's other
+    # worker is foreign load too), and none past the plan's limit.
+    assert all(r.disturbed for r in reruns[:-1]) and len(reruns) <= PLAN.max_reruns
     assert len([r for r in resumed.runs if r.repeat == 1]) >= 2
     assert resumed.status == "complete"

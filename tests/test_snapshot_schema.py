@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from replayed import driven_clock
 from sandbox import TRACEBACK, assert_one_line_error, run_phase
 
 from phase.errors import PhaseError
@@ -54,20 +55,24 @@ def _paths(node: Any, where: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 
 def _set(data: Any, where: tuple[Any, ...], value: Any) -> Any:
-    out = copy.deepcopy(data)
-    node = out
-    for key in where[:-1]:
-        node = node[key]
-    node[where[-1]] = value
+    """`data` with the value at `where` replaced; `data` is left as it was. Only the dicts and
+    lists along the path are copied: the rest is shared, and never changed (a mutant is
+    written out and read back)."""
+    if not where:
+        return value
+    out = copy.copy(data)
+    out[where[0]] = _set(data[where[0]], where[1:], value)
     return out
 
 
 def _replay_fully(data: dict[str, Any]) -> None:
     """What `phase sensors --replay` does with an accepted snapshot, briefly."""
-    machine, roots = replay.machine(data)
+    clock = driven_clock(data)
+    machine, roots = replay.machine(data, clock)
     found = discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=machine)
     survey(found, hz=50.0, sample_s=None, probe_s=0.02, slow_probe_s=0.03,
-           build=data.get("build", {}).get("accelerator") or "cpu", env=data.get("env", {}))
+           build=data.get("build", {}).get("accelerator") or "cpu", env=data.get("env", {}),
+           clock=clock)
 
 
 def _mutants(name: str) -> Iterator[tuple[str, Any]]:

@@ -287,10 +287,16 @@ def _new(report: Report, base: Report) -> list[tuple[str, str]]:
     return [(f.rule, f.severity) for f in report.findings if (f.rule, f.message) not in before]
 
 
+@pytest.fixture(scope="module")
+def base(committed: ResultsFile, tmp_path_factory: pytest.TempPathFactory) -> Report:
+    """The committed file's own report, which each defect's findings are held against."""
+    return judged(committed, tmp_path_factory.mktemp("base"), "base")
+
+
 @pytest.mark.parametrize(("name", "rule", "make"), DEFECTS, ids=[d[0] for d in DEFECTS])
-def test_each_defect_is_flagged_by_its_rule(committed: ResultsFile, tmp_path: Path, name: str,
-                                            rule: str, make) -> None:
-    base = judged(committed, tmp_path, "base")
+def test_each_defect_is_flagged_by_its_rule(committed: ResultsFile, base: Report,
+                                            tmp_path: Path, name: str, rule: str,
+                                            make) -> None:
     report = judged(make(committed), tmp_path, name)
     assert report.results is not None  # every defect is schema-valid: the rules must see it
     new = _new(report, base)
