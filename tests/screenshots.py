@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,8 +32,10 @@ def pages(site: Path) -> list[tuple[str, str]]:
     return [("home", "index.html")] + [(slug, f"notes/{slug}/index.html") for slug in notes]
 
 
-def shoot(browser, site: Path, out: Path) -> list[Path]:  # type: ignore[no-untyped-def]
-    """Screenshots with a launched Playwright browser (the browser tests pass theirs)."""
+def shoot(browser, site: Path, out: Path,  # type: ignore[no-untyped-def]
+          only: Collection[str] | None = None) -> list[Path]:
+    """Screenshots with a launched Playwright browser (the browser tests pass theirs): every
+    page of pages(), or those of them named in `only`."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     outside: list[str] = []
@@ -51,6 +54,8 @@ def shoot(browser, site: Path, out: Path) -> list[Path]:  # type: ignore[no-unty
             context.route("**/*", route)
             page = context.new_page()
             for name, rel in pages(site):
+                if only is not None and name not in only:
+                    continue
                 page.goto(base + rel, wait_until="load")
                 page.wait_for_function(WAIT_FOR_CHARTS, timeout=30_000)
                 target = out / f"{name}.png"

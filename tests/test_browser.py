@@ -8,7 +8,9 @@ import hashlib
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
@@ -108,43 +110,89 @@ def _pages(site: Path) -> list[str]:
     return sorted(str(p.relative_to(site)) for p in site.rglob("*.html") if p.name != "404.html")
 
 
-def test_site_over_http(built_site, browser) -> None:
+# What one visit of a page collects for the tests below: its element ids (raw-data links land
+# on them), its table downloads and tables, and the chart slots that say why nothing is drawn.
+PAGE_JS = """() => ({
+  ids: Array.from(document.querySelectorAll('[id]')).map(e => e.id),
+  rawLinks: Array.from(document.querySelectorAll('a.phase-raw-link')).map(a => a.href),
+  downloads: Array.from(document.querySelectorAll('a.phase-table-download'))
+    .map(a => [a.href, a.dataset.sha256, a.textContent]),
+  tables: document.querySelectorAll('.phase-table table, .phase-runs-table table, '
+    + '.phase-findings table, .phase-bench-table table').length,
+  missing: Array.from(document.querySelectorAll('.phase-chart-missing')).map(e => e.innerText),
+})"""
+
+
+@dataclass
+class Visited:
+    """Every page of the built site seen once, over http at 1280 px, as a reader gets it."""
+
+    base: str
+    pages: dict[str, dict[str, Any]]  # page -> PAGE_JS's answer, its charts and its tables
+    served: dict[str, tuple[int, str]]  # each table download: (HTTP status, its body's sha256)
+    raw_link_right: float  # the rightmost raw-data link of the CPU note's results table
+    watch: Watch
+
+
+@pytest.fixture(scope="module")
+def visited(built_site, browser) -> Visited:
+    """One pass over the whole site shared by the tests that look at every page (each used
+    to load every page again: four passes of the same pages and charts)."""
     site = built_site.paths.site_dir
     with serving(site) as base:
-        context, page, watch = _open(browser, (base,))
-        raw_links: set[str] = set()
-        charts_seen = 0
+        context = browser.new_context(service_workers="block",
+                                      viewport={"width": 1280, "height": 900})
+        watch = Watch((base,))
+        context.route("**/*", watch.route)
+        page = context.new_page()
+        watch.attach(page)
+        pages: dict[str, dict[str, Any]] = {}
+        served: dict[str, tuple[int, str]] = {}
         try:
             for rel in _pages(site):
                 page.goto(base + rel, wait_until="load")
-                charts = _charts_drawn(page)
-                for c in charts:
-                    assert c["drawn"] == "svg" and c["marks"] > 0, (rel, c)
-                    assert c["fallbackHidden"], (rel, c)
-                charts_seen += len(charts)
-                raw_links.update(page.eval_on_selector_all(
-                    "a.phase-raw-link", "els => els.map(a => a.href)"))
-            # Each raw-data link opens a page holding the anchored run (or summary row).
-            by_page: dict[str, set[str]] = {}
-            for link in raw_links:
-                url, fragment = urldefrag(link)
-                by_page.setdefault(url, set()).add(fragment)
-            for url, fragments in sorted(by_page.items()):
-                response = page.goto(url)
-                assert response is not None and response.ok, url
-                missing = page.evaluate(
-                    "ids => ids.filter(id => id && !document.getElementById(id))",
-                    sorted(fragments))
-                assert missing == [], url
+                seen = {"charts": _charts_drawn(page), **page.evaluate(PAGE_JS),
+                        "fit": page.evaluate(TABLES_FIT_JS)}
+                pages[rel] = seen
+                for href, _, _ in seen["downloads"]:
+                    if href not in served:
+                        response = context.request.get(href)
+                        served[href] = (response.status, hashlib.sha256(response.body())
+                                        .hexdigest())
+            page.goto(base + "notes/speculative-decoding-cpu/index.html", wait_until="load")
+            link_right = page.evaluate(
+                "() => Math.max(...Array.from(document.querySelectorAll("
+                "'.phase-table a.phase-raw-link')).map(a => a.getBoundingClientRect().right))")
         finally:
             context.close()
+    return Visited(base, pages, served, link_right, watch)
+
+
+def test_site_over_http(visited: Visited) -> None:
+    charts_seen = 0
+    for rel, seen in visited.pages.items():
+        for c in seen["charts"]:
+            assert c["drawn"] == "svg" and c["marks"] > 0, (rel, c)
+            assert c["fallbackHidden"], (rel, c)
+        charts_seen += len(seen["charts"])
+    # Each raw-data link opens a page holding the anchored run (or summary row).
+    raw_links = {link for seen in visited.pages.values() for link in seen["rawLinks"]}
+    by_page: dict[str, set[str]] = {}
+    for link in raw_links:
+        url, fragment = urldefrag(link)
+        by_page.setdefault(url, set()).add(fragment)
+    for url, fragments in sorted(by_page.items()):
+        rel = url.removeprefix(visited.base)
+        assert rel in visited.pages, url  # a page of the site, visited
+        ids = set(visited.pages[rel]["ids"])
+        assert [f for f in sorted(fragments) if f and f not in ids] == [], url
     assert charts_seen >= 10
     assert len(raw_links) > 50
     assert {urlsplit(u).path.rsplit("/", 1)[-1] for u in by_page} >= {
         "speculative-fixture-gpu.html", "speculative-fixture-cpu.html",
         "summary-speculative-7b.html"}
-    assert watch.errors == []
-    assert watch.outside == []
+    assert visited.watch.errors == []
+    assert visited.watch.outside == []
 
 
 def test_site_from_file_urls(built_site, browser) -> None:
@@ -274,91 +322,62 @@ TABLES_FIT_JS = """() => {
 }"""
 
 
-def test_tables_fit_the_column_at_1280_px(built_site, browser) -> None:
-    site = built_site.paths.site_dir
-    with serving(site) as base:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        misfits = []
-        widths: dict[str, int] = {}
-        try:
-            for rel in _pages(site):
-                page.goto(base + rel, wait_until="load")
-                for t in page.evaluate(TABLES_FIT_JS):
-                    widths[f"{rel} {t['where']}"] = t["width"]
-                    if t["over"] > 0 or t["scrolling"]:
-                        misfits.append((rel, t))
-            # The raw-data links of a note's results table are in view without scrolling.
-            page.goto(base + "notes/speculative-decoding-cpu/index.html", wait_until="load")
-            link_right = page.evaluate(
-                "() => Math.max(...Array.from(document.querySelectorAll("
-                "'.phase-table a.phase-raw-link')).map(a => a.getBoundingClientRect().right))")
-        finally:
-            context.close()
+def test_tables_fit_the_column_at_1280_px(visited: Visited) -> None:
+    misfits = []
+    widths: dict[str, int] = {}
+    for rel, seen in visited.pages.items():
+        for t in seen["fit"]:
+            widths[f"{rel} {t['where']}"] = t["width"]
+            if t["over"] > 0 or t["scrolling"]:
+                misfits.append((rel, t))
     assert misfits == []
-    assert link_right < 1280
+    # The raw-data links of a note's results table are in view without scrolling.
+    assert visited.raw_link_right < 1280
     # The wide ones really were measured: the CPU campaign's runs table fills the column.
     runs = widths["raw/speculative-x86_64-2c-2026-11-30.html phase-runs-table"]
     assert 1000 < runs <= 1280
 
 
-def test_every_chart_is_drawn_or_says_why(built_site, browser) -> None:
-    site = built_site.paths.site_dir
-    with serving(site) as base:
-        context, page, watch = _open(browser, (base,))
-        seen = {"drawn": 0, "explained": 0}
-        try:
-            for rel in [p for p in _pages(site) if p.startswith("notes/")]:
-                page.goto(base + rel, wait_until="load")
-                for c in _charts_drawn(page):
-                    assert c["drawn"] == "svg" and c["marks"] > 0, (rel, c)
-                    seen["drawn"] += 1
-                for text in page.eval_on_selector_all(".phase-chart-missing",
-                                                      "els => els.map(e => e.innerText)"):
-                    assert "Not drawn: " in text and len(text) > 40, (rel, text)
-                    seen["explained"] += 1
-        finally:
-            context.close()
+def test_every_chart_is_drawn_or_says_why(visited: Visited) -> None:
+    seen = {"drawn": 0, "explained": 0}
+    for rel, page in visited.pages.items():
+        if not rel.startswith("notes/"):
+            continue
+        for c in page["charts"]:
+            assert c["drawn"] == "svg" and c["marks"] > 0, (rel, c)
+            seen["drawn"] += 1
+        for text in page["missing"]:
+            assert "Not drawn: " in text and len(text) > 40, (rel, text)
+            seen["explained"] += 1
     assert seen["drawn"] >= 20 and seen["explained"] >= 10, seen
-    assert watch.errors == []
+    assert visited.watch.errors == []
 
 
-def test_every_table_download_is_served_with_its_sha256(built_site, browser) -> None:
-    site = built_site.paths.site_dir
+def test_every_table_download_is_served_with_its_sha256(visited: Visited) -> None:
     checked = 0
-    with serving(site) as base:
-        context, page, watch = _open(browser, (base,))
-        try:
-            for rel in _pages(site):
-                page.goto(base + rel, wait_until="load")
-                links = page.eval_on_selector_all(
-                    "a.phase-table-download",
-                    "els => els.map(a => [a.href, a.dataset.sha256, a.textContent])")
-                tables = page.locator(".phase-table table, .phase-runs-table table, "
-                                      ".phase-findings table, .phase-bench-table table").count()
-                assert sorted(f for _, _, f in links) == sorted(["CSV", "JSON"] * tables), rel
-                for href, sha, _ in links:
-                    response = context.request.get(href)
-                    assert response.ok, href
-                    assert hashlib.sha256(response.body()).hexdigest() == sha, href
-                    checked += 1
-        finally:
-            context.close()
+    for rel, seen in visited.pages.items():
+        links = seen["downloads"]
+        assert sorted(f for _, _, f in links) == sorted(["CSV", "JSON"] * seen["tables"]), rel
+        for href, sha, _ in links:
+            assert visited.served[href] == (200, sha), href
+            checked += 1
     assert checked > 20
-    assert watch.errors == []
+    assert visited.watch.errors == []
 
 
 def test_screenshots_target_writes_full_pages_at_1280(built_site, browser, tmp_path: Path) -> None:
     import struct
 
-    from screenshots import shoot
+    from screenshots import pages, shoot
 
-    written = shoot(browser, built_site.paths.site_dir, tmp_path)
-    names = sorted(p.stem for p in written)
-    notes = sorted(d.name for d in (built_site.paths.site_dir / "notes").iterdir()
-                   if (d / "index.html").is_file())
+    site = built_site.paths.site_dir
+    notes = sorted(d.name for d in (site / "notes").iterdir() if (d / "index.html").is_file())
     assert {"speculative-decoding", "speculative-decoding-cpu", "fixture-versions"} <= set(notes)
-    assert names == sorted(["home", *notes])
+    assert sorted(name for name, _ in pages(site)) == sorted(["home", *notes])
+    # Two of them shot: every page goes through the same steps, and a full-page PNG of each
+    # long note was most of this test's time.
+    written = shoot(browser, site, tmp_path, only={"home", "fixture-versions"})
+    assert sorted(p.stem for p in written) == ["fixture-versions", "home"]
     for png in written:
         data = png.read_bytes()
         width, height = struct.unpack(">II", data[16:24])  # the PNG header's IHDR
