@@ -40,8 +40,8 @@ def replay_json(name: str) -> dict[str, Any]:
     round-tripped through JSON), on a driven clock so its probe and window need no waiting;
     test_sensors_replay.py runs the command itself."""
     path = MACHINES / f"{name}.json"
-    result = survey_snapshot(path, hz=DEFAULT_PLAN.sample_hz, probe_s=0.2, sample_s=0.2,
-                             clock=driven_clock(replay.load(path)))
+    result = survey_snapshot(path, hz=DEFAULT_PLAN.sample_hz, probe_s=0.2, slow_probe_s=0.2,
+                             sample_s=0.2, clock=driven_clock(replay.load(path)))
     return json.loads(json.dumps(result))
 
 

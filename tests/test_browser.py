@@ -88,8 +88,8 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
-def _open(browser, allowed: tuple[str, ...]):
-    context = browser.new_context(service_workers="block")
+def _open(browser, allowed: tuple[str, ...], **options):
+    context = browser.new_context(service_workers="block", **options)
     watch = Watch(allowed)
     context.route("**/*", watch.route)
     page = context.new_page()
@@ -140,12 +140,7 @@ def visited(built_site, browser) -> Visited:
     to load every page again: four passes of the same pages and charts)."""
     site = built_site.paths.site_dir
     with serving(site) as base:
-        context = browser.new_context(service_workers="block",
-                                      viewport={"width": 1280, "height": 900})
-        watch = Watch((base,))
-        context.route("**/*", watch.route)
-        page = context.new_page()
-        watch.attach(page)
+        context, page, watch = _open(browser, (base,), viewport={"width": 1280, "height": 900})
         pages: dict[str, dict[str, Any]] = {}
         served: dict[str, tuple[int, str]] = {}
         try:

@@ -67,9 +67,13 @@ def sensors(as_json: bool, sample_s: float | None, probe_s: float, rapl_root: st
         raise UsageProblem("give --snapshot or --replay, not both")
     for spec in meters:
         parse_meter_spec(spec)
+    # A sampled window is taken at the rate a campaign samples at; --probe bounds the slow
+    # probe, the first probe takes at most a second of it.
+    sampling = {"hz": DEFAULT_PLAN.sample_hz, "probe_s": min(1.0, probe_s),
+                "slow_probe_s": probe_s}
     if replay_from is not None:
         result = survey_snapshot(
-            replay_from, hz=DEFAULT_PLAN.sample_hz, probe_s=probe_s, meters=meters,
+            replay_from, **sampling, meters=meters,
             sample_s=REPLAY_SAMPLE_S if sample_s is None else sample_s,
             roots={k: Path(v) for k, v in given.items() if v})
     else:
@@ -79,8 +83,6 @@ def sensors(as_json: bool, sample_s: float | None, probe_s: float, rapl_root: st
         found = discover_sensors(SensorOptions(
             meters=meters, rapl_root=str(roots["rapl"]), hwmon_root=str(roots["hwmon"]),
             iio_root=str(roots["iio"])))
-        # A sampled window is taken at the rate a campaign samples at.
-        result = survey(found, hz=DEFAULT_PLAN.sample_hz, sample_s=sample_s,
-                        probe_s=min(1.0, probe_s), slow_probe_s=probe_s, build=_this_build(),
+        result = survey(found, **sampling, sample_s=sample_s, build=_this_build(),
                         env=dict(os.environ))
     click.echo(json.dumps(result, indent=1) if as_json else format_survey(result))

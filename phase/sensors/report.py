@@ -102,7 +102,8 @@ def survey(found: Discovery, *, hz: float, sample_s: float | None = None,
 
 
 def survey_snapshot(path: Path, *, hz: float, sample_s: float, probe_s: float,
-                    meters: Sequence[str] = (), roots: Mapping[str, Path] | None = None,
+                    slow_probe_s: float, meters: Sequence[str] = (),
+                    roots: Mapping[str, Path] | None = None,
                     clock: Clock = SYSTEM_CLOCK) -> dict[str, Any]:
     """`phase sensors --replay`: discovery and a sampled window against the snapshot at `path`
     (SnapshotError, exit 2, when it cannot be read), as survey() gives them on a live machine,
@@ -114,8 +115,8 @@ def survey_snapshot(path: Path, *, hz: float, sample_s: float, probe_s: float,
     found = discover(found_roots["rapl"], found_roots["hwmon"], list(meters),
                      iio_root=found_roots["iio"], machine=machine)
     build = data.get("build", {}).get("accelerator") or "cpu"
-    result = survey(found, hz=hz, sample_s=sample_s, probe_s=min(1.0, probe_s),
-                    slow_probe_s=probe_s, build=build, env=data.get("env", {}),
+    result = survey(found, hz=hz, sample_s=sample_s, probe_s=probe_s,
+                    slow_probe_s=slow_probe_s, build=build, env=data.get("env", {}),
                     cuda_gpus=replay.cuda_gpus(data), clock=clock)
     result["replay"] = {"file": str(path), "taken": data.get("taken"), "host": data.get("host"),
                         "build": build}
