@@ -8,16 +8,18 @@ records; each is then altered the way a bug would alter it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cost_factories import make_profile
 from factories import fixture_token_ids, make_model, make_results, make_run, replaced
 
 from phase.costmodel import cost_table
-from phase.decode.auto import AutoProposer
-from phase.results import ResultsFile, Run, Step, load_raw
+from phase.decode.auto import K_MAX, AutoProposer
+from phase.decode.sampled_auto import SampledAuto
+from phase.results import FactorSpec, ResultsFile, Run, Step, load_raw
 from phase.validate import Finding, validate_results
 from phase.validate.rules.decisions import _Earlier
 
@@ -65,18 +67,49 @@ def _prompt(reference: Sequence[int]) -> list[int]:
     return [5, 6, 7, 8, *reference[: TOKENS // 2]]
 
 
-def _auto_run(good: int = 3) -> tuple[Run, object]:
+class _SampledDraft:
+    """_Draft behind the sampled draft's interface (phase.decode.sampled.DraftSampler): its
+    proposal is the scripted one, whatever the generator."""
+
+    def __init__(self, draft: _Draft) -> None:
+        self.draft = draft
+
+    def prepare(self, prompt: Sequence[int]) -> None:
+        pass
+
+    def restart(self, prompt: Sequence[int]) -> None:
+        pass
+
+    def propose(self, seq: list[int], k: int, rng: object) -> tuple[list[int], None]:
+        return self.draft.propose(seq, k), None
+
+
+def _auto_run(good: int = 3, sampled: bool = False,
+              draft_ms: Callable[[int], float] = lambda b: 4.0 + 0.5 * b) -> tuple[Run, object]:
     """An auto run over a copy task: the prompt holds the first half of the text to be
-    generated, so n-gram matches exist; the draft guesses `good` tokens right per step."""
-    profile = make_profile(target=lambda b: 40.0 + 2.0 * b, draft=lambda b: 4.0 + 0.5 * b)
+    generated, so n-gram matches exist; the draft guesses `good` tokens right per step.
+    `sampled`: decided by the sampled `auto` (phase.decode.sampled_auto), as a sampled run is."""
+    profile = make_profile(target=lambda b: 40.0 + 2.0 * b, draft=draft_ms)
     reference = fixture_token_ids(TOKENS)
     prompt = _prompt(reference)
     table = cost_table(profile, len(prompt) + TOKENS // 2)
-    auto = AutoProposer(table, _Draft(reference, len(prompt), good))  # type: ignore[arg-type]
-    auto.begin(prompt)
+    draft = _Draft(reference, len(prompt), good)
+    rng = np.random.default_rng(0)
+    if sampled:
+        chooser = SampledAuto(table, _SampledDraft(draft), K_MAX)  # type: ignore[arg-type]
+        auto = chooser.auto
+        chooser.restart(prompt)
+
+        def propose(seq: list[int], most: int) -> list[int]:
+            return chooser.propose(seq, most, rng)[0]
+        observe = chooser.observe
+    else:
+        auto = AutoProposer(table, draft)  # type: ignore[arg-type]
+        auto.begin(prompt)
+        propose, observe = auto.propose, auto.observe
     seq, steps = list(prompt), []
     while (left := TOKENS - (len(seq) - len(prompt))) > 0:
-        proposal = auto.propose(seq, min(16, left - 1))
+        proposal = propose(seq, min(16, left - 1))
         want = reference[len(seq) - len(prompt):]
         m = 0
         while m < len(proposal) and proposal[m] == want[m]:
@@ -86,7 +119,7 @@ def _auto_run(good: int = 3) -> tuple[Run, object]:
         propose_ms = (table.draft_step(len(proposal)) if drafting else 0.0) + table.lookup
         steps.append(Step(proposed=len(proposal), accepted=m, propose_ms=propose_ms,
                           verify_ms=table.target(len(proposal) + 1), **decision.step_fields()))
-        auto.observe(len(proposal), m)
+        observe(len(proposal), m)
         seq.extend(want[: m + 1])
     decode_s = sum(s.propose_ms + s.verify_ms for s in steps) / 1e3 + 0.01
     drafted, accepted = sum(s.proposed for s in steps), sum(s.accepted for s in steps)
@@ -96,10 +129,22 @@ def _auto_run(good: int = 3) -> tuple[Run, object]:
     return run, profile
 
 
-def _auto_file(good: int = 3) -> ResultsFile:
-    run, profile = _auto_run(good)
-    return make_results([run], sensors=[], strategies=["auto"], repeats=1, tokens=TOKENS,
-                        profile=profile, models=[make_model("target"), make_model("draft")])
+def _auto_file(good: int = 3, sampled: bool = False, **costs: Callable[[int], float]
+               ) -> ResultsFile:
+    run, profile = _auto_run(good, sampled, **costs)
+    results = make_results([run], sensors=[], strategies=["auto"], repeats=1, tokens=TOKENS,
+                           profile=profile, models=[make_model("target"), make_model("draft")])
+    return _at_temperature(results, 0.7) if sampled else results
+
+
+def _at_temperature(results: ResultsFile, temperature: float) -> ResultsFile:
+    """The file's runs at this level of a temperature factor (0: greedy)."""
+    label = f"temperature={temperature:g}"
+    factor = FactorSpec(name="temperature", kind="temperature", levels=[temperature],
+                        labels=[f"{temperature:g}"])
+    return replaced(results, config=replaced(results.config, factors=[factor]),
+                    runs=[replaced(r, id=f"{r.id}-{label}", factors={"temperature": temperature})
+                          for r in results.runs])
 
 
 def test_what_auto_itself_records_replays_clean() -> None:
@@ -108,6 +153,26 @@ def test_what_auto_itself_records_replays_clean() -> None:
     assert {"draft", "ngram"} <= proposers  # both proposers were chosen somewhere
     assert decisions(results) == []
     assert not validate_results(results, "r.json").blocking
+
+
+# Draft passes dear enough that pricing the mirror of the verified batch (which the greedy
+# draft runs before its next proposal, and the sampled draft does not) changes auto's choices.
+DEAR_DRAFT = {"draft_ms": lambda b: 14.0 + 6.0 * b}
+
+
+def test_a_sampled_auto_run_is_replayed_without_the_greedy_drafts_mirror_pass() -> None:
+    sampled = _auto_file(sampled=True, **DEAR_DRAFT)
+    greedy = _auto_file(**DEAR_DRAFT)
+    assert {"draft"} <= {s.proposer for s in sampled.runs[0].trace}
+    assert decisions(sampled) == []
+    assert decisions(greedy) == []
+    # The mirror pass matters here: the sampled run's trace, read as a greedy run's, is
+    # not what the greedy auto would have done, and the replay says where.
+    assert [s.proposer for s in sampled.runs[0].trace] != [s.proposer
+                                                           for s in greedy.runs[0].trace]
+    [found] = decisions(_at_temperature(replaced(sampled, config=replaced(
+        sampled.config, factors=[])), 0))
+    assert "replayed" in found.message
 
 
 def _first(results: ResultsFile, proposer: str) -> int:

@@ -22,7 +22,10 @@ follows from the trace is replayed, never trusted:
   expected tokens per cost over a plain step's; `none` expects one token, `ngram` between 1
   and k + 1; the draft model's candidate, whose acceptance estimate depends only on earlier
   draft steps' outcomes, is replayed exactly: a `draft` step's k and expected tokens are the
-  replay's, and no other step passed over a draft candidate worth more than its choice.
+  replay's, and no other step passed over a draft candidate worth more than its choice. A
+  greedy run's draft cost includes the mirror of the last verified batch; a sampled run's
+  (a temperature level above 0) does not, as its draft keeps its own rows
+  (phase.decode.sampled_auto).
 
 The first problem per run is reported, at its step's JSON path.
 """
@@ -38,6 +41,7 @@ from phase.decode.auto import DECAY, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, K_MAX, _be
 from phase.decode.estimates import PositionEstimate
 from phase.decode.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
 from phase.results import CostProfile, ResultsFile, Run
+from phase.results.levels import run_temperature
 from phase.results.schema import Step
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -79,16 +83,21 @@ class _State:
     model's acceptance estimate, and what its next draft call must feed and mirror."""
 
     rates: PositionEstimate
+    # A greedy run's draft re-evaluates the verified batch before its next proposal (a mirror
+    # pass auto prices); a sampled run's keeps its own rows and does not (SampledAuto.observe).
+    mirrors: bool = True
     generated: int = 0
     feed: int = 1
     mirror: int | None = None
 
     def after(self, step: Step) -> None:
-        """AutoProposer.observe, from the recorded outcome."""
+        """AutoProposer.observe (SampledAuto.observe for a sampled run), from the recorded
+        outcome."""
         self.rates.fade()
         if step.proposer == "draft" and step.proposed > 0:
             self.rates.observe(step.proposed, step.accepted)
-            self.mirror, self.feed = step.proposed + 1, 1
+            self.mirror = step.proposed + 1 if self.mirrors else None
+            self.feed = 1
         else:
             self.feed += step.accepted + 1
         self.generated += step.accepted + 1
@@ -155,7 +164,8 @@ def _pace(run: Run, profile: CostProfile, kv: int) -> float:
 
 def _replay(run: Run, results: ResultsFile) -> Problem | None:
     setting = _setting(run, results)
-    state = _State(PositionEstimate(K_MAX, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, DECAY))
+    state = _State(PositionEstimate(K_MAX, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, DECAY),
+                   mirrors=run_temperature(results.config, run.factors) <= 0)
     earlier = _Earlier(list(run.token_ids))
     lookup = _lookup(run, results, setting)
     for j, step in enumerate(run.trace):
