@@ -44,10 +44,14 @@ FSIZE_WRAPPER = (
 
 def run_phase(args: Sequence[str], *, readonly: Path | None = None, fsize: int | None = None,
               timeout: float = 600, env: dict[str, str] | None = None,
-              cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+              cwd: Path | None = None,
+              phase: Sequence[str] = (PHASE,)) -> subprocess.CompletedProcess[str]:
     """`phase ARGS` in a separate process; `readonly`: a directory it cannot write;
-    `fsize`: the largest file it may write, in bytes."""
-    program = [PHASE] if fsize is None else [sys.executable, "-c", FSIZE_WRAPPER, str(fsize)]
+    `fsize`: the largest file it may write, in bytes; `phase`: the command line that stands
+    for `phase` (tests/short_prompts.py's, for its short prompts)."""
+    if fsize is not None and tuple(phase) != (PHASE,):
+        raise ValueError("fsize runs the phase CLI itself")
+    program = [*phase] if fsize is None else [sys.executable, "-c", FSIZE_WRAPPER, str(fsize)]
     prefix = readonly_prefix(readonly) if readonly is not None else []
     return subprocess.run([*prefix, *program, *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd,

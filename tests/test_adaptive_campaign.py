@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 from observers import StopAfter
+from short_prompts import SPECULATIVE
 
 from phase.analysis import adaptive
-from phase.campaign import DEFAULT_PLAN, QuietObserver, load_experiment, prepare
+from phase.campaign import DEFAULT_PLAN, QuietObserver, prepare
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.models import TEST_MODEL
@@ -39,7 +40,7 @@ PLANNED = 1 * 3 * 2  # prompts x strategies x repeats
 def _campaign(out: Path, plan: object = PLAN, observer: QuietObserver | None = None,
               resume: bool = False) -> ResultsFile:
     found = discover_sensors(SensorOptions(use=False))
-    with prepare(load_experiment("speculative"), plan, Destination(out, resume=resume), found,
+    with prepare(SPECULATIVE, plan, Destination(out, resume=resume), found,
                  observer or QuietObserver()) as campaign:
         campaign.run()
     return load_raw(out)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from observers import StopAfter
+from short_prompts import SPECULATIVE
 from test_browser import CHROMIUM, _charts_drawn, _open, browser  # noqa: F401 (fixture)
 
 from phase.campaign import (
@@ -19,7 +20,6 @@ from phase.campaign import (
     QuietObserver,
     SensorOptions,
     discover_sensors,
-    load_experiment,
     prepare,
 )
 from phase.campaign.machine import host_class
@@ -48,7 +48,7 @@ SMALL_PROFILE = {"profile_blocks": 2, "profile_min_block_s": 0.0}
 def _measure(out: Path) -> None:
     """A small campaign that is a study (a --quick one is a smoke test, never published): the
     quick plan's settings, with its purpose set to "study" by the caller."""
-    experiment = load_experiment("speculative")
+    experiment = SPECULATIVE  # with the short test prompts
     assert experiment.quick is not None
     plan = replace(experiment.quick, purpose="study", prompts=("code",),
                    strategies=("plain", "draft-2", "draft-4"), tokens=8, repeats=2,
@@ -61,7 +61,7 @@ def _measure(out: Path) -> None:
 
 
 def _interrupted(out: Path) -> None:
-    experiment = load_experiment("speculative")
+    experiment = SPECULATIVE  # with the short test prompts
     plan = replace(DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
                    strategies=("plain", "draft-2", "draft-4"), tokens=8, repeats=2,
                    cooldown_s=0.0, idle_window_s=0.0, disturbed_load=None,

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from observers import StopAfter
+from short_prompts import SCRIPT as SHORT_SCRIPT
+from short_prompts import SPECULATIVE as SHORT
+from short_prompts import measure_command
 
 from phase.campaign import (
     DEFAULT_PLAN,
@@ -45,7 +48,8 @@ SMALL = [*PROFILED, "--no-profile"]
 
 
 def measure(*args: str) -> Result:
-    return CliRunner().invoke(main, ["measure", "speculative", *args])
+    """`phase measure speculative ARGS`, with the short test prompts (tests/short_prompts.py)."""
+    return CliRunner().invoke(measure_command(), list(args))
 
 
 def test_schedule_covers_every_condition_in_a_fresh_order_per_repeat() -> None:
@@ -68,7 +72,7 @@ def test_edit_prompt_includes_the_input_file() -> None:
 
 def test_cli_campaign_writes_a_complete_valid_file(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    result = measure(*PROFILED, "-o", str(out))
+    result = CliRunner().invoke(main, ["measure", "speculative", *PROFILED, "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stdout.strip().endswith(str(out))
     results = load_raw(out)
@@ -77,6 +81,7 @@ def test_cli_campaign_writes_a_complete_valid_file(tmp_path: Path) -> None:
         ("code", "plain"): 2, ("code", "draft-2"): 2}
     assert {m.role for m in results.models} == {"target", "draft"}
     assert results.references[0].prompt == "code"
+    assert [p.source for p in results.config.prompts] == ["experiments/prompts/code.txt"]
     for run in results.runs:
         assert run.tokens == 8 and len(run.token_ids) == 8
         assert run.accepted <= run.drafted
@@ -151,7 +156,7 @@ NO_SENSORS = SensorOptions(use=False)
 def _prepare(out: Path, plan: CampaignPlan = SMALL_PLAN, sensors: Discovery | None = None,
              observer: QuietObserver | None = None) -> Campaign:
     discovery = sensors if sensors is not None else discover_sensors(NO_SENSORS)
-    return prepare(SPECULATIVE, plan, Destination(out), discovery, observer)
+    return prepare(SHORT, plan, Destination(out), discovery, observer)
 
 
 def test_quick_plan_and_overrides_are_typed() -> None:
@@ -170,6 +175,8 @@ def test_interrupted_campaign_keeps_runs_and_resumes(tmp_path: Path) -> None:
     partial = load_raw(out)
     assert partial.status == "interrupted"
     assert len(partial.runs) == 2
+    # The short test prompt, and the file says so (tests/short_prompts.py).
+    assert [p.source for p in partial.config.prompts] == ["tests/fixtures/prompts/code.txt"]
     kept = [r.model_dump() for r in partial.runs]
 
     # A different config is refused, naming what differs, and the file is untouched.
@@ -263,7 +270,7 @@ def test_energy_sensor_override_is_recorded_and_unknown_names_refused_early(
     plan = replace(SMALL_PLAN, strategies=("plain",), repeats=1, tokens=4)
     out = tmp_path / "o.json"
     found = discover_sensors(options)
-    with prepare(SPECULATIVE, plan, Destination(out), found,
+    with prepare(SHORT, plan, Destination(out), found,
                  energy_sensors=options.energy_sensors) as campaign:
         results = campaign.run()
     assert results.primary_energy is not None
@@ -300,12 +307,12 @@ def test_ctrl_c_keeps_runs_prints_the_resume_command_and_exits_130(tmp_path: Pat
     import time
 
     out = tmp_path / "int.json"
-    script = EXPERIMENTS_DIR / "speculative.py"
+    script = SHORT_SCRIPT  # `phase` with the short prompts (tests/short_prompts.py)
     args = [*SMALL, "--tokens", "32", "--repeats", "4", "-o", str(out)]
     # Ctrl-C as a terminal sends it: the child must not inherit an ignored SIGINT (a test run
     # started in the background by a non-interactive shell has SIGINT ignored, and so would
     # every campaign it starts: it then finished all its runs and exited 0).
-    proc = subprocess.Popen([sys.executable, str(script), *args],
+    proc = subprocess.Popen([sys.executable, str(script), "measure", "speculative", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from factories import make_results
 from sandbox import assert_one_line_error, run_phase
+from short_prompts import PHASE as SHORT
 
 from phase.campaign import default_output
 from phase.results import (
@@ -136,14 +137,13 @@ def test_writer_creates_exclusively_and_keeps_the_mode_on_resume(tmp_path: Path)
 def test_two_campaigns_on_one_file_one_is_refused_the_other_completes(tmp_path: Path) -> None:
     out = tmp_path / "same.json"
     first = subprocess.Popen(
-        [str(Path(sys.executable).with_name("phase")), "measure", "speculative", *SMALL,
-         "--cooldown", "0.5", "-o", str(out)],
+        [*SHORT, "measure", "speculative", *SMALL, "--cooldown", "0.5", "-o", str(out)],
         text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not lock_path(out).exists() or not lock_path(out).read_text():
         assert time.monotonic() < deadline and first.poll() is None
         time.sleep(0.05)
-    second = run_phase(["measure", "speculative", *SMALL, "-o", str(out)])
+    second = run_phase(["measure", "speculative", *SMALL, "-o", str(out)], phase=SHORT)
     assert_one_line_error(second, 2, str(out), f"pid {first.pid}", "measure speculative")
     assert "loading" not in second.stderr  # refused before any model loaded
     _, err = first.communicate(timeout=600)
@@ -157,7 +157,7 @@ def test_two_campaigns_without_output_write_two_files(tmp_path: Path) -> None:
     base = default_output("speculative", quick=True, results_dir=tmp_path / "results")
     with holder(base, "numbered") as (_, first):
         assert first == base
-        done = run_phase(["measure", "speculative", *SMALL], cwd=tmp_path)
+        done = run_phase(["measure", "speculative", *SMALL], cwd=tmp_path, phase=SHORT)
     assert done.returncode == 0, done.stderr
     written = Path(tmp_path / done.stdout.strip().splitlines()[-1])
     assert written.name == base.name.replace(".json", "-2.json")

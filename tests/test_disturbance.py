@@ -16,9 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from short_prompts import SPECULATIVE
 
 from phase.analysis import disturbed_note, summarize
-from phase.campaign import DEFAULT_PLAN, QuietObserver, load_experiment, prepare
+from phase.campaign import DEFAULT_PLAN, QuietObserver, prepare
 from phase.campaign.cpu_counters import NO_PROC, parse_pid_cpu_ticks, parse_stat_busy
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.runner import Destination
@@ -128,7 +129,7 @@ class HogDuring(QuietObserver):
 
 def _campaign(out: Path, observer: QuietObserver) -> ResultsFile:
     found = discover_sensors(SensorOptions(use=False))
-    with prepare(load_experiment("speculative"), PLAN, Destination(out), found,
+    with prepare(SPECULATIVE, PLAN, Destination(out), found,
                  observer) as campaign:
         campaign.run()
     return load_raw(out)
@@ -190,7 +191,7 @@ def test_resume_knows_which_reruns_are_due(tmp_path: Path) -> None:
     results.status = "interrupted"
     out.write_text(results.model_dump_json())
     found = discover_sensors(SensorOptions(use=False))
-    with prepare(load_experiment("speculative"), PLAN, Destination(out, resume=True), found,
+    with prepare(SPECULATIVE, PLAN, Destination(out, resume=True), found,
                  QuietObserver()) as campaign:
         campaign.run()
     resumed = load_raw(out)

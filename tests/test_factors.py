@@ -9,6 +9,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
+from short_prompts import SHORT_PROMPTS
 
 from phase.analysis import condition_key, summarize
 from phase.analysis.queries import levels_text
@@ -52,7 +53,7 @@ TOY = Experiment(
     name="toy",
     note=None,
     description="A toy experiment over extra factors, for tests.",
-    prompts_dir=EXPERIMENTS_DIR / "prompts",
+    prompts_dir=SHORT_PROMPTS,
     plan=replace(
         DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
         strategies=("plain", "draft-4"), tokens=8, repeats=2, cooldown_s=0.0,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from short_prompts import measure_command
 
 from phase.cli import main
 from phase.results import CostProfile, load_raw
@@ -26,9 +27,14 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
 
 
+def measure(*args: str) -> Result:
+    """`phase measure speculative ARGS`, with the short test prompts (tests/short_prompts.py)."""
+    return CliRunner().invoke(measure_command(), list(args))
+
+
 def test_campaign_records_its_profile_and_auto_decisions(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    result = invoke("measure", "speculative", *QUICK, "--strategies", "plain,ngram,auto",
+    result = measure(*QUICK, "--strategies", "plain,ngram,auto",
                     "-o", str(out))
     assert result.exit_code == 0, result.output
     results = load_raw(out)
@@ -52,12 +58,12 @@ def test_campaign_records_its_profile_and_auto_decisions(tmp_path: Path) -> None
 
 def test_no_profile_campaign_and_auto_needs_the_profile(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    result = invoke("measure", "speculative", *QUICK, "--strategies", "plain", "--no-profile",
+    result = measure(*QUICK, "--strategies", "plain", "--no-profile",
                     "-o", str(out))
     assert result.exit_code == 0, result.output
     assert load_raw(out).profile is None
     refused = tmp_path / "never.json"
-    result = invoke("measure", "speculative", *QUICK, "--strategies", "auto", "--no-profile",
+    result = measure(*QUICK, "--strategies", "auto", "--no-profile",
                     "-o", str(refused))
     assert result.exit_code == 2 and "drop --no-profile" in result.output
     assert not refused.exists()
@@ -65,7 +71,7 @@ def test_no_profile_campaign_and_auto_needs_the_profile(tmp_path: Path) -> None:
 
 def test_energy_objective_without_a_sensor_is_bad_input(tmp_path: Path) -> None:
     out = tmp_path / "never.json"
-    result = invoke("measure", "speculative", *QUICK, "--strategies", "auto",
+    result = measure(*QUICK, "--strategies", "auto",
                     "--objective", "energy", "-o", str(out))
     assert result.exit_code == 2
     assert "--objective energy needs an energy sensor" in result.output
@@ -117,7 +123,7 @@ def test_energy_per_pass_from_a_counter_and_auto_minimising_energy(tmp_path: Pat
     writer.start()
     try:
         out = tmp_path / "e.json"
-        result = invoke("measure", "speculative", "--quick", "--rapl-root",
+        result = measure("--quick", "--rapl-root",
                         str(tmp_path / "powercap"), "--hwmon-root", str(tmp_path / "none"),
                         *QUICK[2:], "--strategies", "plain,auto", "--objective", "energy",
                         "-o", str(out))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from factories import make_model, make_provenance, make_results, make_sensor, replaced
 from sandbox import as_interrupted, assert_one_line_error, run_phase
+from short_prompts import PHASE as SHORT
 
 from phase.campaign.identity import differences
 from phase.results import ResultsFile, load_raw
@@ -97,7 +98,8 @@ def renamed_model_path(test_model_path: Path, tmp_path_factory: pytest.TempPathF
 def interrupted(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The bytes of a real campaign interrupted after its first run (status running, one run)."""
     out = tmp_path_factory.mktemp("resume") / "r.json"
-    done = run_phase(["measure", "speculative", *SMALL, "--threads", "2", "-o", str(out)])
+    done = run_phase(["measure", "speculative", *SMALL, "--threads", "2", "-o", str(out)],
+                     phase=SHORT)
     assert done.returncode == 0, done.stderr
     return as_interrupted(out)
 
@@ -122,7 +124,8 @@ def test_resume_with_a_different_setup_is_refused_before_loading(
     args = [a.replace("{meter}", str(meter)).replace("{renamed}", str(renamed_model_path))
             for a in extra]
     sensors = [a for a in SMALL if a != "--no-sensor"] if "--meter" in args else SMALL
-    proc = run_phase(["measure", "speculative", *sensors, *args, "--resume", str(out)])
+    proc = run_phase(["measure", "speculative", *sensors, *args, "--resume", str(out)],
+                     phase=SHORT)
     assert_one_line_error(proc, 2, str(out.name), "cannot resume", needle)
     assert "loading" not in proc.stderr
     assert out.read_bytes() == interrupted
@@ -135,7 +138,8 @@ def test_resume_with_the_same_setup_completes_and_keeps_the_mode(
     out = tmp_path / "r.json"
     out.write_bytes(interrupted)
     out.chmod(0o640)
-    proc = run_phase(["measure", "speculative", *SMALL, "--threads", "2", "--resume", str(out)])
+    proc = run_phase(["measure", "speculative", *SMALL, "--threads", "2", "--resume", str(out)],
+                     phase=SHORT)
     assert proc.returncode == 0, proc.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
     results = load_raw(out)
@@ -147,7 +151,8 @@ def test_a_read_only_file_is_not_resumed(tmp_path: Path, interrupted: bytes) -> 
     out = tmp_path / "r.json"
     out.write_bytes(interrupted)
     out.chmod(0o444)
-    proc = run_phase(["measure", "speculative", *SMALL, "--threads", "2", "--resume", str(out)])
+    proc = run_phase(["measure", "speculative", *SMALL, "--threads", "2", "--resume", str(out)],
+                     phase=SHORT)
     assert_one_line_error(proc, 2, str(out), "read-only", "chmod u+w")
     assert stat.S_IMODE(out.stat().st_mode) == 0o444
     assert out.read_bytes() == interrupted

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from factories import make_results, write_results
 from sandbox import as_interrupted
+from short_prompts import SPECULATIVE
 
 from phase.campaign import (
     DEFAULT_PLAN,
@@ -25,7 +26,6 @@ from phase.campaign import (
     QuietObserver,
     SensorOptions,
     discover_sensors,
-    load_experiment,
     prepare,
 )
 from phase.errors import PhaseError, UsageProblem
@@ -34,7 +34,6 @@ from phase.results import FileBusy, ResultsError, WriteFailed, atomic_write_text
 from phase.results.claim import lock_path
 from phase.validate import exit_code, validate_file
 
-SPECULATIVE = load_experiment("speculative")
 PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
@@ -139,7 +138,7 @@ def test_prepare_refuses_bad_output_and_fit_before_loading(tmp_path: Path, where
     elif where == "existing-file":
         out.write_text("precious")
     else:
-        plan = replace(PLAN, n_ctx=64)
+        plan = replace(PLAN, n_ctx=64, tokens=32)  # the prompt's 42 tokens + 32 do not fit
     error = _refused(out, plan)
     assert error.exit_code == 2
     assert {"missing-dir": "does not exist", "existing-file": "already exists",

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from short_prompts import SHORT_PROMPTS
 
 from phase.campaign import (
     Destination,
@@ -40,7 +41,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ResultsFil
     assert quick is not None
     # Two temperatures are enough to cover greedy and sampled; one repeat keeps it short.
     temps = Factor("temperature", "temperature", (0, 0.7))
-    exp = replace(experiment, factors=(temps,))
+    exp = replace(experiment, factors=(temps,), prompts_dir=SHORT_PROMPTS)  # short prompts
     plan = replace(quick, tokens=8, repeats=1, factors=(temps,), quiet_check_s=0.0)
     out = tmp_path_factory.mktemp("sampled") / "speculative_sampling-quick.json"
     with prepare(exp, plan, Destination(out),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from short_prompts import measure_command
 
-from phase.cli import main
 from phase.results import load_raw, token_sha256
 from phase.validate import validate_file
 
@@ -49,8 +49,8 @@ def test_a_measured_campaign_validates_with_its_evidence(tmp_path: Path) -> None
     stop = threading.Event()
     writer = advancing_rapl(tmp_path / "powercap", stop)
     try:
-        result = CliRunner().invoke(main, [
-            "measure", "speculative", "--quick", "--prompts", "code",
+        result = CliRunner().invoke(measure_command(), [  # the short test prompts
+            "--quick", "--prompts", "code",
             "--strategies", "plain,draft-2,ngram", "--tokens", str(TOKENS), "--repeats", "2",
             "--cooldown", "0", "--idle-window", "0.2", "--threads", "1",
             "--rapl-root", str(tmp_path / "powercap"), "--hwmon-root", str(tmp_path / "no-hwmon"),

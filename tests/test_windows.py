@@ -17,9 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from short_prompts import SPECULATIVE
 
 from phase.analysis import energy_j_per_token, window_s, window_tokens
-from phase.campaign import QuietObserver, load_experiment, prepare
+from phase.campaign import QuietObserver, prepare
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.campaign.windows import (
@@ -217,7 +218,7 @@ class Lines(QuietObserver):
 
 
 def _quick(out: Path, powercap: Path, *, sized: bool) -> tuple[ResultsFile, list[str]]:
-    experiment = load_experiment("speculative")
+    experiment = SPECULATIVE  # with the short test prompts
     assert experiment.quick is not None
     # The quick plan, on one prompt with plain and draft-4 and 12 tokens (a few minutes
     # become one, and the decodes stay short however busy a shared test host is), no profile
