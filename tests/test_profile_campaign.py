@@ -34,8 +34,7 @@ def measure(*args: str) -> Result:
 
 def test_campaign_records_its_profile_and_auto_decisions(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    result = measure(*QUICK, "--strategies", "plain,ngram,auto",
-                    "-o", str(out))
+    result = measure(*QUICK, "--strategies", "plain,ngram,auto", "-o", str(out))
     assert result.exit_code == 0, result.output
     results = load_raw(out)
     profile = results.profile
@@ -58,21 +57,18 @@ def test_campaign_records_its_profile_and_auto_decisions(tmp_path: Path) -> None
 
 def test_no_profile_campaign_and_auto_needs_the_profile(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
-    result = measure(*QUICK, "--strategies", "plain", "--no-profile",
-                    "-o", str(out))
+    result = measure(*QUICK, "--strategies", "plain", "--no-profile", "-o", str(out))
     assert result.exit_code == 0, result.output
     assert load_raw(out).profile is None
     refused = tmp_path / "never.json"
-    result = measure(*QUICK, "--strategies", "auto", "--no-profile",
-                    "-o", str(refused))
+    result = measure(*QUICK, "--strategies", "auto", "--no-profile", "-o", str(refused))
     assert result.exit_code == 2 and "drop --no-profile" in result.output
     assert not refused.exists()
 
 
 def test_energy_objective_without_a_sensor_is_bad_input(tmp_path: Path) -> None:
     out = tmp_path / "never.json"
-    result = measure(*QUICK, "--strategies", "auto",
-                    "--objective", "energy", "-o", str(out))
+    result = measure(*QUICK, "--strategies", "auto", "--objective", "energy", "-o", str(out))
     assert result.exit_code == 2
     assert "--objective energy needs an energy sensor" in result.output
     assert "Traceback" not in result.output and not out.exists()
@@ -123,10 +119,9 @@ def test_energy_per_pass_from_a_counter_and_auto_minimising_energy(tmp_path: Pat
     writer.start()
     try:
         out = tmp_path / "e.json"
-        result = measure("--quick", "--rapl-root",
-                        str(tmp_path / "powercap"), "--hwmon-root", str(tmp_path / "none"),
-                        *QUICK[2:], "--strategies", "plain,auto", "--objective", "energy",
-                        "-o", str(out))
+        result = measure("--quick", "--rapl-root", str(tmp_path / "powercap"),
+                         "--hwmon-root", str(tmp_path / "none"), *QUICK[2:],
+                         "--strategies", "plain,auto", "--objective", "energy", "-o", str(out))
     finally:
         stop.set()
         writer.join()
