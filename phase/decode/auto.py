@@ -81,8 +81,13 @@ class AutoProposer:
     """A proposer that decides per step; `observe` tells it how each step went."""
 
     def __init__(self, table: CostTable, draft: DraftProposer | None,
-                 matcher: NgramMatcher | None = None, k_max: int = K_MAX) -> None:
+                 matcher: NgramMatcher | None = None, k_max: int = K_MAX, *,
+                 mirrors: bool = True) -> None:
+        """`mirrors`: the draft re-evaluates each verified batch before it proposes again, a
+        pass auto prices (the greedy DraftProposer does; the sampled draft keeps its own rows
+        and does not)."""
         self.table = table
+        self.mirrors = mirrors
         self.draft = draft if table.draft is not None else None
         self.matcher = matcher or NgramMatcher()
         self.k_max = k_max
@@ -160,6 +165,7 @@ class AutoProposer:
         if last is not None and last.proposer == "draft" and proposed > 0:
             self.draft_rates.observe(proposed, accepted)
             # The next draft call mirrors this batch, after which only the newest token is new.
-            self._mirror, self._feed = proposed + 1, 1
+            self._mirror = proposed + 1 if self.mirrors else None
+            self._feed = 1
         else:
             self._feed += accepted + 1

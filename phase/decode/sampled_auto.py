@@ -46,7 +46,8 @@ class SampledAuto:
 
     def __init__(self, table: CostTable, draft: DraftSampler | None, k_max: int) -> None:
         self._draft = _DraftForAuto(draft) if draft is not None else None
-        self.auto = AutoProposer(table, self._draft, k_max=k_max)  # type: ignore[arg-type]
+        self.auto = AutoProposer(table, self._draft, k_max=k_max,  # type: ignore[arg-type]
+                                 mirrors=False)
 
     @property
     def decisions(self) -> list[Decision]:
@@ -67,7 +68,3 @@ class SampledAuto:
 
     def observe(self, proposed: int, accepted: int) -> None:
         self.auto.observe(proposed, accepted)
-        # The greedy draft re-evaluates the verified batch before its next proposal (its
-        # mirror pass) and auto costs that; the sampled draft does not (it keeps its own rows
-        # up to the first difference), so no mirror pass is priced.
-        self.auto._mirror = None

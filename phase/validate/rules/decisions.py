@@ -83,16 +83,13 @@ class _State:
     model's acceptance estimate, and what its next draft call must feed and mirror."""
 
     rates: PositionEstimate
-    # A greedy run's draft re-evaluates the verified batch before its next proposal (a mirror
-    # pass auto prices); a sampled run's keeps its own rows and does not (SampledAuto.observe).
-    mirrors: bool = True
+    mirrors: bool = True  # AutoProposer's `mirrors`: False for a sampled run (SampledAuto)
     generated: int = 0
     feed: int = 1
     mirror: int | None = None
 
     def after(self, step: Step) -> None:
-        """AutoProposer.observe (SampledAuto.observe for a sampled run), from the recorded
-        outcome."""
+        """AutoProposer.observe, from the recorded outcome."""
         self.rates.fade()
         if step.proposer == "draft" and step.proposed > 0:
             self.rates.observe(step.proposed, step.accepted)
