@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
                 sampling,sampling-native,windows,bandwidth,tg-bandwidth,stream,site,hosts,
-                adaptive]
+                adaptive,coverage]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -26,7 +26,9 @@ stream (bench/bandwidth_bench.py: phase's STREAM-style C kernels against numpy's
 and numpy's triad, and sysbench memory where installed), site
 (bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns over many host classes,
 the cross-host page), adaptive (bench/adaptive_bench.py: a short real campaign with adaptive
-repeats, how many extra runs it took here to pin every ratio to plain within ±5%). Writes
+repeats, how many extra runs it took here to pin every ratio to plain within ±5%), coverage
+(bench/coverage_bench.py: by simulation, how often the published ratio intervals hold the true
+ratio, the false "resolved" rate, the family-wise rate after correction; no model). Writes
 bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
 PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
@@ -48,7 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
             "sampler", "sampling", "sampling-native", "windows", "bandwidth", "tg-bandwidth",
-            "stream", "site", "hosts", "adaptive")
+            "stream", "site", "hosts", "adaptive", "coverage")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that run bench/native_tools.py's binaries (llama-speculative among them).
 TOOLS_SECTIONS = {"sampling-native", "tg-bandwidth"}
@@ -118,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         bandwidth,
         bandwidth_bench,
         batch_noise,
+        coverage_bench,
         decode_bench,
         evidence_bench,
         hosts_bench,
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             tools_problem = str(exc)
             print(f"native llama.cpp tools unavailable: {tools_problem}", file=sys.stderr)
 
-    needs_models = set(args.only) - {"site", "hosts", "stream"}
+    needs_models = set(args.only) - {"site", "hosts", "stream", "coverage"}
     try:
         target = resolve(args.model) if needs_models else None
         draft = resolve(args.draft) if DRAFT_SECTIONS & set(args.only) else target
@@ -181,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "tg-bandwidth": tg_bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
         "hosts": hosts_bench.run,
         "adaptive": adaptive_bench.run,
+        "coverage": coverage_bench.run,
     }
     sections: list[Section] = []
     started = time.time()

@@ -1,7 +1,9 @@
 """Figures with intervals, everywhere a number is shown: summaries hold the median of the
-undisturbed runs and a bootstrap 95% interval, the results table, its downloads, the charts'
+undisturbed runs (an order-statistic 95% interval from six runs) and ratios to plain with a
+Student t interval on log per-round ratios, the results table, its downloads, the charts'
 whiskers and the terminal summary show it, and a generated finding states a ratio to plain
-decoding only where its interval excludes 1.0 ("not resolved" otherwise).
+decoding only where its interval excludes 1.0 and its corrected test agrees ("not resolved"
+otherwise).
 
 The campaign below has two prompts. On "code" draft-4 is faster than plain decoding in every
 repeat by the same margin: resolved. On "prose" it is faster in one repeat and slower in
@@ -32,6 +34,7 @@ from test_publish_inputs import parse_tables
 
 from phase.analysis import summarize
 from phase.analysis.formatting import ratio, span, times
+from phase.analysis.intervals import resolved
 from phase.campaign import ui
 from phase.publish.charts.energy import build_chart
 from phase.publish.charts.strategy import build_strategy_chart
@@ -40,7 +43,7 @@ from phase.publish.numbers.downloads import results_frame
 from phase.publish.numbers.headline import best_by_prompt, headline
 from phase.publish.numbers.tables import build_table
 from phase.publish.site.build import build_docs
-from phase.results import SummaryRow, load, migrate
+from phase.results import SCHEMA_VERSION, SummaryRow, load, migrate
 from phase.validate import RuleSettings, validate_results
 
 PLAIN_S = 2.0
@@ -81,16 +84,19 @@ def test_summary_rows_hold_medians_and_paired_intervals(tmp_path: Path) -> None:
     assert speed.paired and speed.n == 3
     assert code.speed_vs_plain == pytest.approx(1.6)
     assert speed.low == pytest.approx(1.6) and speed.high == pytest.approx(1.6)
-    # Prose: ratios 2.0/1.9, 2.0/2.1, 1.0: the median is 1.0 and the interval spans 1.0.
+    # Prose: ratios 2.0/1.9, 2.0/2.1, 1.0: their geometric mean, and a t interval on their
+    # logs that spans 1.0 (its test, p near 1, is not significant).
     found = prose.intervals["speed_vs_plain"]
-    assert found.low < 1.0 < found.high
-    assert prose.speed_vs_plain == pytest.approx(1.0)
-    # The tokens/s interval of a condition lies within its runs' range, around the median.
+    assert found.low < 1.0 < found.high and found.method == "t-log"
+    assert prose.speed_vs_plain == pytest.approx((2.0 / 1.9 * 2.0 / 2.1) ** (1 / 3))
+    assert found.p_value is not None and found.p_value > 0.9
+    assert found.p_adjusted is not None and found.p_adjusted >= found.p_value
+    # Three runs are too few for a 95% interval of a median: the figure stands alone.
     runs = [r.tokens_per_s for r in ds.raw.runs if (r.prompt, r.strategy) == ("prose", "draft-4")]
-    tps = prose.intervals["tokens_per_s"]
-    assert min(runs) <= tps.low <= prose.tokens_per_s <= tps.high <= max(runs)
+    assert "tokens_per_s" not in prose.intervals
     assert prose.tokens_per_s == sorted(runs)[1]
-    assert "median of repeats" in ds.summary.source
+    assert "median of runs" in ds.summary.source
+    assert "Benjamini-Hochberg" in ds.summary.source
 
 
 def test_one_slow_run_does_not_move_the_median(tmp_path: Path) -> None:
@@ -105,7 +111,13 @@ def test_one_slow_run_does_not_move_the_median(tmp_path: Path) -> None:
     speeds = sorted(r.tokens_per_s for r in results.runs
                     if (r.prompt, r.strategy) == ("code", slow.strategy))
     assert condition.tokens_per_s == pytest.approx(speeds[1])  # the median of the three
-    assert _row(ds, "code").speed_vs_plain == pytest.approx(1.6)
+    # The ratio to plain is a geometric mean of per-round ratios, which the slow run's round
+    # does move; but its t interval widens to take it in, so the missed disturbance costs the
+    # claim (not resolved) rather than making a false one.
+    ratio_row = _row(ds, "code")
+    found = ratio_row.intervals["speed_vs_plain"]
+    assert found.low < 1.0 < found.high and found.low < 1.6 < found.high
+    assert not resolved(found)
 
 
 def test_a_finding_states_a_ratio_only_where_its_interval_excludes_one(tmp_path: Path) -> None:
@@ -161,18 +173,22 @@ def test_table_downloads_and_charts_carry_the_interval(tmp_path: Path) -> None:
         .cells["speed_vs_plain"]
     found = prose.intervals["speed_vs_plain"]
     assert (cell.low, cell.high) == (found.low, found.high)
-    assert cell.interval == span(found.low, found.high, ratio) == "0.95–1.05"
+    # The t interval of three log ratios (2/1.9, 2/2.1, 1), 2 degrees of freedom.
+    assert cell.interval == span(found.low, found.high, ratio) == "0.88–1.13"
     frame = results_frame(table)
     record = frame[(frame.prompt == "prose") & (frame.strategy == "draft-4")].iloc[0]
-    assert record["speed vs plain low"] == found.low and record["tokens/s high"] == \
-        prose.intervals["tokens_per_s"].high
+    assert record["speed vs plain low"] == found.low
+    # Three runs: no interval of the median tokens/s, so its download column is empty.
+    assert "tokens_per_s" not in prose.intervals
+    assert "tokens/s high" not in frame.columns or record["tokens/s high"] != \
+        record["tokens/s high"]  # NaN
     # The speed chart's whiskers are the interval, and its caption says so.
     chart = build_strategy_chart(ds, "speed_vs_acceptance")
     text = json.dumps(chart.spec)
     assert '"speed_low"' in text and '"y2": {"field": "speed_high"' in text
     points = _records(chart.spec, "prose")
     assert any(p["speed_low"] == found.low and p["speed_high"] == found.high for p in points)
-    assert "bootstrap 95% interval" in chart.caption and "not resolved" in chart.caption
+    assert "95% interval" in chart.caption and "not resolved" in chart.caption
     energy = build_chart(ds.summary, "ratio_vs_acceptance")
     assert "ratio_vs_plain_low" in json.dumps(energy.spec) and "95% interval" in energy.caption
 
@@ -205,14 +221,16 @@ def test_terminal_summary_prints_each_interval(monkeypatch: pytest.MonkeyPatch) 
     # The median on the row's line, its interval on the line under it.
     assert times(prose.speed_vs_plain) in lines[at]
     assert span(found.low, found.high, times) in lines[at + 1]
-    assert "bootstrap 95% interval" in text and "not resolved" in text
+    words = " ".join(text.split())  # the legend wraps at the console's width
+    assert "Student t 95% interval" in words and "not resolved" in words
+    assert "Benjamini-Hochberg" in words
 
 
 def test_schema_7_summaries_read_without_intervals(tmp_path: Path) -> None:
     old = make_summary().model_dump(mode="json", exclude={"rows": {0: {
         "speed_vs_plain", "cpu_vs_plain", "intervals"}}})
     old["schema_version"] = 7
-    assert migrate(json.loads(json.dumps(old)))["schema_version"] == 11
+    assert migrate(json.loads(json.dumps(old)))["schema_version"] == SCHEMA_VERSION
     path = tmp_path / "summary-old.json"
     path.write_text(json.dumps(old))
     summary = load(path)

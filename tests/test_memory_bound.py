@@ -25,7 +25,7 @@ from phase.errors import UsageProblem
 from phase.models import TEST_MODEL, ModelError
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths
-from phase.results import ResultsFile, load_raw
+from phase.results import SCHEMA_VERSION, ResultsFile, load_raw
 from phase.validate import validate_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,7 +81,7 @@ def test_the_quick_campaign_records_variants_estimates_and_bandwidth(
         quick: tuple[Path, ResultsFile]) -> None:
     out, results = quick
     assert load_raw(out).model_dump() == results.model_dump()
-    assert results.status == "complete" and results.schema_version == 11
+    assert results.status == "complete" and results.schema_version == SCHEMA_VERSION
     # 2 formats x 1 thread count x 2 fills, 2 repeats each.
     assert len(results.runs) == 2 * 2 * 2
     levels = {m.level: m for m in results.models if m.level}

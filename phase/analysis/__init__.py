@@ -8,7 +8,8 @@ terminal summary share.
     figures      the registry: every figure's name, label, unit, description, how it is
                  computed, its "vs plain" form and its formatter
     formatting   the formatters (fmt, pct, ratio, ...): how a figure is written
-    intervals    bootstrap 95% intervals of a median and of a ratio to plain (paired by round)
+    intervals    95% intervals: order statistics of a median, Student t on log ratios to plain
+                 (paired by round), the family's Benjamini-Hochberg correction
     adaptive     adaptive repeats: which conditions need another round, what the rounds bought
     bench_rows   a row of a benchmark results file (bench/results/), written by bench/ and read
                  by the Benchmarks page alike, its noise the benchmark spread

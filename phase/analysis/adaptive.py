@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from phase.analysis.intervals import Interval, ratio_interval
+from phase.analysis import intervals, intervals_legacy
+from phase.analysis.intervals import Interval
 from phase.analysis.queries import (
     PLAIN,
     Condition,
@@ -98,6 +99,15 @@ def adaptive(config: CampaignConfig) -> bool:
     return config.target_half_width is not None
 
 
+def ratio_interval(config: CampaignConfig, values: dict[int, float],
+                   baseline: dict[int, float]) -> Interval | None:
+    """A ratio's interval by the method the file's rounds were decided with: the t interval on
+    log ratios (config.interval_method "t-log"), or, for files before it, the bootstrap."""
+    if config.interval_method is None:
+        return intervals_legacy.ratio_interval(values, baseline)
+    return intervals.ratio_interval(values, baseline)
+
+
 def run_cost_s(run: Run, config: CampaignConfig) -> float:
     """What a run spends of the time budget: its span, plus the rest and idle sampling
     before it."""
@@ -143,11 +153,12 @@ def states(results: ResultsFile, before: int | None = None,
             if strategy == PLAIN:
                 continue
             runs = by.get((prompt, strategy, combo.levels), [])
-            speed = ratio_interval(_per_round(runs, "speed", results), plain_speed)
+            speed = ratio_interval(config, _per_round(runs, "speed", results), plain_speed)
             mine = _per_round(runs, "energy", results) if energy else {}
             measured = bool(mine) and bool(plain_energy)
             out.append(ConditionState(prompt, strategy, speed,
-                                      ratio_interval(mine, plain_energy) if measured else None,
+                                      ratio_interval(config, mine, plain_energy) if measured
+                                      else None,
                                       measured, combo.levels))
     return out
 

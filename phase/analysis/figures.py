@@ -273,7 +273,7 @@ def row_value(name: str, rows: Sequence[SummaryRow], row: SummaryRow) -> float |
 
 
 def row_interval(name: str, row: SummaryRow) -> FigureInterval | None:
-    """A condition figure's bootstrap 95% interval (None: fewer than two runs, or a file that
+    """A condition figure's 95% interval (None: fewer than two runs, or a file that
     records none, such as a transcribed summary)."""
     return row.intervals.get(name)
 

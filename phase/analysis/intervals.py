@@ -1,44 +1,78 @@
-"""Bootstrap 95% intervals: how well a campaign's repeats pin down a figure and a ratio.
+"""95% intervals whose coverage is measured: how well a campaign's repeats pin down a figure
+and a ratio, and whether a ratio is known to differ from plain decoding's.
 
-    median_interval   the median of a condition's values and its percentile-bootstrap interval
-    ratio_interval    a condition's median over plain decoding's, and its interval: paired by
-                      round where both have a run in the same repeat (runs of one round share
-                      the machine's state, so their ratio cancels slow drift), else the two
-                      samples resampled independently
-    resolved          whether an interval excludes a value (1.0: "no different from plain")
+    ratio_interval    a condition's figure over plain decoding's. Paired by round where both
+                      have a run in at least two shared rounds (runs of one round share the
+                      machine's state, so their ratio cancels slow drift): a Student t interval
+                      on the log of the per-round ratios, n - 1 degrees of freedom, centred on
+                      their geometric mean. Else the two samples on the log scale with Welch's t
+                      (the ratio of geometric means).
+    median_interval   the median of a condition's values and its distribution-free interval
+                      from order statistics (the binomial law of how many values fall below
+                      the median). It exists only from MEDIAN_MIN_N values: below that no two
+                      order statistics cover the median with 95% probability, and none is given.
+    adjust            the false-discovery-rate correction (Benjamini-Hochberg) over a family of
+                      ratios: each interval's p-value against 1.0 adjusted for how many were
+                      looked at.
+    resolved          whether a ratio is known to differ from a value: its interval excludes it
+                      and, where the family's correction was applied, its adjusted p-value is
+                      below 1 - CONFIDENCE.
 
-Resampling is seeded from the values themselves, so the same runs always give the same interval
-and a page built twice is byte-identical. A median and a percentile bootstrap, not a mean and
-a t-interval: one disturbed run on a shared machine must not move the centre, and three
-repeats are too few to assume a shape. With n = 2 or 3 the interval is the honest one such a
-design allows, wide; adaptive repeats (phase.campaign) add runs until it is narrow enough.
+Why not a percentile bootstrap of the median (what phase used before): with 2 or 3 values
+every resample's median is one of the values or a midpoint, so the "95%" interval is the range
+of the runs and covers the truth about 50% (n = 2) and 75% (n = 3) of the time. The log scale
+makes a ratio symmetric (2x and 0.5x are equally far from 1) and run times on a shared machine
+close to lognormal; the t quantile pays for estimating the spread from few rounds. The
+coverage of these methods, for the designs phase runs (lognormal noise at CV 5-30%, an outlier
+in some rounds, a per-round drift), is measured by tests/test_interval_coverage.py and reported
+by `make bench` (bench/coverage_bench.py).
+
+scipy.stats is imported on first use: `phase` starts as a process for every command, and most
+never compute an interval.
+
+Files whose adaptive rounds were decided with the bootstrap (config.interval_method absent)
+are replayed with it: phase.analysis.intervals_legacy.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
 
 CONFIDENCE = 0.95
-RESAMPLES = 4000
+ALPHA = 1 - CONFIDENCE
 # A ratio's interval is "narrow enough" when both ends lie within this fraction of its centre.
 TARGET_HALF_WIDTH = 0.05
+# The fewest values whose extreme order statistics cover the median with >= 95% probability:
+# 1 - 2 * 0.5**6 = 96.9% at n = 6, but 1 - 2 * 0.5**5 = 93.75% at n = 5.
+MEDIAN_MIN_N = 6
+# What config.interval_method records for the methods of this module.
+METHOD = "t-log"
+# What each figure's centre and interval are, as the pages name them.
+RATIO_STATISTIC = "geometric mean of the per-round ratios to plain, Student t 95% interval"
+UNPAIRED_STATISTIC = "ratio of geometric means (unpaired), Welch t 95% interval"
+MEDIAN_STATISTIC = "median of runs, order-statistic 95% interval (from 6 runs)"
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A centre (the median, or a ratio of medians) and its 95% bootstrap interval."""
+    """A centre and its 95% interval, with the p-value of the test that the centre is 1.0
+    (ratios only) and, once a family was corrected, that p-value adjusted."""
 
     centre: float
     low: float
     high: float
     n: int  # values (or pairs) it rests on
     paired: bool = False
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    # "order-statistic", "t-log" (paired), "welch-log" (unpaired); None: the legacy bootstrap.
+    method: str | None = None
 
     def includes(self, value: float) -> bool:
         return self.low <= value <= self.high
@@ -67,25 +101,13 @@ class Bounds(Protocol):
 
 
 def resolved(interval: Bounds | None, against: float = 1.0) -> bool:
-    """True when the interval lies wholly on one side of `against` (a ratio known to differ
-    from plain decoding's); False for no interval or one that includes it."""
-    return interval is not None and not interval.low <= against <= interval.high
-
-
-def _rng(*samples: Sequence[float]) -> np.random.Generator:
-    digest = hashlib.sha256(repr([[float(v) for v in s] for s in samples]).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
-
-
-def _percentiles(stats: np.ndarray) -> tuple[float, float]:
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(stats, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def _medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    picks = rng.integers(0, len(values), size=(RESAMPLES, len(values)))
-    return np.median(values[picks], axis=1)
+    """True when the interval lies wholly on one side of `against` and, where its family was
+    corrected for multiplicity, the adjusted p-value is below ALPHA too (a ratio known to
+    differ from plain decoding's); False for no interval, or one that includes `against`."""
+    if interval is None or interval.low <= against <= interval.high:
+        return False
+    adjusted = getattr(interval, "p_adjusted", None)
+    return adjusted is None or adjusted < ALPHA
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -93,40 +115,135 @@ def _clean(values: Sequence[float]) -> np.ndarray:
 
 
 def median_interval(values: Sequence[float]) -> Interval | None:
-    """The median and its interval; None for fewer than two values (one run is a value, not
-    an estimate with an interval)."""
-    data = _clean(values)
-    if len(data) < 2:
+    """The median and its order-statistic interval [x(j), x(n+1-j)], j the largest rank whose
+    coverage 1 - 2 P(Binomial(n, 1/2) < j) is still at least 95%; None below MEDIAN_MIN_N
+    values (then no interval of a median is honest at 95%)."""
+    from scipy import stats
+
+    data = np.sort(_clean(values))
+    n = len(data)
+    if n < MEDIAN_MIN_N:
         return None
-    low, high = _percentiles(_medians(data, _rng(data)))
-    return Interval(float(np.median(data)), low, high, len(data))
+    # binom.ppf gives the smallest j with P(X <= j) >= ALPHA/2; the rank below it is the
+    # largest whose two tails together stay within ALPHA.
+    j = int(stats.binom.ppf(ALPHA / 2, n, 0.5))
+    if stats.binom.cdf(j, n, 0.5) > ALPHA / 2:
+        j -= 1
+    rank = max(j, 0)  # 0-based index of x(j+1)
+    return Interval(float(np.median(data)), float(data[rank]), float(data[n - 1 - rank]), n,
+                    method="order-statistic")
+
+
+def _degenerate(centre: float, n: int, paired: bool) -> Interval:
+    """Every log ratio the same: no spread to estimate, so the interval is the point, and the
+    test rejects 1.0 exactly when the point is not 1.0."""
+    return Interval(centre, centre, centre, n, paired, 1.0 if centre == 1.0 else 0.0,
+                    method="t-log" if paired else "welch-log")
+
+
+@lru_cache(maxsize=256)
+def _t_quantile(df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(1 - ALPHA / 2, df))
+
+
+def _t_interval(mean: float, se: float, df: float, n: int, paired: bool) -> Interval:
+    """exp(mean ± t(df) se) and the two-sided p-value of mean = 0: what scipy's ttest_1samp
+    and ttest_ind(equal_var=False) give, without their per-call overhead (the coverage
+    simulation calls this tens of thousands of times)."""
+    from scipy import stats
+
+    half = _t_quantile(df) * se
+    p = float(2 * stats.t.sf(abs(mean) / se, df))
+    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, paired,
+                    p, method="t-log" if paired else "welch-log")
+
+
+def _paired(ratios: np.ndarray) -> Interval:
+    logs = np.log(ratios)
+    n = len(logs)
+    if np.ptp(logs) == 0:
+        return _degenerate(float(np.exp(logs.mean())), n, True)
+    se = float(logs.std(ddof=1)) / math.sqrt(n)
+    return _t_interval(float(logs.mean()), se, n - 1, n, True)
+
+
+def _unpaired(top: np.ndarray, bottom: np.ndarray) -> Interval:
+    a, b = np.log(top), np.log(bottom)
+    n = min(len(a), len(b))
+    mean = float(a.mean() - b.mean())
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return _degenerate(math.exp(mean), n, False)
+    va, vb = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
+    # Welch-Satterthwaite degrees of freedom (one side without spread gives the other's n-1).
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    return _t_interval(mean, math.sqrt(va + vb), df, n, False)
+
+
+def _positive(values: Sequence[float] | Mapping[int, float]) -> np.ndarray:
+    data = _clean(list(values.values()) if isinstance(values, Mapping) else values)
+    return data[data > 0]
 
 
 def ratio_interval(values: Sequence[float] | Mapping[int, float],
                    baseline: Sequence[float] | Mapping[int, float]) -> Interval | None:
-    """median(values) / median(baseline) with its interval.
+    """values over baseline with its 95% interval and the p-value against 1.0.
 
-    Given mappings from round (repeat) to value, the rounds both share are paired: the ratio
-    is the median of per-round ratios, resampled by round. With fewer than two shared rounds,
-    or given plain sequences, the two samples are resampled independently and the ratio is of
-    their medians. None where either side has fewer than two values or a median that is not
-    positive (a ratio to nothing is not a figure)."""
+    Given mappings from round (repeat) to value, the rounds both share are paired (at least
+    two); otherwise the two samples are compared unpaired. None where either side has fewer
+    than two positive values (a ratio to nothing, or of one run, is not an estimate)."""
     if isinstance(values, Mapping) and isinstance(baseline, Mapping):
         rounds = sorted(set(values) & set(baseline))
         pairs = [(values[r], baseline[r]) for r in rounds
-                 if baseline[r] and baseline[r] > 0 and math.isfinite(values[r])]
+                 if baseline[r] and baseline[r] > 0 and values[r] and values[r] > 0
+                 and math.isfinite(values[r]) and math.isfinite(baseline[r])]
         if len(pairs) >= 2:
-            ratios = np.array([v / b for v, b in pairs], dtype=float)
-            low, high = _percentiles(_medians(ratios, _rng(ratios)))
-            return Interval(float(np.median(ratios)), low, high, len(ratios), paired=True)
-    top = _clean(list(values.values()) if isinstance(values, Mapping) else values)
-    bottom = _clean(list(baseline.values()) if isinstance(baseline, Mapping) else baseline)
-    if len(top) < 2 or len(bottom) < 2 or np.median(bottom) <= 0:
+            return _paired(np.array([v / b for v, b in pairs], dtype=float))
+    top, bottom = _positive(values), _positive(baseline)
+    if len(top) < 2 or len(bottom) < 2:
         return None
-    rng = _rng(top, bottom)
-    over = _medians(top, rng)
-    under = _medians(bottom, rng)
-    ok = under > 0
-    low, high = _percentiles(over[ok] / under[ok])
-    return Interval(float(np.median(top) / np.median(bottom)), low, high,
-                    min(len(top), len(bottom)))
+    return _unpaired(top, bottom)
+
+
+def adjust(family: Sequence[Interval | None]) -> list[Interval | None]:
+    """The family's intervals with p_adjusted set: Benjamini-Hochberg over every member that
+    has a p-value (scipy.stats.false_discovery_control), so that of the ratios called
+    different from plain, at most 5% are expected not to be. Under the global null (no ratio
+    differs) this is also the chance of any false claim in the family."""
+    from scipy import stats
+
+    tested = [i for i, iv in enumerate(family) if iv is not None and iv.p_value is not None]
+    if not tested:
+        return list(family)
+    p = np.array([family[i].p_value for i in tested], dtype=float)  # type: ignore[union-attr]
+    adjusted = stats.false_discovery_control(p, method="bh")
+    out = list(family)
+    for i, q in zip(tested, adjusted, strict=True):
+        out[i] = replace(family[i], p_adjusted=float(q))  # type: ignore[type-var]
+    return out
+
+
+def words(method: str | None, paired: bool, n: int) -> str:
+    """What an interval is, for a hover title or a caption: its method and what it rests on
+    (`method` None: a summary from before schema 12, whose intervals were bootstrapped)."""
+    if method == "t-log":
+        return (f"Student t 95% interval of the geometric mean of {n} per-round ratios to "
+                "plain decoding (on their logs)")
+    if method == "welch-log":
+        return (f"Welch t 95% interval of the ratio of geometric means to plain decoding "
+                f"(unpaired, {n} or more runs a side)")
+    if method == "order-statistic":
+        return f"order-statistic 95% interval of the median of {n} runs"
+    how = "paired by repeat" if paired else "resampled independently"
+    return f"percentile bootstrap interval of {n} runs ({how}; before schema 12)"
+
+
+# Said once per page under a table or chart that shows intervals.
+LEGEND = ("Ratios to plain decoding are geometric means of the per-round ratios (each round "
+          "runs the condition and plain back to back), with a Student t 95% interval on their "
+          "logs; a ratio counts as different from plain only where that interval excludes 1.00 "
+          "and its test stays significant after the Benjamini-Hochberg correction over all of "
+          "the campaign's ratios of that figure. Other figures are medians of the undisturbed "
+          "runs; a median's 95% interval comes from order statistics and needs at least "
+          f"{MEDIAN_MIN_N} runs, so figures of fewer runs show none.")

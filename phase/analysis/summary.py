@@ -11,15 +11,19 @@ level of each extra factor, phase.analysis.queries.condition_key):
 * spread: (max - min) / mean over the same values (relative.spread, RUN_SPREAD);
 * speed, CPU and energy vs plain: this condition's figure over plain decoding's for the same
   prompt at the same extra levels, paired by repeat (runs of one round share the machine's
-  state): the median of the per-repeat ratios; where fewer than two repeats pair up, the
-  ratio of the two medians;
-* intervals: each of those figures' bootstrap 95% interval (phase.analysis.intervals), where
-  at least two runs (or pairs) stand behind it.
+  state): the geometric mean of the per-repeat ratios with its Student t 95% interval on
+  their logs; where fewer than two repeats pair up, the two samples compared unpaired
+  (Welch's t on logs); with fewer than two runs a side, the ratio of the medians and no
+  interval;
+* whether a ratio differs from plain: its t-test against 1.0, corrected over every ratio of
+  that figure in the campaign (Benjamini-Hochberg; FigureInterval.p_adjusted);
+* a median's interval: order statistics, from 6 runs (phase.analysis.intervals); below that
+  the figure stands alone, since no honest 95% interval of a median exists.
 
-A median, not a mean: one run that other work slowed down must not move a condition's figure
-(validation leaves out the runs it knows were disturbed; the median also holds against one it
-missed). Passes are not repeats: a condition's `n` counts runs. A missing figure is None with
-a reason, never 0.
+A median, not a mean, for a condition's own figures: one run that other work slowed down must
+not move it (validation leaves out the runs it knows were disturbed; the median also holds
+against one it missed). Passes are not repeats: a condition's `n` counts runs. A missing
+figure is None with a reason, never 0.
 
 Summaries need to know which values validation rejected; they take the validation report
 through the small `Judgement` protocol, so this module never imports phase.validate (which
@@ -34,7 +38,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from phase.analysis.intervals import Interval, median_interval, ratio_interval
+from phase.analysis.intervals import (
+    MEDIAN_STATISTIC,
+    RATIO_STATISTIC,
+    Interval,
+    adjust,
+    median_interval,
+    ratio_interval,
+)
 from phase.analysis.queries import (
     PLAIN,
     Condition,
@@ -158,7 +169,13 @@ def _stored(interval: Interval | None) -> FigureInterval | None:
     if interval is None:
         return None
     return FigureInterval(low=interval.low, high=interval.high, n=interval.n,
-                          paired=interval.paired)
+                          paired=interval.paired, method=interval.method,  # type: ignore[arg-type]
+                          p_value=_p(interval.p_value), p_adjusted=_p(interval.p_adjusted))
+
+
+def _p(value: float | None) -> float | None:
+    # A t-test's p-value can round a hair outside [0, 1].
+    return None if value is None else min(max(value, 0.0), 1.0)
 
 
 def _acceptance_reason(runs: Sequence[Run]) -> str | None:
@@ -242,6 +259,8 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
         raise PhaseError(f"{raw_name}: no runs yet, so there is nothing to summarize")
     # Ratios are to plain decoding of the same prompt at the same extra levels.
     plain = {condition_key(row): samples for row, samples in built if row.strategy == PLAIN}
+    # Each ratio figure's intervals over the campaign: one family, corrected together.
+    families: dict[str, list[tuple[SummaryRow, Interval]]] = defaultdict(list)
     for row, samples in built:
         base = plain.get(plain_key(condition_key(row)))
         for name, figure in RATIOS.items():
@@ -249,12 +268,16 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
             baseline = base.by_figure[figure] if base is not None else {}
             if not values or not baseline:
                 continue
-            if row.strategy == PLAIN:  # plain over itself: 1, with nothing to resample
+            if row.strategy == PLAIN:  # plain over itself: 1, with nothing to test
                 centre, interval = vs_plain(getattr(row, figure), getattr(row, figure)), None
             else:
                 centre, interval = _ratio(values, baseline)
             setattr(row, name, centre)
-            if centre is not None and (stored := _stored(interval)) is not None:
+            if centre is not None and interval is not None:
+                families[name].append((row, interval))
+    for name, members in families.items():
+        for (row, _), corrected in zip(members, adjust([iv for _, iv in members]), strict=True):
+            if (stored := _stored(corrected)) is not None:
                 row.intervals = {**row.intervals, name: stored}
     rows = [row for row, _ in built]
     return SummaryFile(
@@ -263,8 +286,9 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
         experiment=raw.experiment,
         note=raw.note,
         summary_only=False,
-        source=f"derived by `phase build` from {raw_name}: median of repeats with bootstrap "
-        "95% intervals, ratios to plain paired by repeat, rejected energy values left out"
+        source=f"derived by `phase build` from {raw_name}: {MEDIAN_STATISTIC}; "
+        f"{RATIO_STATISTIC}, each ratio's test against 1.0 corrected over the campaign's "
+        "ratios of that figure (Benjamini-Hochberg); rejected energy values left out"
         + (f"; {note}" if (note := disturbed_note(raw)) else ""),
         raw_files=[raw_name],
         machine=machine_label(raw),

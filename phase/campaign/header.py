@@ -52,6 +52,7 @@ def header_before_load(
         runs=[],
         campaign_id=identity.campaign_id if identity is not None else None,
         shard=identity.shard if identity is not None else None,
+        confirms=plan.confirms,
     )
 
 

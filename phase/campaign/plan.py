@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from phase.analysis.intervals import METHOD as INTERVAL_METHOD
 from phase.campaign.factors import Factor
 from phase.costmodel import Objective
 from phase.decode.strategy import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET
-from phase.results import CampaignConfig, PromptSpec, SamplingConfig
+from phase.results import CampaignConfig, Confirms, PromptSpec, SamplingConfig
 from phase.results.config import SEED_RULE
 
 Purpose = Literal["study", "smoke"]
@@ -111,6 +112,9 @@ class CampaignPlan:
     sample_top_k: int = 0
     sample_top_p: float = 1.0
     sample_min_p: float = 0.0
+    # A confirmation campaign (phase.campaign.confirm): the selection it measures again,
+    # recorded as ResultsFile.confirms.
+    confirms: Confirms | None = None
 
 
 DEFAULT_PLAN = CampaignPlan()
@@ -163,6 +167,7 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         target_half_width=plan.target_half_width,
         extra_budget_runs=extra_budget_runs(plan, len(prompts)),
         extra_budget_s=plan.extra_time_s if adaptive else None,
+        interval_method=INTERVAL_METHOD if adaptive else None,
         factors=[f.spec() for f in plan.factors],
         sampling=sampling_config(plan),
     )

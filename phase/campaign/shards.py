@@ -154,6 +154,9 @@ def campaign_id(experiment: str, plan: CampaignPlan, count: int, job: str | None
     if not plan.measure_bandwidth:  # nor those from before the memory study's fields
         for name in ("measure_bandwidth", "bandwidth_repeats", "bandwidth_array_bytes"):
             del settings[name]
+    del settings["confirms"]  # nor those of plans that confirm nothing
+    if plan.confirms is not None:
+        settings["confirms"] = plan.confirms.model_dump(mode="json")
     identity = {"experiment": experiment, "plan": settings, "shards": count, "job_id": job}
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:12]
     label = re.sub(r"[^A-Za-z0-9._-]+", "-", job or "").strip("-.")[:40]

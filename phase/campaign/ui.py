@@ -142,7 +142,7 @@ COLUMNS = ("strategy", *(FIGURES[name].short for name in SHOWN), "=plain")
 
 def figure_cell(name: str, rows: list[SummaryRow], row: SummaryRow) -> str:
     """A figure as the closing table writes it: the median and, on a second line, dimmed,
-    its bootstrap 95% interval where it has one."""
+    its 95% interval where it has one."""
     fig = FIGURES[name]
     text = fig.terminal_show(row_value(name, rows, row))
     found = row_interval(name, row)
@@ -193,11 +193,12 @@ def print_summary(results: ResultsFile) -> None:
             )
         console.print(table)
     console.print(
-        "medians of the undisturbed runs; under each, its bootstrap 95% interval (×plain: "
-        "runs paired by repeat; an interval that includes 1.00× is not resolved from plain "
-        "decoding) · ×plain: speed vs plain · accept: drafted tokens kept · mJ/tok: chip "
-        "energy · =plain: runs whose output equals plain's · * unstable: spread over the "
-        "variance limit"
+        "medians of the undisturbed runs; under each, its order-statistic 95% interval (6 "
+        "runs or more) · ×plain: speed vs plain, the geometric mean of per-round ratios with "
+        "its Student t 95% interval (not resolved from plain where it includes 1.00× or its "
+        "test fails the Benjamini-Hochberg correction over the campaign's ratios) · accept: "
+        "drafted tokens kept · mJ/tok: chip energy · =plain: runs whose output equals "
+        "plain's · * unstable: spread over the variance limit"
     )
     reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
                       if r.chip_mj_per_token_reason})

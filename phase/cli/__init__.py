@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                   "Measure memory bandwidth: STREAM-style copy and triad by thread count."),
     "build": ("phase.cli.site", "build",
               "Validate every results file and render the notes into docs/ (no mkdocs)."),
+    "confirm": ("phase.cli.confirm", "confirm",
+                "Measure a campaign's headline condition again on fresh runs, with plain."),
     "generate": ("phase.cli.generate", "generate_command",
                  "Generate greedily with one strategy; print the text and its numbers."),
     "measure": ("phase.cli.measure", "measure",
@@ -62,6 +64,7 @@ def main() -> None:
       phase measure speculative -o results/x.json
       phase measure speculative --shard 0/4  one part of it (a job array's task)
       phase merge results/x.json shards/*.json   the shards of one campaign, checked
+      phase confirm results/x.json            its headline again, on fresh runs
       phase validate results/x.json           check a results file against the rules
       phase predict results/x.json            the cost model against the measurements
       phase site                              validate, render notes, build site/

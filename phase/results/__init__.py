@@ -3,6 +3,7 @@
     schema      the pydantic models (strict), SCHEMA_VERSION, token_sha256
     config      what a campaign was asked to do (CampaignConfig, PromptSpec)
     covers      what a chip energy figure covers (PrimaryEnergy, the parts, per backend)
+    confirmation what a confirmation campaign confirms (Confirms: the selection and its rule)
     costs       the cost profile a campaign measures before its runs (CostProfile)
     hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
     base        what every model shares (Strict, constrained numbers, paired value/reason)
@@ -31,6 +32,7 @@ from phase.results.claim import (
     claim_numbered,
 )
 from phase.results.config import CampaignConfig, FactorSpec, Level, PromptSpec, SamplingConfig
+from phase.results.confirmation import Confirms
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.covers import PARTS, covers_of, covers_words, sensor_covers
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
@@ -84,6 +86,7 @@ __all__ = [
     "CampaignConfig",
     "CampaignWriter",
     "Claim",
+    "Confirms",
     "CostProfile",
     "FactorSpec",
     "FigureInterval",

@@ -11,8 +11,10 @@ from phase.results.base import NonNegFloat, NonNegInt, Strict
 
 
 class RatioInterval(Strict):
-    """A condition's ratio to plain decoding (median of per-round ratios) and its 95% bootstrap
-    interval (phase.analysis.intervals), on the rounds it rests on."""
+    """A condition's ratio to plain decoding and its 95% interval, on the rounds it rests on:
+    by config.interval_method (phase.analysis.adaptive.ratio_interval): the geometric mean of
+    the per-round ratios with a Student t interval ("t-log"), or, in files without one, the
+    median of per-round ratios with a percentile bootstrap interval."""
 
     centre: NonNegFloat
     low: NonNegFloat

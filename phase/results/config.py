@@ -94,6 +94,12 @@ class CampaignConfig(Strict):
     target_half_width: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] | None = None
     extra_budget_runs: NonNegInt | None = None
     extra_budget_s: NonNegFloat | None = None
+    # Schema 12: the interval method the adaptive rounds decided by ("t-log": a Student t
+    # interval on the log of paired per-round ratios, phase.analysis.intervals). Absent, in
+    # files before 12 and in fixed designs: the percentile bootstrap of phase before it
+    # (phase.analysis.intervals_legacy), so those files' decisions replay as they were made.
+    interval_method: Literal["t-log"] | None = Field(default=None,
+                                                     exclude_if=lambda v: v is None)
     # Extra factors (schema 10): every condition is a prompt x strategy x one level of each;
     # absent (never written when empty): prompt x strategy only, as in every earlier file.
     factors: list[FactorSpec] = Field(default_factory=list, exclude_if=lambda v: not v)

@@ -34,6 +34,7 @@ from phase.results.base import (
 )
 from phase.results.base import paired as _paired
 from phase.results.config import CampaignConfig, Level
+from phase.results.confirmation import Confirms
 from phase.results.costs import CostProfile
 from phase.results.covers import PrimaryEnergy
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
@@ -82,7 +83,12 @@ from phase.results.provenance import Provenance
 #                GGUF header) and ResultsFile.bandwidth (the machine's memory bandwidth,
 #                measured STREAM-style with its method); absent where not asked for.
 #                Sampling: factor kind temperature, config.sampling, Run.seed (absent: greedy).
-SCHEMA_VERSION = 11
+#   12 (2026-12): optional additions: config.interval_method (the method adaptive rounds
+#                decided by; absent: the bootstrap before it), FigureInterval.method, p_value,
+#                p_adjusted (Student t intervals on log ratios, order-statistic intervals of
+#                medians, the family's Benjamini-Hochberg correction); ResultsFile.confirms
+#                (a confirmation campaign's selection: phase.results.confirmation).
+SCHEMA_VERSION = 12
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -329,7 +335,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[11]
+    schema_version: Literal[12]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -366,6 +372,9 @@ class ResultsFile(Strict):
     # it (the plan's measure_bandwidth); never written otherwise.
     bandwidth: list[BandwidthMeasurement] | None = Field(default=None,
                                                          exclude_if=lambda v: v is None)
+    # Version 12: a confirmation campaign names the selection it confirms (phase.results.
+    # confirmation); never written otherwise.
+    confirms: Confirms | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> ResultsFile:

@@ -25,13 +25,22 @@ IntervalFigure = Literal["tokens_per_s", "speed_vs_plain", "acceptance", "chip_m
 
 
 class FigureInterval(Strict):
-    """A figure's bootstrap 95% interval (phase.analysis.intervals): of the median of a
-    condition's repeats, or of its ratio to plain decoding's, paired by repeat where `paired`."""
+    """A figure's 95% interval (phase.analysis.intervals): of the median of a condition's
+    repeats (order statistics), or of its ratio to plain decoding's (Student t on the log of
+    the per-round ratios where `paired`, else Welch's t on the two samples' logs)."""
 
     low: FiniteFloat
     high: FiniteFloat
     n: PosInt  # values (or pairs of one repeat) it rests on
     paired: bool = False
+    # Schema 12. How it was computed ("order-statistic", "t-log", "welch-log"; absent in
+    # summaries before 12: a percentile bootstrap); for a ratio, the p-value of the test that
+    # it is 1.0 and that p-value adjusted over the campaign's family of ratios of this figure
+    # (Benjamini-Hochberg): a ratio differs from plain only where p_adjusted < 0.05.
+    method: Literal["order-statistic", "t-log", "welch-log"] | None = Field(
+        default=None, exclude_if=lambda v: v is None)
+    p_value: Fraction | None = Field(default=None, exclude_if=lambda v: v is None)
+    p_adjusted: Fraction | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> FigureInterval:
@@ -91,7 +100,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[11]
+    schema_version: Literal[12]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

@@ -26,7 +26,7 @@ from phase.results import SummaryFile, SummaryRow
 KINDS = ENERGY_KINDS
 
 
-# The figures whose bootstrap 95% interval a point carries, by the field it is drawn from.
+# The figures whose 95% interval a point carries, by the field it is drawn from.
 INTERVALS = {"tokens_per_s": "tokens_per_s", "chip_mj_per_token": "chip_mj_per_token",
              "ratio_vs_plain": "energy_ratio_vs_plain"}
 
@@ -67,8 +67,8 @@ def _uncertainty(rows: list[SummaryRow]) -> str:
     n = ("n not given" if not ns else f"n = {ns[0]}" if len(ns) == 1
          else f"n = {ns[0]} to {ns[-1]}")
     if any(r.intervals for r in rows):
-        return (f" Each point is the median of its runs ({n}); its bootstrap 95% interval and "
-                "spread are in the tooltip.")
+        return (f" Each point is the median of its runs ({n}); its 95% interval (from 6 runs"
+                ") and spread are in the tooltip.")
     if any(r.tokens_per_s_spread is not None or r.chip_energy_spread is not None for r in rows):
         return f" Each point is the mean of its runs ({n}); its spread is in the tooltip."
     return f" Each point is the mean of its runs ({n}); the source published no spread."
@@ -177,8 +177,8 @@ def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
                 color=alt.Color("prompt:N", sort=prompts, title="prompt")))
     chart = alt.layer(*layers, even).properties(width=420, height=260)
     caption = ("Below the dashed line a strategy used less chip energy per token than plain "
-               "decoding." + (" Whiskers: the ratio's bootstrap 95% interval; one that crosses "
-                              "the dashed line is a difference that was not resolved."
+               "decoding." + (" Whiskers: the ratio's Student t 95% interval; one that "
+                              "crosses the dashed line is a difference that was not resolved."
                               if whiskers else "") + _uncertainty(kept)
                + _left_out(speculating, kept, "no acceptance or energy ratio"))
     return Chart("ratio_vs_acceptance", title, chart.to_dict(validate=False), None, caption)

@@ -1,8 +1,8 @@
 """Charts that answer a note's question — is speculation worth it here, and why — per results file:
 
 * cost_per_token       CPU ms per generated token by strategy, and chip mJ per token where
-                       energy was measured (bars: median of runs; whiskers: its bootstrap 95%
-                       interval);
+                       energy was measured (bars: median of runs; whiskers: its order-statistic
+                       95% interval, from 6 runs);
 * speed_vs_acceptance  speed vs plain against acceptance, with the break-even line at 1;
 * time_per_token       where each generated token's time goes: drafting vs verifying, from
                        the per-step trace;
@@ -29,7 +29,7 @@ from phase.publish.numbers.steps import NO_TRACE, StepCost, pooled_median, step_
 from phase.results import SummaryRow
 
 KINDS = STRATEGY_KINDS
-WHISKERS = "whiskers: its bootstrap 95% interval"
+WHISKERS = "whiskers: its order-statistic 95% interval (medians of 6 or more runs)"
 
 
 def _order(ds: Dataset) -> tuple[list[str], list[str]]:
@@ -40,7 +40,7 @@ def _order(ds: Dataset) -> tuple[list[str], list[str]]:
 
 def _interval_fields(prefix: str, name: str, rows: list[SummaryRow], row: SummaryRow,
                      spread: ConditionSpread | None) -> dict[str, Any]:
-    """A figure's median, the ends of its bootstrap 95% interval and its runs' spread; without
+    """A figure's median, the ends of its 95% interval and its runs' spread; without
     an interval (one run, or a summary without runs), the figure alone."""
     found = row_interval(name, row)
     per_run = spread.figures.get(name) if spread is not None else None

@@ -12,8 +12,9 @@
     {{ baseline_caveats() }}                                 the unstable-baseline paragraph
 
 Each renders as a span whose title says what it is: the median of n runs, their range and
-the bootstrap 95% interval, or the median of how many steps. A note states a ratio to plain
-decoding as a finding only where `resolved()` says its interval excludes 1.0. A "vs plain"
+its 95% interval (phase.analysis.intervals.words), or the median of how many steps. A note
+states a ratio to plain decoding as a finding only where `resolved()` says its interval
+excludes 1.0 and its test survives the campaign's multiplicity correction. A "vs plain"
 ratio on a prompt whose plain baseline was unstable carries a visible mark linking to the
 paragraph that says so (appended to the page when the note does not place it).
 tests/test_note_figures.py fails when a note types a measured figure outside these calls.
@@ -31,6 +32,7 @@ from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import span
 from phase.analysis.intervals import resolved
+from phase.analysis.intervals import words as interval_words
 from phase.escaping import markdown_safe, safe_url
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.source import NoteError
@@ -103,8 +105,8 @@ class Figures:
         where = f"{row.prompt} × {row.strategy}, {ds.name}"
         spread = self._spread(ds, row).figures.get(fig.name) if fig.per_run else None
         found = row_interval(fig.name, row)
-        ci = (f", bootstrap 95% interval {span(found.low, found.high, fig.show)}"
-              if found is not None else "")
+        ci = (f", {interval_words(found.method, found.paired, found.n)} "
+              f"{span(found.low, found.high, fig.show)}" if found is not None else "")
         if spread is None:
             n = "n not given" if row.n is None else f"n = {row.n}"
             extra = "; per-run spread not published" if ds.raw is None else ""
@@ -147,7 +149,7 @@ class Figures:
 
     def value(self, prompt: str, strategy: str, metric: str, file: str | None = None,
               interval: bool = False) -> Markup:
-        """One condition's figure; `interval=True` adds its bootstrap 95% interval
+        """One condition's figure; `interval=True` adds its 95% interval
         ("1.62 (95% interval 1.59–1.64)") where it has one."""
         fig = self._metric(metric)
         if (dash := self._none_yet()) is not None:
@@ -161,8 +163,8 @@ class Figures:
 
     def interval(self, prompt: str, strategy: str, metric: str,
                  file: str | None = None) -> Markup:
-        """A condition figure's bootstrap 95% interval alone ("0.98–1.03"); a dash where it
-        has none (one run, a transcribed summary)."""
+        """A condition figure's 95% interval alone ("0.98–1.03"); a dash where it has none
+        (a median of fewer than 6 runs, one run, a transcribed summary)."""
         fig = self._metric(metric)
         if (dash := self._none_yet()) is not None:
             return dash
@@ -173,8 +175,9 @@ class Figures:
 
     def resolved(self, prompt: str, strategy: str, metric: str,
                  file: str | None = None) -> bool:
-        """Whether a ratio to plain decoding is resolved: its 95% interval excludes 1.0 (a
-        note states it as a finding only then). False without an interval."""
+        """Whether a ratio to plain decoding is resolved: its 95% interval excludes 1.0 and
+        its test survives the campaign's multiplicity correction (a note states it as a
+        finding only then). False without an interval."""
         fig = self._metric(metric)
         if fig.ratio_of is None:
             raise NoteError(f"{self.where}: resolved(): {metric} is not a ratio to plain")

@@ -6,10 +6,10 @@ ratios of runs in the same repeat; divided from the row's figures for a file tha
 none); the energy ratio is the summary's `energy_ratio_vs_plain` (chip energy per token), given
 only where it was measured.
 
-A ratio is stated only where its bootstrap 95% interval excludes 1.0; otherwise the sentence
-says the difference from plain decoding was not resolved, and gives the interval. A file
-without runs (a transcribed summary) has no interval: its ratios are stated as its source
-published them.
+A ratio is stated only where its 95% interval excludes 1.0 and its corrected test agrees;
+otherwise the sentence says the difference from plain decoding was not resolved, and gives
+the interval. A file without runs (a transcribed summary) has no interval: its ratios are
+stated as its source published them.
 """
 
 from __future__ import annotations

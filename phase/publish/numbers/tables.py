@@ -3,7 +3,7 @@
 Each column is a figure of the registry (phase.analysis.figures): its heading, hover title,
 value and formatter come from there, so the page, its downloads, the changes table and a
 note's figure calls agree on what a reader sees; each cell also keeps its exact value
-(rendered as `data-value`) and, where the summary row has one, the figure's bootstrap 95%
+(rendered as `data-value`) and, where the summary row has one, the figure's 95%
 interval (`data-low`, `data-high`, and a second line under the value).
 """
 
@@ -23,6 +23,8 @@ from phase.analysis import (
 )
 from phase.analysis.figures import ratio_keys, row_interval
 from phase.analysis.formatting import span
+from phase.analysis.intervals import LEGEND as INTERVAL_LEGEND
+from phase.analysis.intervals import words as interval_method_words
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page, row_anchor, run_anchor
 from phase.publish.numbers.spreads import baseline_caveat, unstable_baselines
@@ -38,7 +40,7 @@ class Cell:
     title: str | None = None  # shown on hover: why a value is missing, struck or partial
     struck: bool = False
     caveat: str | None = None  # a ratio to an unstable plain baseline: marked, with why
-    low: float | None = None  # the figure's bootstrap 95% interval, where it has one
+    low: float | None = None  # the figure's 95% interval, where it has one
     high: float | None = None
     interval: str | None = None  # the interval as written under the value ("39.0–42.0")
     interval_title: str | None = None  # what the interval is, on hover
@@ -91,12 +93,7 @@ def interval_words(name: str, row: SummaryRow) -> str | None:
     found = row_interval(name, row)
     if found is None:
         return None
-    fig = FIGURES[name]
-    if fig.ratio_of is not None:
-        how = (f"paired by repeat: the median of {found.n} per-repeat ratios"
-               if found.paired else f"runs resampled independently, {found.n} or more a side")
-        return f"bootstrap 95% interval of the ratio to plain decoding ({how})"
-    return f"bootstrap 95% interval of the median of {found.n} runs"
+    return interval_method_words(found.method, found.paired, found.n)
 
 
 def with_interval(cell: Cell, name: str, row: SummaryRow) -> Cell:
@@ -261,10 +258,7 @@ def _notes(ds: Dataset) -> list[str]:
             "rules; struck-through values were rejected (reasons under Findings)."
         )
     if any(r.intervals for r in summary.rows):
-        notes.append("Each figure is the median of the condition's undisturbed runs; under it, "
-                     "its bootstrap 95% interval (ratios to plain decoding: of the per-repeat "
-                     "ratios, runs paired by repeat). A ratio whose interval includes 1.00 is "
-                     "not resolved from plain decoding's.")
+        notes.append(INTERVAL_LEGEND)
     baselines = unstable_baselines(ds)
     if baselines:
         notes.append("† Plain decoding was itself unstable on " + "; ".join(

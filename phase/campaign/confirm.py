@@ -1,0 +1,143 @@
+"""Confirmation campaigns: the headline's condition measured again on fresh runs.
+
+A headline picked as the best of many conditions is the maximum of many noisy estimates, biased
+upward (the winner's curse), and the round that picked it cannot also be its evidence. So the
+chosen condition (phase.analysis.selection) and plain decoding at its levels run again, in
+alternation, for `pairs` rounds, in a campaign of their own whose file names the selection it
+confirms (ResultsFile.confirms: the selection file's id, name and sha256, the rule, how many
+conditions it chose among). The note states the confirmation's ratio and interval; the
+selection's own ratio is shown beside it for comparison only.
+
+Everything that shapes a run is taken from the selection file (tokens, context, threads, chat
+template, proposer and sampler settings, rest between runs), so the two measure the same
+thing; the sampling seed is derived afresh, so sampled runs draw new tokens rather than replay
+the selection's.
+
+    confirmation_plan(experiment, path, pairs)   the plan, or UsageProblem (exit 2) saying why
+                                                 there is nothing to confirm
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+
+from phase.analysis import summarize
+from phase.analysis.queries import PLAIN
+from phase.analysis.selection import select
+from phase.campaign.experiment import Experiment
+from phase.campaign.factors import Factor
+from phase.campaign.plan import CampaignPlan
+from phase.campaign.prompts import load_prompts
+from phase.errors import UsageProblem
+from phase.results import Confirms, ResultsFile, load_raw
+from phase.results.jsonread import read_regular_bytes
+from phase.validate import validate_results
+
+# Pairs of fresh runs: 8 give a Student t interval with 7 degrees of freedom (its quantile
+# 2.36 against 4.30 at the 3 rounds a campaign plans), at 16 runs of one condition's cost.
+PAIRS = 8
+
+
+def fresh_seed(selection: ResultsFile) -> int:
+    """A seed no run of the selection used: derived from its id, so a confirmation is
+    reproducible and its sampled runs draw other tokens than the selection's."""
+    digest = hashlib.sha256(f"{selection.id}/confirm".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _narrowed(plan: CampaignPlan, levels: dict[str, object], source: str) -> tuple[Factor, ...]:
+    out = []
+    for factor in plan.factors:
+        if factor.name not in levels:
+            raise UsageProblem(f"{source}: the selection has no level of factor {factor.name}")
+        level = levels[factor.name]
+        if level not in factor.levels:
+            raise UsageProblem(f"{source}: level {level!r} of factor {factor.name} is not one "
+                               f"of the experiment's ({', '.join(map(str, factor.levels))})")
+        index = factor.levels.index(level)  # type: ignore[arg-type]
+        out.append(Factor(factor.name, factor.kind, (factor.levels[index],),
+                          (factor.label_of(index),)))
+    return tuple(out)
+
+
+def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS) -> CampaignPlan:
+    """The plan that confirms the headline of the campaign in `path`."""
+    source = str(path)
+    selection = load_raw(path)
+    if selection.confirms is not None:
+        raise UsageProblem(f"{source}: this is a confirmation campaign; confirm the campaign it "
+                           f"confirms ({selection.confirms.file}) instead")
+    if selection.status != "complete":
+        raise UsageProblem(f"{source}: the campaign is {selection.status}; finish it first "
+                           f"(phase measure {selection.experiment} --resume {source})")
+    if selection.experiment != experiment.name:
+        raise UsageProblem(f"{source}: a campaign of experiment {selection.experiment}, not "
+                           f"{experiment.name}")
+    summary = summarize(selection, validate_results(selection, path.name), path.name)
+    chosen = select(summary.rows)
+    if chosen is None:
+        raise UsageProblem(f"{source}: no condition has a speed ratio to plain decoding, so "
+                           "there is no headline to confirm")
+    config = selection.config
+    recorded = next(p for p in config.prompts if p.name == chosen.prompt)
+    (current,) = load_prompts(experiment.prompts_dir, [chosen.prompt])
+    if current.text != recorded.text:
+        raise UsageProblem(f"{source}: prompt {chosen.prompt}'s text in {experiment.prompts_dir} "
+                           "is not the one the campaign measured; a confirmation must measure "
+                           "the same prompt")
+    data = read_regular_bytes(path)
+    confirms = Confirms(
+        campaign_id=selection.campaign_id or selection.id, file=path.name,
+        sha256=hashlib.sha256(data).hexdigest(), prompt=chosen.prompt,
+        strategy=chosen.strategy, factors=chosen.factors, rule=chosen.rule,
+        selected_from=chosen.among, selection_speed_ratio=chosen.speed_ratio)
+    base = experiment.plan
+    sampling = config.sampling
+    return replace(
+        base, **_models(selection),
+        prompts=(chosen.prompt,), strategies=(PLAIN, chosen.strategy),
+        repeats=pairs, shuffle=False, target_half_width=None, extra_runs=None,
+        extra_time_s=None, seed=fresh_seed(selection), tokens=config.tokens,
+        n_ctx=config.n_ctx, threads=selection.provenance.threads,
+        threads_batch=selection.provenance.threads_batch,
+        cooldown_s=config.cooldown_s, idle_window_s=config.idle_window_s,
+        chat_template=config.chat_template, ngram_n_min=config.ngram_n_min,
+        ngram_n_max=config.ngram_n_max, ngram_k=config.ngram_k,
+        ngram_adaptive=bool(config.ngram_adaptive),
+        auto_objective=config.auto_objective or base.auto_objective,
+        factors=_narrowed(base, chosen.factors, source),
+        **({} if sampling is None else {"sample_top_k": sampling.top_k,
+                                        "sample_top_p": sampling.top_p,
+                                        "sample_min_p": sampling.min_p}),
+        confirms=confirms,
+    )
+
+
+def _model(results: ResultsFile, role: str) -> str | None:
+    """The selection's model file: its path where it is still there, else its name (an
+    embedded model, fetched and checked by sha256 as any campaign does)."""
+    found = next((m for m in results.models if m.role == role and m.level is None), None)
+    if found is None:
+        return None
+    return found.path if Path(found.path).is_file() else found.name
+
+
+def _models(selection: ResultsFile) -> dict[str, str | None]:
+    target = _model(selection, "target")
+    if target is None:
+        raise UsageProblem(f"{selection.id}: the campaign records no target model")
+    return {"target": target, "draft": _model(selection, "draft")}
+
+
+def same_models(selection: ResultsFile, confirmation: ResultsFile) -> list[str]:
+    """Where the confirmation's model files differ from the selection's (by role and level):
+    a confirmation of other weights confirms nothing."""
+    def files(results: ResultsFile) -> dict[tuple[str, str | None], str]:
+        return {(m.role, m.level): m.sha256 for m in results.models}
+
+    mine, theirs = files(confirmation), files(selection)
+    return [f"{role}{'' if level is None else f' ({level})'}: {sha[:12]}… here, "
+            f"{theirs.get((role, level), 'none')[:12]}… in the selection"
+            for (role, level), sha in mine.items() if theirs.get((role, level)) != sha]

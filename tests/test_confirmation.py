@@ -1,0 +1,125 @@
+"""Confirmation campaigns: the headline's condition is chosen by a stated rule from the
+selection campaign, measured again on fresh runs alternating with plain, and a confirmation
+file that measures anything else is blocked. The real decode path of `phase confirm` is run by
+test_confirmation_campaign.py."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from factories import campaign_runs, make_results, make_sensor, replaced, speculate, write_results
+
+from phase.analysis import summarize
+from phase.analysis.selection import RULE, select
+from phase.campaign.confirm import confirmation_plan, fresh_seed
+from phase.campaign.experiment import Experiment
+from phase.campaign.plan import DEFAULT_PLAN, campaign_config
+from phase.errors import UsageProblem
+from phase.results import Confirms, PromptSpec
+from phase.validate import validate_results
+
+# Per prompt, draft-4's and ngram's decode seconds against plain's 2.0: ngram on "edit" is the
+# fastest (the selection), draft-4 on "code" second.
+DECODE = {("code", "draft-4"): 1.5, ("code", "ngram"): 1.9, ("edit", "draft-4"): 2.2,
+          ("edit", "ngram"): 1.2}
+
+
+def _selection():
+    def decode_s(slot) -> float:  # type: ignore[no-untyped-def]
+        base = 2.0 if slot.strategy == "plain" else DECODE[(slot.prompt, slot.strategy)]
+        return base * (1 + 0.02 * slot.repeat)
+    runs = campaign_runs([make_sensor()], prompts=("code", "edit"),
+                         strategies=("plain", "draft-4", "ngram"), repeats=3, decode_s=decode_s)
+    runs = [speculate(r, 0.7) if r.strategy != "plain" else r for r in runs]
+    return make_results(runs, prompts=("code", "edit"), strategies=("plain", "draft-4", "ngram"),
+                        id="speculative-fixture", experiment="speculative")
+
+
+def _experiment(tmp_path: Path, results) -> Experiment:  # type: ignore[no-untyped-def]
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    for p in results.config.prompts:
+        (prompts / f"{p.name}.txt").write_text(p.text)
+    return Experiment("speculative", None, "fixture", prompts, DEFAULT_PLAN)
+
+
+def test_the_selection_is_the_highest_ratio_among_all_conditions() -> None:
+    results = _selection()
+    summary = summarize(results, validate_results(results, "f.json"), "f.json")
+    chosen = select(summary.rows)
+    assert chosen is not None
+    assert (chosen.prompt, chosen.strategy) == ("edit", "ngram")
+    assert chosen.speed_ratio == pytest.approx(2.0 / 1.2)
+    assert chosen.among == 4 and chosen.rule == RULE
+
+
+def test_a_confirmation_plan_runs_the_chosen_condition_and_plain_afresh(tmp_path: Path) -> None:
+    results = _selection()
+    path = write_results(results, tmp_path / "speculative-fixture.json")
+    plan = confirmation_plan(_experiment(tmp_path, results), path, pairs=8)
+    assert plan.prompts == ("edit",) and plan.strategies == ("plain", "ngram")
+    assert plan.repeats == 8 and not plan.shuffle and plan.target_half_width is None
+    # Same run length as the selection, and a seed its runs never used.
+    assert plan.tokens == results.config.tokens
+    assert plan.seed == fresh_seed(results) != results.config.seed
+    confirms = plan.confirms
+    assert confirms is not None and confirms.file == path.name
+    assert confirms.selected_from == 4 and confirms.selection_speed_ratio == pytest.approx(2 / 1.2)
+    assert confirms.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_nothing_to_confirm_is_refused(tmp_path: Path) -> None:
+    plain_only = make_results(prompts=("code",), strategies=("plain",), id="plain-only",
+                              experiment="speculative")
+    path = write_results(plain_only, tmp_path / "plain-only.json")
+    with pytest.raises(UsageProblem, match="no condition has a speed ratio"):
+        confirmation_plan(_experiment(tmp_path, plain_only), path)
+    running = replaced(_selection(), status="interrupted")
+    other = tmp_path / "running"
+    other.mkdir()
+    path = write_results(running, other / "running.json")
+    with pytest.raises(UsageProblem, match="finish it first"):
+        confirmation_plan(_experiment(other, running), path)
+
+
+def test_a_changed_prompt_is_refused(tmp_path: Path) -> None:
+    results = _selection()
+    path = write_results(results, tmp_path / "s.json")
+    experiment = _experiment(tmp_path, results)
+    (experiment.prompts_dir / "edit.txt").write_text("another prompt")
+    with pytest.raises(UsageProblem, match="not the one the campaign measured"):
+        confirmation_plan(experiment, path)
+
+
+def _confirmation(results, plan):  # type: ignore[no-untyped-def]
+    runs = campaign_runs([make_sensor()], prompts=("edit",), strategies=("plain", "ngram"),
+                         repeats=plan.repeats, decode_s=1.0)
+    prompts = [PromptSpec(name="edit", text="fixture prompt edit")]
+    return make_results(runs, prompts=("edit",), strategies=("plain", "ngram"),
+                        repeats=plan.repeats, id="speculative-fixture-confirm",
+                        experiment="speculative", confirms=plan.confirms,
+                        config=campaign_config(plan, prompts))
+
+
+def test_the_confirmation_rule_blocks_anything_but_the_confirmed_condition(
+        tmp_path: Path) -> None:
+    results = _selection()
+    path = write_results(results, tmp_path / "speculative-fixture.json")
+    plan = confirmation_plan(_experiment(tmp_path, results), path, pairs=3)
+    good = _confirmation(results, plan)
+    assert not [f for f in validate_results(good, "c.json").findings
+                if f.rule == "confirmation"]
+    # A run of another condition smuggled in; a file that claims another strategy.
+    stray = replaced(good.runs[0], id="r0-edit-draft-4", strategy="draft-4", k=4)
+    bad = replaced(good, runs=[*good.runs, stray])
+    found = [f for f in validate_results(bad, "c.json").findings if f.rule == "confirmation"]
+    assert [f.severity for f in found] == ["blocking"]
+    assert found[0].json_path == f"$.runs[{len(good.runs)}]"
+    assert good.confirms is not None
+    other = replaced(good, confirms=Confirms(**{**good.confirms.model_dump(),
+                                                "strategy": "draft-4"}))
+    found = [f for f in validate_results(other, "c.json").findings if f.rule == "confirmation"]
+    assert any(f.json_path == "$.config.strategies" for f in found)
+    assert all(f.severity == "blocking" for f in found)
