@@ -1,4 +1,4 @@
-"""Decode is memory-bound: plain decoding of one short prompt with the same model stored in
+"""Is decode memory-bound? Plain decoding of one short prompt with the same model stored in
 eight GGUF formats, plus the larger target as shipped, at each thread count and two context
 fills; per condition tokens/s, the bytes a generated token reads (an estimate from the GGUF
 header), the effective bandwidth that implies and its share of the machine's own measured

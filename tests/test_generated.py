@@ -108,6 +108,12 @@ def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> N
     _write(paths, "speculative-gpu", campaign("speculative-gpu", 3, host="h200"))
     second = build_site(paths)
     assert second.states[SLUG] == ["v1 published", "v2 new"]
+    # The new version is titled by its own outcome; the frozen v1 keeps its page.
+    raw_b = campaign("speculative-b", 2, slower=1.25)
+    rows_b = summarize(raw_b, validate_results(raw_b, "speculative-b.json"),
+                       "speculative-b.json").rows
+    [note] = [n for n in second.notes if n.slug == SLUG]
+    assert note.meta.title == question.answer(raw_b, rows_b).title
     assert (paths.docs_dir / f"notes/{SLUG}/v1/index.md").read_bytes() == v1
     v2 = (paths.docs_dir / f"notes/{SLUG}/v2/index.md").read_text()
     assert "<td>speculative-b.json</td><td>results file</td><td>speculative-a.json</td>" in v2
