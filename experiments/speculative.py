@@ -47,7 +47,8 @@ QUESTION = Question(
         yes="Speculative decoding beats plain decoding on every prompt on {host_class}",
         no="Speculative decoding does not beat plain decoding on {host_class}",
         partly="Speculative decoding beats plain decoding on some prompts on {host_class}",
-        unresolved="Does speculative decoding beat plain decoding on {host_class}? Not resolved",
+        unresolved=("Speculative decoding on {host_class}: faster than plain decoding? "
+                    "Not resolved"),
     ),
 )
 

@@ -63,8 +63,8 @@ QUESTION = Question(
         no="Speculative decoding when sampling does not beat plain decoding on {host_class}",
         partly=("Speculative decoding when sampling beats plain decoding in some conditions "
                 "on {host_class}"),
-        unresolved=("Does speculative decoding beat plain decoding when sampling on "
-                    "{host_class}? Not resolved"),
+        unresolved=("Speculative decoding when sampling on {host_class}: faster than plain "
+                    "decoding? Not resolved"),
     ),
 )
 

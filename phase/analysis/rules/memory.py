@@ -31,6 +31,7 @@ from phase.analysis.figures import memory_value
 from phase.analysis.formatting import pct, times
 from phase.analysis.memory import MemoryView, memory_views
 from phase.analysis.rules.outcome import (
+    COMBINED,
     UNRESOLVED,
     Estimate,
     Judgement,
@@ -94,7 +95,7 @@ class MemoryBound:
         rule = (f"{len(parts)} tests, each decided only where its 95% interval lies wholly "
                 "inside or outside what memory-bound predicts, else not resolved: "
                 + "; ".join(f"{p.name}: {p.test}" for p in parts)
-                + ". They combine to partly where some say yes and others do not.")
+                + f"; {COMBINED}.")
         return Judgement(verdict, parts, summary, rule)
 
     def share_part(self, views: Sequence[MemoryView]) -> Part:

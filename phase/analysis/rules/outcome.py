@@ -30,6 +30,11 @@ UNRESOLVED: Verdict = "not resolved"
 CONFIDENCE = 0.95
 
 
+# `combine`, in words, for a note to state with its rule.
+COMBINED = ("the parts combine to yes where every one says yes, partly where some do, no where "
+            "none does and at least one says no, else not resolved")
+
+
 def combine(verdicts: Sequence[Verdict]) -> Verdict:
     """The whole from its parts: every part yes -> yes; some yes (or partly) and not all ->
     partly; none yes and at least one no -> no (the parts not resolved are named in the

@@ -19,7 +19,15 @@ from phase.analysis.figures import row_interval, row_value
 from phase.analysis.formatting import span, times
 from phase.analysis.intervals import resolved
 from phase.analysis.queries import PLAIN, condition_key, levels_text
-from phase.analysis.rules.outcome import NO, UNRESOLVED, YES, Judgement, Part, combine
+from phase.analysis.rules.outcome import (
+    COMBINED,
+    NO,
+    UNRESOLVED,
+    YES,
+    Judgement,
+    Part,
+    combine,
+)
 from phase.results import FigureInterval, ResultsFile, SummaryRow
 
 SPEED = "speed_vs_plain"
@@ -106,6 +114,6 @@ class BeatsPlain:
         }[verdict]
         rule = (f"per prompt (and level of any other factor), yes where some strategy's 95% "
                 f"interval of its speed ratio to plain lies wholly above {times(self.against)}, "
-                f"no where every strategy's lies wholly below it, else not resolved; partly "
-                f"where it holds on some prompts only")
+                f"no where every strategy's lies wholly below it, else not resolved; "
+                f"{COMBINED}")
         return Judgement(verdict, parts, summary, rule)
