@@ -326,3 +326,40 @@ def test_the_memory_note_is_titled_and_argued_by_its_rule(
     # where the rule did not find decode memory-bound.
     assert ("so the premise holds here" in body) == (outcome.verdict == YES)
     assert "is memory-bound on x86_64-2c" not in page.replace("not memory-bound", "")
+
+
+@pytest.mark.slow  # two whole-site builds
+def test_a_new_version_is_titled_by_its_rule_and_a_frozen_one_keeps_its_title(
+        tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from factories import replaced, shifted, write_results
+    from test_generated import _paths
+    from test_interval_findings import _results
+
+    from phase.publish.numbers.outcomes import question_of
+    from phase.publish.site.build import build_site
+
+    question = question_of("speculative")
+    assert question is not None
+    paths = _paths(tmp_path)
+    # Two campaigns of one note: draft-4 resolved faster on code (partly), then one on prose
+    # alone, where its interval includes 1 (not resolved).
+    first = _results()
+    day = timedelta(days=1)
+    second = shifted(replaced(_results(prompts=("prose",)), id="intervals-2",
+                              created=first.created + day), day.total_seconds())
+    write_results(first, paths.results_dir / "speculative-a.json")
+    build_site(paths)
+    [slug] = [p.name for p in (paths.docs_dir / "notes").iterdir() if p.is_dir()]
+    v1 = (paths.docs_dir / f"notes/{slug}/v1/index.md").read_text()
+    write_results(second, paths.results_dir / "speculative-b.json")
+    built = build_site(paths)
+    outcomes = [question.answer(r, summarize(r, validate_results(r, name), name).rows)
+                for r, name in ((first, "speculative-a.json"), (second, "speculative-b.json"))]
+    assert [o.verdict for o in outcomes] == [PARTLY, UNRESOLVED]
+    [note] = [n for n in built.notes if n.slug == slug]
+    assert note.meta.title == outcomes[1].title != outcomes[0].title
+    assert (paths.docs_dir / f"notes/{slug}/v1/index.md").read_text() == v1
+    assert f"# {outcomes[0].title}\n" in v1
+    assert f"# {outcomes[1].title}\n" in (paths.docs_dir / f"notes/{slug}/v2/index.md").read_text()
