@@ -1,4 +1,4 @@
-"""Decode is memory-bound: plain decoding of one short prompt with the same model stored in
+"""Is decode memory-bound? Plain decoding of one short prompt with the same model stored in
 eight GGUF formats, plus the larger target as shipped, at each thread count and two context
 fills; per condition tokens/s, the bytes a generated token reads (an estimate from the GGUF
 header), the effective bandwidth that implies and its share of the machine's own measured
@@ -24,6 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
 
+from phase.analysis.rules import MemoryBound, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment, Factor  # noqa: E402
 from phase.decode.cores import usable_cpus  # noqa: E402
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
@@ -71,6 +72,33 @@ PLAN = replace(
     ),
 )
 
+# What the note concludes is computed from these thresholds (phase.analysis.rules.memory);
+# each test is decided only where its 95% interval lies wholly inside or outside them.
+QUESTION = Question(
+    text=("Is decoding limited by reading memory: does tokens/s follow the bytes a token "
+          "reads, near the bandwidth the machine can stream?"),
+    rule=MemoryBound(
+        # Decode reads the weights once per token in long streams, as STREAM's kernels read
+        # their arrays: a memory-bound decode should reach most of what they measure; 60%
+        # leaves room for the KV reads and the compute between them.
+        share=0.60,
+        # tokens/s ∝ (bytes per token)^slope; memory-bound is -1. Over the formats' 3x range
+        # of bytes, a slope of -0.75 misses proportional speed by about a third at the ends.
+        slope_band=0.25,
+        # 1 -> 2 threads: memory-bound speed rises as the measured bandwidth does. STREAM's
+        # repeats on this machine spread by several percent, so 10% either way.
+        threads_band=0.10,
+        # An empty -> filled context: memory-bound speed falls as the bytes per token rise.
+        fill_band=0.15,
+    ),
+    titles=Titles(
+        yes="Decode is memory-bound on {host_class}",
+        no="Decode is not memory-bound on {host_class}",
+        partly="Decode on {host_class} is partly memory-bound",
+        unresolved="Is decode memory-bound on {host_class}? Not resolved",
+    ),
+)
+
 EXPERIMENT = Experiment(
     name="memory_bound",
     note="decode-memory-bound",
@@ -81,6 +109,7 @@ EXPERIMENT = Experiment(
     ),
     prompts_dir=HERE / "prompts",
     plan=PLAN,
+    question=QUESTION,
     # Well under a minute: the test model in its shipped format and one variant, one thread.
     quick=replace(
         PLAN,

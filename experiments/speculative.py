@@ -18,6 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
 
+from phase.analysis.rules import BeatsPlain, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment  # noqa: E402
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
 
@@ -36,6 +37,21 @@ PLAN = replace(
     extra_time_s=3600.0,
 )
 
+# The note's title and headline are this rule's outcome (phase.analysis.rules.speed): a ratio
+# differs from plain only where its 95% interval excludes `against`.
+QUESTION = Question(
+    text=("Per prompt, is any speculative strategy faster than plain greedy decoding, and does it "
+          "use less chip energy per token?"),
+    rule=BeatsPlain(against=1.0),
+    titles=Titles(
+        yes="Speculative decoding beats plain decoding on every prompt on {host_class}",
+        no="Speculative decoding does not beat plain decoding on {host_class}",
+        partly="Speculative decoding beats plain decoding on some prompts on {host_class}",
+        unresolved=("Speculative decoding on {host_class}: faster than plain decoding? "
+                    "Not resolved"),
+    ),
+)
+
 EXPERIMENT = Experiment(
     name="speculative",
     note="speculative-decoding-cpu",
@@ -45,6 +61,7 @@ EXPERIMENT = Experiment(
     ),
     prompts_dir=HERE / "prompts",
     plan=PLAN,
+    question=QUESTION,
     # A few minutes end to end: the small test model drafts for itself.
     quick=replace(
         PLAN,

@@ -29,6 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
 
+from phase.analysis.rules import BeatsPlain, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment, Factor  # noqa: E402
 from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
 
@@ -51,6 +52,22 @@ PLAN = replace(
     sample_min_p=0.05,
 )
 
+# The note's title and headline are this rule's outcome (phase.analysis.rules.speed): a ratio
+# differs from plain only where its 95% interval excludes `against`.
+QUESTION = Question(
+    text=("Per prompt and temperature, is any speculative strategy faster than plain decoding "
+          "when sampling, and does it use less chip energy per token?"),
+    rule=BeatsPlain(against=1.0),
+    titles=Titles(
+        yes="Speculative decoding when sampling beats plain decoding everywhere on {host_class}",
+        no="Speculative decoding when sampling does not beat plain decoding on {host_class}",
+        partly=("Speculative decoding when sampling beats plain decoding in some conditions "
+                "on {host_class}"),
+        unresolved=("Speculative decoding when sampling on {host_class}: faster than plain "
+                    "decoding? Not resolved"),
+    ),
+)
+
 EXPERIMENT = Experiment(
     name="speculative_sampling",
     note="speculative-decoding-sampling",
@@ -61,6 +78,7 @@ EXPERIMENT = Experiment(
     ),
     prompts_dir=HERE / "prompts",
     plan=PLAN,
+    question=QUESTION,
     # Seconds: the small test model drafts for itself, one prompt.
     quick=replace(
         PLAN,

@@ -20,11 +20,15 @@ from test_publish_inputs import (
     site_paths,
 )
 
+from phase.analysis import summarize
+from phase.analysis.formatting import span, times
 from phase.cli import main
 from phase.publish.archive.store import Archive, ArchiveError
 from phase.publish.markup.anchors import run_anchor
+from phase.publish.numbers.outcomes import question_of
 from phase.publish.site.build import SitePaths, build_docs, build_site
 from phase.results import ResultsFile
+from phase.validate import validate_results
 
 HOST = "x86_64-4c"
 SLUG = "speculative-x86-64-4c"
@@ -74,7 +78,13 @@ def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> N
     assert [n.slug for n in first.notes] == [SLUG]
     assert first.states[SLUG] == ["v1 new"] and [p.name for p in first.frozen] == ["v1"]
     note = first.notes[0]
-    assert note.meta.title == f"Speculative decoding on {HOST}"
+    # Its title is the outcome of the question experiments/speculative.py declares.
+    question = question_of("speculative")
+    assert question is not None
+    raw = campaign("speculative-a", 1)
+    rows = summarize(raw, validate_results(raw, "speculative-a.json"), "speculative-a.json").rows
+    outcome = question.answer(raw, rows)
+    assert note.meta.title == outcome.title and HOST in outcome.title
     page = (paths.docs_dir / f"notes/{SLUG}/index.md").read_text()
     # The results table links every row to its raw runs.
     rows = parse_tables(page)["speculative-a.json"]
@@ -83,11 +93,13 @@ def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> N
             ("code", "draft-4")]
     assert rows[("code", "draft-4")].links == [
         f"../../raw/speculative-a.html#{run_anchor(r.id)}" for r in runs]
-    # Prose computed from the data: the best strategy per prompt and its ratio to plain.
-    # The ratio to plain is the median of the per-repeat ratios, stated with its interval.
+    # Prose computed from the data by the experiment's rule: per prompt, the strategies
+    # resolved faster than plain, each ratio (the median of the per-repeat ratios) stated
+    # with its interval.
     vs = rows[("code", "draft-4")].cells["speed_vs_plain"]
-    assert f"{float(vs.value):.2f} times plain decoding&#39;s" in page
-    assert f"&#40;95% interval {vs.interval}&#41;" in page
+    shown = span(float(vs.low), float(vs.high), times)
+    assert f"draft-4 {float(vs.value):.2f}× &#40;95% interval {shown}&#41;" in page
+    assert f"Verdict: **{outcome.verdict}**." in page
     assert "Energy per token is not known for any of them: no chip-level energy sensor" in page
     assert "\n    - rapl: energy&#95;uj is readable by root only\n" in page
     v1 = (paths.docs_dir / f"notes/{SLUG}/v1/index.md").read_bytes()
@@ -96,6 +108,12 @@ def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> N
     _write(paths, "speculative-gpu", campaign("speculative-gpu", 3, host="h200"))
     second = build_site(paths)
     assert second.states[SLUG] == ["v1 published", "v2 new"]
+    # The new version is titled by its own outcome; the frozen v1 keeps its page.
+    raw_b = campaign("speculative-b", 2, slower=1.25)
+    rows_b = summarize(raw_b, validate_results(raw_b, "speculative-b.json"),
+                       "speculative-b.json").rows
+    [note] = [n for n in second.notes if n.slug == SLUG]
+    assert note.meta.title == question.answer(raw_b, rows_b).title
     assert (paths.docs_dir / f"notes/{SLUG}/v1/index.md").read_bytes() == v1
     v2 = (paths.docs_dir / f"notes/{SLUG}/v2/index.md").read_text()
     assert "<td>speculative-b.json</td><td>results file</td><td>speculative-a.json</td>" in v2
@@ -230,8 +248,10 @@ def test_a_published_campaign_must_stay_and_data_is_escaped(tmp_path: Path) -> N
     assert slug == "speculative-script-alert-2-script"
     for page in paths.site_dir.rglob("*.html"):
         assert "<script>alert(2)" not in page.read_text(), page
-    assert "# Speculative decoding on &lt;script&gt;alert(2)&lt;/script&gt;" in (
-        paths.docs_dir / f"notes/{slug}/index.md").read_text()
+    heading = next(line for line in (paths.docs_dir / f"notes/{slug}/index.md").read_text()
+                   .splitlines() if line.startswith("# "))
+    assert heading.startswith("# Speculative decoding") and "<script>" not in heading
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in heading
     # The campaign behind a published version is gone: the build refuses, naming it.
     path.unlink()
     result = CliRunner().invoke(main, [

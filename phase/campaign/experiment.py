@@ -9,11 +9,15 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from phase import REPO_ROOT
 from phase.campaign.factors import Factor, check_factors
 from phase.campaign.plan import CampaignPlan
 from phase.errors import UsageProblem
+
+if TYPE_CHECKING:  # named only: the experiment file builds its question
+    from phase.analysis.rules import Question
 
 EXPERIMENTS_DIR = REPO_ROOT / "experiments"
 
@@ -23,7 +27,9 @@ class Experiment:
     """`name` names the results files (`<name>-<host class>-<date>.json`); `note` is the note
     the campaign feeds; `quick` is the smoke campaign (`--quick`), written under
     results/quick/, which the site does not publish; `factors` are what varies besides the
-    prompt and the strategy (phase.campaign.factors), copied into both plans."""
+    prompt and the strategy (phase.campaign.factors), copied into both plans; `question` is
+    what the campaign asks and the rule, with its thresholds, that answers it from the data
+    (phase.analysis.rules): its note's title and findings are the rule's outcome."""
 
     name: str
     note: str | None
@@ -32,6 +38,7 @@ class Experiment:
     plan: CampaignPlan
     quick: CampaignPlan | None = None
     factors: tuple[Factor, ...] = ()
+    question: Question | None = None
 
     def __post_init__(self) -> None:
         factors = check_factors(self.factors, f"experiment {self.name}: factors")

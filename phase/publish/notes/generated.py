@@ -2,14 +2,17 @@
 experiment and host class, each group one note whose versions are its campaigns in date order.
 
     slug      <experiment>-<host class> (lowercase, [a-z0-9-]); "-quick" for quick previews
-    title     from the experiment's note template (`templates/experiments/<experiment>.md.j2`,
-              else `default.md.j2`), whose front matter holds `title: ... {host_class} ...`
+    title     the outcome of the experiment's question (its rule, declared in
+              `experiments/<experiment>.py`: phase.publish.numbers.outcomes) for the newest
+              version not yet archived; else the archived title; else the note template's
+              (`templates/experiments/<experiment>.md.j2`, else `default.md.j2`), whose front
+              matter holds `title: ... {host_class} ...`
     versions  the versions already in the archive, in their order, then every complete
               campaign not yet archived, oldest first; then, when the newest campaign is
               incomplete (interrupted or still running), that one as a draft: marked with its
               completeness, never frozen, not compared, no headline
     prose     the template's body, rendered per version with facts computed from that
-              version's file (`campaign`, `best`, `headline`, `discussed_in`)
+              version's file (`campaign`, `best`, `headline`, `outcome`, `discussed_in`)
 
 Authored notes keep precedence: a file an authored note cites is never put into a new version
 of a generated note, and a note source whose slug is a generated note's takes that note over
@@ -38,6 +41,7 @@ from phase.publish.notes.source import (
 )
 from phase.publish.numbers.headline import bests, headline
 from phase.publish.numbers.memory import memory_headline
+from phase.publish.numbers.outcomes import outcome_of
 from phase.results import ResultsError, ResultsFile
 from phase.results.jsonread import read_regular_text
 
@@ -99,7 +103,8 @@ class Group:
     slug: str
     versions: list[Campaign] = field(default_factory=list)
     draft: Campaign | None = None
-    title: str | None = None  # the archived title, which stays
+    title: str | None = None  # the archived title, which its archived versions keep
+    archived: int = 0  # how many of `versions` are archived (the first ones)
 
 
 @dataclass
@@ -135,7 +140,7 @@ def _groups(campaigns: list[Campaign], archive: Archive, authored: set[str],
             lines.append(f"note {slug}: its campaigns are not in this results directory; "
                          "not rendered")
             continue
-        group = groups[slug] = Group(slug, title=versions[-1][1])
+        group = groups[slug] = Group(slug, title=versions[-1][1], archived=len(versions))
         for number, (names, _) in enumerate(versions, start=1):
             missing = [n for n in names if n not in by_name]
             if missing or len(names) != 1:
@@ -227,6 +232,9 @@ def _context(campaigns: list[Campaign], discussed_in: list[tuple[str, str]]
             "campaign": _facts(c),
             "best": found,
             "headline": headline([c.dataset]) if c.complete else None,
+            # The experiment's question answered by its rule (None for a draft, or an
+            # experiment that declares none): the verdict and every trend sentence.
+            "outcome": outcome_of(c.dataset) if c.complete else None,
             "discussed_in": discussed_in,
             "fmt": fmt,
             "pct": pct,
@@ -241,12 +249,17 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
     quick = first.quick
     title = group.title or (template.title.replace("{experiment}", first.header.experiment)
                             .replace("{host_class}", first.host_class))
-    if quick and group.title is None:
-        title += " (quick preview)"
     findings: list[str] = []
     versions: list[VersionMeta] = []
     for number, c in enumerate(campaigns, start=1):
         line = headline([c.dataset]) if c.complete else None
+        # A version rendered now (not archived) states its rule's outcome: its title is the
+        # newest such version's, and its finding leads with the verdict. An archived
+        # version's page is frozen with the title and finding it was published with.
+        outcome = outcome_of(c.dataset) if c.complete and number > group.archived else None
+        if outcome is not None:
+            title = outcome.title
+            line = " ".join(s for s in (outcome.headline, line) if s)
         if line is None and c.complete:  # a study without ratios to plain: a memory study's
             line = memory_headline(c.dataset)
         if not c.complete:
@@ -257,6 +270,8 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
             changes += f" Incomplete: {c.completeness}."
         versions.append(VersionMeta(version=number, date=c.date, results=[c.dataset.name],
                                     changes=changes, draft=not c.complete))
+    if quick and group.title is None:
+        title += " (quick preview)"
     # The Makefile measures the speculative experiment unless told EXPERIMENT=NAME.
     exp = first.header.experiment
     make = "make measure" + ("" if exp == "speculative" else f" EXPERIMENT={exp}") \

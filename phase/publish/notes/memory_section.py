@@ -7,7 +7,9 @@
     {{ bandwidth_table() }}   the machine's memory bandwidth as the campaign measured it, with
                               the method
     {{ roofline() }}          tokens/s against MB/token with the measured-bandwidth lines
-    {{ memory_findings() }}   computed sentences (phase.publish.numbers.memory), a list
+    {{ memory_findings() }}   the sentences of the experiment's rule (phase.analysis.rules.memory,
+                              thresholds in the experiment file), a list; without a declared
+                              rule only the largest share, a fact that concludes nothing
 
 Each takes `file="name.json"` like the other calls. Every text from data is escaped (the
 tables by autoescape, the sentences by the template's `| md`).
@@ -28,7 +30,8 @@ from phase.analysis.queries import condition_key
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, Pick, run_links
 from phase.publish.notes.page import PageAssets
-from phase.publish.numbers.memory import compute_bound, highest_share
+from phase.publish.numbers.memory import highest_share
+from phase.publish.numbers.outcomes import outcome_of
 
 FIGURE_COLUMNS = ("mb_per_token", "effective_gb_s", "bandwidth_share", "j_per_gb")
 
@@ -101,8 +104,11 @@ class MemoryCalls(CostCalls):
     def memory_findings(self, file: str | None = None) -> list[str]:
         out: list[str] = []
         for d, _ in self._raw(file):
-            views = self._views(d)
-            out += [s for s in [highest_share(views), *compute_bound(views)] if s]
+            outcome = outcome_of(d)
+            if outcome is not None:
+                out += outcome.findings
+            elif (said := highest_share(self._views(d))) is not None:
+                out.append(said)
         return out
 
 
