@@ -4,6 +4,7 @@
     {{ value("edit", "ngram", "speed_vs_plain", interval=True) }}  with its 95% interval
     {% if resolved("code", "auto", "speed_vs_plain") %}      a ratio's interval excludes 1.0
     {{ interval("code", "auto", "speed_vs_plain") }}         the interval alone: "0.98–1.03"
+    {% if direction(["code"], ["draft-4"], "speed_vs_plain") == "below" %}  all resolved < 1
     {{ value_range("speed_vs_plain") }}                      "0.23 to 0.82" over conditions
     {{ value_range("cpu_vs_plain").high }}                   one end of a range
     {{ step("propose_ms_per_drafted") }}                     a median from the per-step trace
@@ -185,6 +186,32 @@ class Figures:
             return False
         _, row = self._row("resolved", prompt, strategy, file)
         return resolved(row_interval(fig.name, row))
+
+    def direction(self, prompts: list[str], strategies: list[str], metric: str,
+                  file: str | None = None) -> str:
+        """Where the chosen conditions' ratios to plain stand, together: "above" or "below"
+        when every one is resolved on that side of 1.0, "mixed" when some are resolved on each
+        side, else "not resolved" (some or all undecided). A sentence that says "never" or
+        "always" is gated on it, so the text claims no more than the corrected tests."""
+        fig = self._metric(metric)
+        if fig.ratio_of is None:
+            raise NoteError(f"{self.where}: direction(): {metric} is not a ratio to plain")
+        if self._none_yet() is not None:
+            return "not resolved"
+        sides: list[str] = []
+        for prompt in prompts:
+            for strategy in strategies:
+                ds, row = self._row("direction", prompt, strategy, file)
+                v = row_value(fig.name, ds.summary.rows, row)
+                if v is None or not resolved(row_interval(fig.name, row)):
+                    sides.append("not resolved")
+                else:
+                    sides.append("above" if v > 1.0 else "below")
+        if "above" in sides and "below" in sides:
+            return "mixed"
+        if len(set(sides)) == 1:
+            return sides[0]
+        return "not resolved"
 
     def _where(self, where: str | None) -> Callable[[list[SummaryRow], SummaryRow], bool]:
         """A condition filter written as "metric < number" or "metric > number"."""

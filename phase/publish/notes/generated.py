@@ -23,7 +23,7 @@ of a generated note, and a note source whose slug is a generated note's takes th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,14 +31,19 @@ from typing import Any
 from phase.analysis.formatting import fmt, pct, ratio
 from phase.hosts import host_class_of, machine_label
 from phase.publish.archive.store import Archive, ArchiveError
+from phase.publish.data.confirmations import attach, is_confirmation
 from phase.publish.data.datasets import Dataset
+from phase.publish.notes.revisions import FILE_NAME as REVISIONS_FILE
+from phase.publish.notes.revisions import Revisions
 from phase.publish.notes.source import (
+    ErratumMeta,
     FrontMatter,
     NoteError,
     NoteSource,
     VersionMeta,
     split_front_matter,
 )
+from phase.publish.numbers.confirmed import headline_with_evidence
 from phase.publish.numbers.headline import bests, headline
 from phase.publish.numbers.memory import memory_headline
 from phase.publish.numbers.outcomes import outcome_of
@@ -105,6 +110,10 @@ class Group:
     draft: Campaign | None = None
     title: str | None = None  # the archived title, which its archived versions keep
     archived: int = 0  # how many of `versions` are archived (the first ones)
+    # Versions that re-issue a campaign (phase.publish.notes.revisions): what each changed.
+    changes: dict[int, str] = field(default_factory=dict)
+    dates: dict[int, str] = field(default_factory=dict)
+    errata: list[ErratumMeta] = field(default_factory=list)
 
 
 @dataclass
@@ -126,8 +135,37 @@ def _claims(archive: Archive, authored: set[str]) -> dict[str, list[tuple[list[s
     return out
 
 
+def _revise(groups: dict[str, Group], revisions: Revisions, by_name: dict[str, Campaign],
+            claimed: set[str]) -> None:
+    """Each declared revision in its place: checked against an archived version of that
+    number, else appended as the note's next version."""
+    for slug, declared in revisions.items():
+        for rev in sorted(declared.versions, key=lambda r: r.version):
+            (name,) = rev.results
+            campaign = by_name.get(name)
+            where = f"{REVISIONS_FILE}: {slug}: version {rev.version}"
+            if campaign is None:
+                raise NoteError(f"{where}: results {name} is not a campaign in the results "
+                                "directory")
+            group = groups.setdefault(slug, Group(slug))
+            if rev.version <= len(group.versions):
+                shown = group.versions[rev.version - 1].dataset.name
+                if shown != name:
+                    raise NoteError(f"{where}: published with {shown}, not {name}")
+            elif rev.version == len(group.versions) + 1:
+                group.versions.append(campaign)
+                claimed.add(name)
+            else:
+                raise NoteError(f"{where}: the note has {len(group.versions)} version(s); the "
+                                f"next is {len(group.versions) + 1}")
+            group.changes[rev.version] = rev.changes
+            group.dates[rev.version] = rev.date
+        if slug in groups:
+            groups[slug].errata = list(declared.errata)
+
+
 def _groups(campaigns: list[Campaign], archive: Archive, authored: set[str],
-            lines: list[str], own_results: bool) -> list[Group]:
+            lines: list[str], own_results: bool, revisions: Revisions) -> list[Group]:
     by_name = {c.dataset.name: c for c in campaigns}
     groups: dict[str, Group] = {}
     claimed: set[str] = set()
@@ -149,6 +187,7 @@ def _groups(campaigns: list[Campaign], archive: Archive, authored: set[str],
                                    "directory; restore it (a published version keeps its data)")
             group.versions.append(by_name[names[0]])
             claimed.add(names[0])
+    _revise(groups, revisions, by_name, claimed)
     fresh = sorted((c for c in campaigns if c.dataset.name not in claimed),
                    key=lambda c: (c.header.created, c.dataset.name))
     for c in fresh:
@@ -223,15 +262,26 @@ def _facts(c: Campaign) -> CampaignFacts:
                          machine_label(c.header), c.raw, c.quick)
 
 
-def _context(campaigns: list[Campaign], discussed_in: list[tuple[str, str]]
-             ) -> Callable[[int], dict[str, Any]]:
+def _headline(c: Campaign, rendered_now: bool, confirmations: Mapping[str, Dataset]
+              ) -> str | None:
+    """A complete version's headline: rendered now, its chosen condition's confirmation (or
+    that it is unconfirmed); archived, the headline it was published with."""
+    if not c.complete:
+        return None
+    if rendered_now:
+        return headline_with_evidence([c.dataset], confirmations)
+    return headline([c.dataset])
+
+
+def _context(campaigns: list[Campaign], discussed_in: list[tuple[str, str]], archived: int,
+             confirmations: Mapping[str, Dataset]) -> Callable[[int], dict[str, Any]]:
     def context(number: int) -> dict[str, Any]:
         c = campaigns[number - 1]
         found = bests([c.dataset]) if c.complete else []
         return {
             "campaign": _facts(c),
             "best": found,
-            "headline": headline([c.dataset]) if c.complete else None,
+            "headline": _headline(c, number > archived, confirmations),
             # The experiment's question answered by its rule (None for a draft, or an
             # experiment that declares none): the verdict and every trend sentence.
             "outcome": outcome_of(c.dataset) if c.complete else None,
@@ -243,7 +293,8 @@ def _context(campaigns: list[Campaign], discussed_in: list[tuple[str, str]]
     return context
 
 
-def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]]) -> NoteSource:
+def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]],
+          confirmations: Mapping[str, Dataset]) -> NoteSource:
     campaigns = group.versions + ([group.draft] if group.draft else [])
     first = campaigns[0]
     quick = first.quick
@@ -252,7 +303,7 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
     findings: list[str] = []
     versions: list[VersionMeta] = []
     for number, c in enumerate(campaigns, start=1):
-        line = headline([c.dataset]) if c.complete else None
+        line = _headline(c, number > group.archived, confirmations)
         # A version rendered now (not archived) states its rule's outcome: its title is the
         # newest such version's, and its finding leads with the verdict. An archived
         # version's page is frozen with the title and finding it was published with.
@@ -265,10 +316,11 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
         if not c.complete:
             line = f"Draft: incomplete campaign ({c.completeness}); no headline until it completes."
         findings.append(line or "No ratio to plain decoding can be computed from this campaign.")
-        changes = f"Campaign {c.header.id}: {c.dataset.n_runs} runs."
+        changes = group.changes.get(number) or f"Campaign {c.header.id}: {c.dataset.n_runs} runs."
         if not c.complete:
             changes += f" Incomplete: {c.completeness}."
-        versions.append(VersionMeta(version=number, date=c.date, results=[c.dataset.name],
+        versions.append(VersionMeta(version=number, date=group.dates.get(number, c.date),
+                                    results=[c.dataset.name],
                                     changes=changes, draft=not c.complete))
     if quick and group.title is None:
         title += " (quick preview)"
@@ -280,10 +332,11 @@ def _note(group: Group, template: Template, discussed_in: list[tuple[str, str]])
                  + (" --quick" if quick else "") + "\n"
                  + ("make site QUICK=1" if quick else "make site") + "\n")
     meta = FrontMatter(title=title, date=first.date, finding=findings[-1], reproduce=reproduce,
-                       versions=versions)
+                       versions=versions, errata=group.errata)
     return NoteSource(
         path=template.path, slug=group.slug, meta=meta, body=template.body, kind="generated",
-        findings=tuple(findings), context=_context(campaigns, discussed_in),
+        findings=tuple(findings),
+        context=_context(campaigns, discussed_in, group.archived, confirmations),
         incomplete=frozenset(n for n, c in enumerate(campaigns, start=1) if not c.complete),
         preview=quick, source_file=template.rel,
     )
@@ -297,6 +350,7 @@ def generated_notes(
     templates_dir: Path,
     authored: set[str],
     own_results: bool = True,
+    revisions: Revisions | None = None,
 ) -> Generated:
     """The generated notes for every raw campaign no authored note cites (see module doc);
     `cited_by` maps each file an authored note cites to those notes, `authored` holds their
@@ -306,8 +360,11 @@ def generated_notes(
     claimed = {name for versions in _claims(archive, authored).values()
                for names, _ in versions for name in names}
     # Files an archived generated version was published from stay in it, cited or not.
+    # A confirmation campaign is evidence for another campaign's headline, not a version.
+    confirmations = attach(datasets)
     campaigns = [Campaign(d, d.raw_header, d.path in quick_paths) for d in datasets
-                 if d.raw_header is not None and (d.path not in cited_by or d.name in claimed)]
+                 if d.raw_header is not None and not is_confirmation(d)
+                 and (d.path not in cited_by or d.name in claimed)]
     discussed: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for path, notes in cited_by.items():
         ds = next((d for d in datasets if d.path == path), None)
@@ -316,13 +373,13 @@ def generated_notes(
             key = (header.experiment, host_class_of(header))
             discussed.setdefault(key, []).extend((n.meta.title, n.slug) for n in notes)
     out = Generated([], [], lines)
-    for group in _groups(campaigns, archive, authored, lines, own_results):
+    for group in _groups(campaigns, archive, authored, lines, own_results, revisions or {}):
         campaigns_of = group.versions + ([group.draft] if group.draft else [])
         first = campaigns_of[0]
         template = load_template(templates_dir, first.header.experiment)
         key = (first.header.experiment, first.host_class)
         related = list(dict.fromkeys(discussed.get(key, [])))
-        note = _note(group, template, related)
+        note = _note(group, template, related, confirmations)
         out.notes.append(note)
         out.datasets.append([c.dataset for c in campaigns_of])
         if group.draft is not None:

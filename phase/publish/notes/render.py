@@ -242,6 +242,7 @@ class _Calls:
             "value": f.value,
             "interval": f.interval,
             "resolved": f.resolved,
+            "direction": f.direction,
             "value_range": f.value_range,
             "step": f.step,
             "bench": f.bench_value,
@@ -334,6 +335,10 @@ def render_version(
         datasets=datasets,
         body=body_markup,
         changes=compare(previous, datasets) if previous is not None else None,
+        # The same campaign as the version before: its measurements did not change, what is
+        # made of them did (the version's `changes` says what); its page keeps its figures.
+        same_campaign=previous is not None and [d.sha256 for d in previous]
+        == [d.sha256 for d in datasets],
         frozen_href=f"v{number}/index.html",
         latest_href="../index.html",
     )

@@ -9,6 +9,7 @@ selection's own ratio is given for comparison, labelled as the selection's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from phase.analysis.figures import row_interval, row_value
@@ -17,6 +18,7 @@ from phase.analysis.intervals import resolved
 from phase.analysis.queries import condition_key, levels_text
 from phase.analysis.selection import Selection, select
 from phase.publish.data.datasets import Dataset
+from phase.publish.numbers.headline import headline
 from phase.results import FigureInterval
 
 
@@ -73,3 +75,20 @@ def confirmed(selection: Dataset, confirmation: Dataset | None) -> Confirmed | N
     return Confirmed(chosen, selection.name, confirmation.name,
                      row_value("speed_vs_plain", rows, row),
                      row_interval("speed_vs_plain", row))
+
+
+def headline_with_evidence(datasets: list[Dataset],
+                           confirmations: Mapping[str, Dataset]) -> str | None:
+    """A version's headline: for each campaign of runs, its chosen condition's confirmation
+    sentence; a transcribed summary (no runs here, nothing to confirm) keeps the headline its
+    figures give, as its source published them."""
+    sentences: list[str] = []
+    for ds in datasets:
+        if ds.raw_header is None:
+            line = headline([ds])
+        else:
+            found = confirmed(ds, confirmations.get(ds.name))
+            line = found.sentence() if found is not None else None
+        if line:
+            sentences.append(line)
+    return " ".join(sentences) or None

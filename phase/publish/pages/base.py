@@ -20,6 +20,7 @@ import jinja2
 
 from phase.publish.archive.store import Archive, FrozenVersion
 from phase.publish.data.cache import DatasetCache
+from phase.publish.data.confirmations import attach
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.page import Page
 from phase.publish.notes.source import NoteSource
@@ -46,6 +47,11 @@ class BuildInputs:
     cited_by: dict[Path, list[NoteSource]]  # a results file -> the authored notes citing it
     bench: list[BenchResults]  # bench/results/, by name (notes cite them, one page shows them)
     freeze: bool  # whether new note versions are returned for the archive
+
+    @cached_property
+    def confirmations(self) -> dict[str, Dataset]:
+        """A campaign's file name -> the confirmation campaign of its headline, if any."""
+        return attach(self.datasets.values())
 
     @cached_property
     def used_by(self) -> dict[Path, list[tuple[str, str, int]]]:

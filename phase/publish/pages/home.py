@@ -8,6 +8,7 @@ home page (docs/index.md) includes; it is not a page itself (mkdocs.yml excludes
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -17,7 +18,7 @@ from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page
 from phase.publish.notes.render import block, render_finding
 from phase.publish.notes.source import NoteSource
-from phase.publish.numbers.headline import headline
+from phase.publish.numbers.confirmed import headline_with_evidence
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 
 DASH = "—"
@@ -50,13 +51,16 @@ def _host(datasets: list[Dataset]) -> tuple[str, str | None]:
     return "not recorded", (machines[0] if machines else None)
 
 
-def _headline(note: NoteSource, by_version: list[list[Dataset]]) -> tuple[str, bool]:
-    """The newest complete version's headline (an incomplete campaign is never headlined), and
-    whether the latest version is such a draft."""
+def _headline(note: NoteSource, by_version: list[list[Dataset]],
+              confirmations: Mapping[str, Dataset]) -> tuple[str, bool]:
+    """The newest complete version's headline (an incomplete campaign is never headlined):
+    its chosen condition's confirmation, or that it is unconfirmed; and whether the latest
+    version is such a draft."""
     count = len(by_version)
     draft = count in note.incomplete
     complete = [n for n in range(count, 0, -1) if n not in note.incomplete]
-    line = headline(by_version[complete[0] - 1]) if complete else None
+    line = (headline_with_evidence(by_version[complete[0] - 1], confirmations)
+            if complete else None)
     if line:
         return line, draft
     if not complete:
@@ -71,10 +75,11 @@ def _inline_code(html: str) -> str:
 
 
 def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str,
-               finding: str | None = None) -> NoteEntry:
+               finding: str | None = None,
+               confirmations: Mapping[str, Dataset] | None = None) -> NoteEntry:
     """`finding`: the authored note's finding rendered with its latest data (figure calls
     computed), else its front matter's text."""
-    line, draft = _headline(note, by_version)
+    line, draft = _headline(note, by_version, confirmations or {})
     host, host_title = _host([d for files in by_version for d in files])
     return NoteEntry(
         title=note.meta.title,
@@ -96,11 +101,13 @@ def note_entry(note: NoteSource, by_version: list[list[Dataset]], root: str,
 
 
 def home_entries(notes: list[tuple[NoteSource, list[list[Dataset]]]], root: str,
-                 findings: dict[str, str] | None = None) -> list[NoteEntry]:
+                 findings: dict[str, str] | None = None,
+                 confirmations: Mapping[str, Dataset] | None = None) -> list[NoteEntry]:
     """Newest first: by the latest version's date, then the first publication's. `findings`:
-    authored notes' rendered findings by slug."""
+    authored notes' rendered findings by slug; `confirmations`: by the file they confirm."""
     rendered = findings or {}
-    entries = [note_entry(n, by_version, root, rendered.get(n.slug)) for n, by_version in notes]
+    entries = [note_entry(n, by_version, root, rendered.get(n.slug), confirmations)
+               for n, by_version in notes]
     return sorted(entries, key=lambda e: (e.date, e.first_date, e.slug), reverse=True)
 
 
@@ -115,7 +122,7 @@ class HomeKind(PageKind):
         findings = {n.slug: str(render_finding(build.env, n, by_version[-1], "",
                                                note_page(n.slug, "")))
                     for n, by_version in notes if n.kind == "authored" and by_version}
-        entries = home_entries(notes, "", findings)
+        entries = home_entries(notes, "", findings, build.confirmations)
         home = block(build.env.get_template("home_list.html.j2").render(entries=entries))
         return Rendered(files={HOME_SNIPPET: str(home).strip() + "\n"})
 

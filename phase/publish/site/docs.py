@@ -29,6 +29,7 @@ from phase.publish.data.datasets import Dataset
 from phase.publish.notes.generated import generated_notes
 from phase.publish.notes.linked import ROOT_GLOBAL
 from phase.publish.notes.render import environment
+from phase.publish.notes.revisions import load_revisions
 from phase.publish.notes.source import NoteSource, discover_notes, resolve_results
 from phase.publish.numbers.bench import BENCH_GLOBAL, load_bench
 from phase.publish.pages import PAGE_KINDS
@@ -160,9 +161,11 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
         for files in per_note:
             for p in files:
                 cited_by.setdefault(p, []).append(note)
+    revisions = load_revisions(paths.notes_dir) if paths.notes_dir.is_dir() else {}
     gen = generated_notes(list(by_path.values()), set(quick), cited_by, archive,
                           paths.templates_dir, {n.slug for n in authored},
-                          own_results=not paths.foreign_into_project_archive)
+                          own_results=not paths.foreign_into_project_archive,
+                          revisions=revisions)
     notes = authored + gen.notes
     versions = [[[by_path[p] for p in files] for files in per_note] for per_note in cited]
     versions += [[[ds] for ds in g_versions] for g_versions in gen.datasets]
