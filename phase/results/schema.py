@@ -82,7 +82,11 @@ from phase.results.provenance import Provenance
 #                GGUF header) and ResultsFile.bandwidth (the machine's memory bandwidth,
 #                measured STREAM-style with its method); absent where not asked for.
 #                Sampling: factor kind temperature, config.sampling, Run.seed (absent: greedy).
-SCHEMA_VERSION = 11
+#   12 (2026-12): optional additions: provenance.cpu_flags (the CPU flags that select
+#                llama.cpp's kernels) and provenance.weight_buffers (the buffer types the
+#                target's weights were loaded into), so campaigns on different builds are
+#                told apart (phase.analysis.comparable); absent in older files.
+SCHEMA_VERSION = 12
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -329,7 +333,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[11]
+    schema_version: Literal[12]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
