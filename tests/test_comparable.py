@@ -377,3 +377,17 @@ def test_a_note_that_cites_another_states_how_their_campaigns_differ(
     # A note that cites none has no such section.
     cited = (paths.docs_dir / "notes" / "cited" / "index.md").read_text()
     assert "Compared with other notes" not in cited
+
+
+@pytest.mark.model
+def test_a_loaded_model_names_its_weight_buffers(test_model_path: Path) -> None:
+    from phase.decode import Engine
+
+    with Engine(test_model_path, n_ctx=128, n_threads=1) as engine:
+        placement = engine.placement()
+        extra = engine.extra_buffers.enabled
+    # The real load log names at least the mapped file's buffer, and the extra buffer types
+    # (repacked, AMX) only where llama.cpp was allowed them.
+    assert placement.buffers and all(b.startswith(("CPU", "AMX")) for b in placement.buffers)
+    if not extra:
+        assert not {"CPU_REPACK", "AMX"} & set(placement.buffers)
