@@ -71,8 +71,8 @@ def _models(raw: ResultsFile) -> dict[str, str]:
     """Each model the campaign loaded by its role (and level), as name and sha256 prefix."""
     out = {}
     for m in raw.models:
-        role = m.role if getattr(m, "level", None) is None else f"{m.role} at {m.level}"
-        out[f"{role} model"] = f"{m.name} (sha256 {m.sha256[:12]})"
+        name = f"{m.role} model" + ("" if m.level is None else f" at {m.level}")
+        out[name] = f"{m.name} (sha256 {m.sha256[:12]})"
     return out
 
 
