@@ -391,3 +391,16 @@ def test_a_loaded_model_names_its_weight_buffers(test_model_path: Path) -> None:
     assert placement.buffers and all(b.startswith(("CPU", "AMX")) for b in placement.buffers)
     if not extra:
         assert not {"CPU_REPACK", "AMX"} & set(placement.buffers)
+
+
+def test_the_provenance_box_says_which_kernels_could_run(memory: ResultsFile) -> None:
+    from phase.publish.numbers.provenance import provenance_box
+
+    _, ds = load_dataset(MEMORY, RuleSettings())
+    assert ds is not None
+    items = dict(provenance_box(ds, "../", {}).items)
+    p = memory.provenance
+    assert items["Kernels"] == (f"extra CPU buffers (AMX tiles, repacked weights) not used: "
+                                f"{p.cpu_extra_buffers_reason}")
+    _, old = load_dataset(CPU_V1, RuleSettings())
+    assert old is not None and "Kernels" not in dict(provenance_box(old, "../", {}).items)
