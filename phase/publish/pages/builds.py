@@ -3,12 +3,11 @@ what the page says where they were not (phase.analysis.comparable computes the d
 
 A cross-host table refuses campaigns whose builds differ (llama.cpp, its binding, the kernels
 compiled in, the weight buffers, the accelerator, the models): `MixedBuildsError` names both
-files and every differing field. It shows them only when asked, by `phase site
---allow-mixed-builds` or by a note that cites both files and says `mixed_builds: true` in its
-front matter (both files cited by such notes); the page then states every difference above
-its tables. Differences of the
-host alone (CPU, flags, cores, GPUs, threads: what a cross-host table is for) are stated
-without refusing.
+files and every differing field. It shows them only when asked: by `phase site
+--allow-mixed-builds`, or where each file is cited by a note that says `mixed_builds: true` in
+its front matter (both sides consent); the page then states every difference above its
+tables. Differences of the host alone (CPU, flags, cores, GPUs, threads: what a cross-host
+table is for) are stated without refusing.
 """
 
 from __future__ import annotations
