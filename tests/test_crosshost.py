@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from dataclasses import replace
 from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -19,6 +20,7 @@ from factories import make_sensor, make_window, write_results
 from phase.hosts import host_class_of, host_identity_of
 from phase.publish.data.datasets import load_dataset
 from phase.publish.notes.render import environment
+from phase.publish.pages.builds import MixedBuildsError
 from phase.publish.pages.crosshost import build_pages, render_pages
 from phase.publish.site.build import SitePaths, build_site
 from phase.results import HostIdentity, HostInfo, PrimaryEnergy, ResultsFile, SensorInfo, load_raw
@@ -152,8 +154,12 @@ def test_three_host_classes_side_by_side_in_the_built_site(
     paths = SitePaths.default(REPO, results_dir=three_hosts, notes_dir=notes,
                               docs_dir=tmp_path / "docs", site_dir=tmp_path / "site",
                               published_dir=tmp_path / "published")
-    build_site(paths)
+    # The H200 copies claim a CUDA build beside the committed CPU build: refused unless asked.
+    with pytest.raises(MixedBuildsError, match=r"accelerator build: .*cuda on h200"):
+        build_site(paths)
+    build_site(replace(paths, allow_mixed_builds=True))
     html = (paths.site_dir / "hosts" / "speculative.html").read_text()
+    assert "Builds differ: these campaigns are not like for like." in html
     parsed = _Rows()
     parsed.feed(html)
     keys = {key for _, _, key in parsed.rows}

@@ -89,6 +89,10 @@ EDITS: dict[str, tuple[dict[str, Any], str]] = {
         llama_cpp_python_version="0.3.99")}, "llama-cpp-python version differs"),
     "llama.cpp build": ({"provenance": make_provenance(
         llama_cpp_system_info="llama 0.6.0 | CPU : AVX2 = 1")}, "llama.cpp build differs"),
+    "extra CPU buffers": ({"provenance": make_provenance(cpu_extra_buffers=False)},
+                          "kernels used (extra CPU buffers, weight buffers) differs"),
+    "weight buffers": ({"provenance": make_provenance(weight_buffers=["CPU_REPACK"])},
+                       "kernels used (extra CPU buffers, weight buffers) differs"),
     "threads": ({"provenance": make_provenance(threads=4)}, "threads differs"),
     "cpu model": ({"hosts": _host(cpu_model="Other CPU")}, "host class (cpu_model) differs"),
     "cores": ({"hosts": _host(cpu_cores=64)}, "host class (cpu_cores) differs"),

@@ -73,6 +73,14 @@ def test_measured_values_and_facts_known_after_loading() -> None:
     # The llama.cpp system info is only known once a model is loaded.
     built = replaced(old, provenance=make_provenance(llama_cpp_system_info="AVX2 = 1"))
     assert differences(old, built, loaded=False) == []
+    # So are the buffers the weights went into; the CPU's flags are known before.
+    buffers = replaced(old, provenance=make_provenance(weight_buffers=["CPU_REPACK"]))
+    assert differences(old, buffers, loaded=False) == []
+    assert differences(old, buffers, loaded=True) == \
+        ["provenance.weight_buffers: none → ['CPU_REPACK']"]
+    flags = replaced(old, provenance=make_provenance(cpu_flags=["amx_int8"]))
+    assert [d.split(":")[0] for d in differences(old, flags, loaded=False)] == \
+        ["provenance.cpu_flags"]
     assert differences(old, built, loaded=True) != []
 
 

@@ -70,6 +70,7 @@ def with_engine_facts(header: ResultsFile, engine: Engine,
         "accelerator": placement.accelerator,
         "n_gpu_layers_offloaded": placement.n_gpu_layers_offloaded,
         "n_layers": placement.n_layers,
+        "weight_buffers": list(placement.buffers),
     })
     shards = [header.shard.index] if header.shard is not None else []
     chosen, why = primary

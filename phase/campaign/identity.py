@@ -7,7 +7,8 @@ refused, listed, with the file left byte-identical.
 
 The identity is: the whole config; each model's name, source, size and sha256; the machine
 and software that ran it (host class, CPU, GPUs, phase and git commit, llama-cpp-python and the
-llama.cpp build, Python, threads, extra CPU buffers, and where the model ran); every sensor's
+llama.cpp build, Python, threads, extra CPU buffers, the CPU's kernel flags, the weight
+buffers, and where the model ran); every sensor's
 declared settings (name, backend, scope, kind, unit, smoothing, bounds, and anything else
 declared), but not what is measured afresh each time (update period, and the energy window
 sized from it); the primary energy
@@ -30,13 +31,14 @@ PROVENANCE_FIELDS = (
     "phase_version", "git_commit", "llama_cpp_python_version", "llama_cpp_system_info",
     "python_version", "host_class", "cpu_model", "gpus", "threads", "threads_batch",
     "cpu_extra_buffers", "accelerator", "n_gpu_layers_offloaded", "n_layers",
+    "cpu_flags", "weight_buffers",
 )
 PRIMARY = "primary_energy.sensors"
 # Known only after llama.cpp has loaded the model (or initialised its backends).
 AFTER_LOAD = frozenset({
     "provenance.llama_cpp_system_info", "provenance.cpu_extra_buffers",
     "provenance.accelerator", "provenance.n_gpu_layers_offloaded", "provenance.n_layers",
-    PRIMARY,
+    "provenance.weight_buffers", PRIMARY,
 })
 MODEL_FIELDS = ("name", "source", "size_bytes", "sha256")
 # Measured afresh by every sampler start: it may differ without the setup differing.

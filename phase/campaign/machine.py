@@ -33,6 +33,29 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+# The CPU flags that decide which of llama.cpp's kernels can run (ggml-cpu's feature checks):
+# x86's AMX, AVX-512 and AVX families, Arm's dot-product, matrix and vector extensions.
+KERNEL_FLAGS = frozenset({
+    "amx_tile", "amx_int8", "amx_bf16", "amx_fp16", "avx512f", "avx512bw", "avx512vl",
+    "avx512_vnni", "avx512_vbmi", "avx512_bf16", "avx512_fp16", "avx_vnni", "avx2", "avx",
+    "fma", "f16c", "sse4_2", "asimd", "asimddp", "asimdhp", "i8mm", "bf16", "sve", "sve2", "sme",
+})
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str] | None:
+    """The CPU's flags among KERNEL_FLAGS, sorted, as the kernel reports them for the first
+    CPU (x86 `flags`, Arm `Features`); None where there is no cpuinfo to read (macOS)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in ("flags", "Features"):
+            return sorted(set(value.split()) & KERNEL_FLAGS)
+    return None
+
+
 def ram_bytes() -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -148,4 +171,6 @@ def provenance(threads: int, threads_batch: int, llama_system_info: str | None,
         accelerator=placement.accelerator if placement else None,
         n_gpu_layers_offloaded=placement.n_gpu_layers_offloaded if placement else None,
         n_layers=placement.n_layers if placement else None,
+        cpu_flags=cpu_flags(),
+        weight_buffers=list(placement.buffers) if placement else None,
     )

@@ -102,7 +102,10 @@ def versions(files: Sequence[ShardFile]) -> list[str]:
                     lambda f: (prov(f).phase_version, prov(f).git_commit))
             + _differ(files, "llama-cpp-python version",
                       lambda f: prov(f).llama_cpp_python_version)
-            + _differ(files, "llama.cpp build", lambda f: prov(f).llama_cpp_system_info))
+            + _differ(files, "llama.cpp build", lambda f: prov(f).llama_cpp_system_info)
+            # The same build runs other kernels with or without its extra CPU buffers.
+            + _differ(files, "kernels used (extra CPU buffers, weight buffers)",
+                      lambda f: (prov(f).cpu_extra_buffers, prov(f).weight_buffers)))
 
 
 def host_class(files: Sequence[ShardFile]) -> list[str]:

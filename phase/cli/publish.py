@@ -15,7 +15,7 @@ from phase.publish.site.build import publish
 @_with_dirs
 def publish_command(note: str, results_dir: str | None, notes_dir: str | None,
                     docs_dir: str | None, published_dir: str | None,
-                    into_project_archive: bool) -> None:
+                    into_project_archive: bool, allow_mixed_builds: bool) -> None:
     """Publish NOTE (its slug, e.g. speculative-decoding-cpu): freeze its new versions.
 
     Builds the whole site in a throwaway directory (validation, rendering, mkdocs build
@@ -25,8 +25,8 @@ def publish_command(note: str, results_dir: str | None, notes_dir: str | None,
     correct it with an erratum in the note's front matter. docs/ and site/ are not touched
     (`phase site` publishes new versions too, and rebuilds the site).
     """
-    paths = _paths(into_project_archive, results_dir=results_dir, notes_dir=notes_dir,
-                   docs_dir=docs_dir, published_dir=published_dir)
+    paths = _paths(into_project_archive, allow_mixed_builds, results_dir=results_dir,
+                   notes_dir=notes_dir, docs_dir=docs_dir, published_dir=published_dir)
     result = _publish(functools.partial(publish, slug=note), paths)
     if not result.frozen:
         click.echo(f"note {note}: nothing new to publish", err=True)

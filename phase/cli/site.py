@@ -28,10 +28,12 @@ BLOCKED = ("Exit status: 0 built; 1 a results file has a blocking finding, or a 
            "phase did not make, or one that overlaps an input (nothing is touched).")
 
 
-def _paths(into_project_archive: bool = False, **dirs: str | None) -> SitePaths:
+def _paths(into_project_archive: bool = False, allow_mixed_builds: bool = False,
+           **dirs: str | None) -> SitePaths:
     """Relative directories are taken from the working directory (for mkdocs too)."""
     paths = SitePaths.default(**{k: v for k, v in dirs.items() if v is not None})
-    return replace(paths, archive_foreign=into_project_archive)
+    return replace(paths, archive_foreign=into_project_archive,
+                   allow_mixed_builds=allow_mixed_builds)
 
 
 def _publish(build: Callable[[SitePaths], BuildResult], paths: SitePaths) -> BuildResult:
@@ -62,6 +64,10 @@ def _with_dirs(fn: F) -> F:
         click.option("--into-project-archive", is_flag=True,
                      help="Freeze versions built from another --results-dir into this "
                      "project's own published/ (refused by default: only results/ feeds it)."),
+        click.option("--allow-mixed-builds", is_flag=True,
+                     help="Let a cross-host table show campaigns measured on different "
+                     "llama.cpp builds or models (refused by default); the page states every "
+                     "difference."),
     ]):
         fn = option(fn)
     return fn
@@ -71,7 +77,8 @@ def _with_dirs(fn: F) -> F:
 @_with_dirs
 @QUICK
 def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
-          published_dir: str | None, into_project_archive: bool, include_quick: bool) -> None:
+          published_dir: str | None, into_project_archive: bool, allow_mixed_builds: bool,
+          include_quick: bool) -> None:
     """Validate every results file and render the notes into docs/ (no mkdocs build).
 
     Refuses (exit 1) when any results file has a blocking finding. Replaces the generated
@@ -79,8 +86,8 @@ def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
     once all of them rendered; nothing is written into the results directory, and no version
     is published (`phase site` or `phase publish` does that).
     """
-    paths = _paths(results_dir=results_dir, notes_dir=notes_dir, docs_dir=docs_dir,
-                   published_dir=published_dir)
+    paths = _paths(allow_mixed_builds=allow_mixed_builds, results_dir=results_dir,
+                   notes_dir=notes_dir, docs_dir=docs_dir, published_dir=published_dir)
     _publish(functools.partial(build_docs, include_quick=include_quick), paths)
     click.echo(paths.docs_dir)
 
@@ -90,8 +97,8 @@ def build(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
 @click.option("--site-dir", default=None, help="Where the static site goes [site/].")
 @QUICK
 def site(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
-         published_dir: str | None, into_project_archive: bool, site_dir: str | None,
-         include_quick: bool) -> None:
+         published_dir: str | None, into_project_archive: bool, allow_mixed_builds: bool,
+         site_dir: str | None, include_quick: bool) -> None:
     """Validate, render the notes, and build the static site (mkdocs build --strict).
 
     Every campaign becomes a note (one per experiment and host class; authored notes in
@@ -100,8 +107,9 @@ def site(results_dir: str | None, notes_dir: str | None, docs_dir: str | None,
     byte ever after. Refuses (exit 1) when any results file has a blocking finding. The site
     works offline and from file://; open site/index.html or run `phase serve`.
     """
-    paths = _paths(into_project_archive, results_dir=results_dir, notes_dir=notes_dir,
-                   docs_dir=docs_dir, published_dir=published_dir, site_dir=site_dir)
+    paths = _paths(into_project_archive, allow_mixed_builds, results_dir=results_dir,
+                   notes_dir=notes_dir, docs_dir=docs_dir, published_dir=published_dir,
+                   site_dir=site_dir)
     _publish(functools.partial(build_site, include_quick=include_quick), paths)
     click.echo(paths.site_dir / "index.html")
 

@@ -22,6 +22,9 @@ from phase.results.llama_build import backend_kind, build_accelerator
 _USING = re.compile(r"using device (?P<name>\S+) \((?P<desc>.*)\) \((?P<id>[^()]*)\) - \d+ MiB")
 _USING_NO_ID = re.compile(r"using device (?P<name>\S+) \((?P<desc>.*)\) - \d+ MiB")  # older
 _OFFLOADED = re.compile(r"offloaded (?P<n>\d+)/(?P<of>\d+) layers to GPU")
+# `load_tensors:   CPU_REPACK model buffer size =   388.12 MiB`: one line per buffer type the
+# weights went into, which says which kernels run them (AMX tiles, repacked, plain, a GPU's).
+_BUFFER = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_]*) model buffer size")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class ModelPlacement:
     n_gpu_layers_offloaded: int
     n_layers: int
     devices: tuple[Device, ...] = field(default_factory=tuple)
+    buffers: tuple[str, ...] = field(default_factory=tuple)  # weight buffer types, as logged
 
 
 def _kind(device_name: str) -> str:
@@ -62,7 +66,8 @@ def parse(messages: list[str], *, offload_supported: bool, n_layer: int,
                    else build_accelerator(system_info, offload_supported))
     if n == 0:
         devices = ()
-    return ModelPlacement(accelerator if offload_supported else "cpu", n, of, devices)
+    buffers = tuple(dict.fromkeys(m.group("name") for m in _BUFFER.finditer(text)))
+    return ModelPlacement(accelerator if offload_supported else "cpu", n, of, devices, buffers)
 
 
 def of_model(load_log: list[str], model: object) -> ModelPlacement:

@@ -65,3 +65,12 @@ def enabled_features(system_info: str | None) -> set[str]:
         if eq and value.strip() == "1":
             out.add(key.strip())
     return out
+
+
+def build_versions(system_info: str | None) -> str | None:
+    """llama.cpp's version and ggml's (with its commit), as phase records them before the
+    features ("llama 0.5.0-dev, ggml 0.25.3 (0c1e570-dirty)"); None where the string names
+    neither (not recorded, or a string from before phase recorded them)."""
+    parts = [p.strip() for p in (system_info or "").split("|")]
+    named = [p for p in parts if p.startswith(("llama ", "ggml "))]
+    return ", ".join(named) or None

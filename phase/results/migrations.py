@@ -135,8 +135,9 @@ def _v10_to_v11(data: dict[str, Any]) -> dict[str, Any]:
 
 def _v11_to_v12(data: dict[str, Any]) -> dict[str, Any]:
     """Version 12 added, all optional: config.interval_method (absent: the adaptive rounds,
-    if any, were decided by the bootstrap, and replay so) and each summary interval's p-value
-    and adjusted p-value. Nothing to convert."""
+    if any, were decided by the bootstrap, and replay so), each summary interval's method,
+    p-value and adjusted p-value, a confirmation's `confirms`, and the CPU flags and weight
+    buffer types that say which kernels ran (absent: not recorded). Nothing to convert."""
     data["schema_version"] = 12
     return data
 

@@ -33,3 +33,10 @@ class Provenance(Strict):
     accelerator: str | None = None
     n_gpu_layers_offloaded: NonNegInt | None = None
     n_layers: NonNegInt | None = None
+    # What makes two campaigns' builds comparable (phase.analysis.comparable), recorded since
+    # schema 12; None in older files. The CPU's own flags that select llama.cpp's kernels
+    # (AMX, AVX-512, AVX2, NEON dot products, ...; phase.campaign.machine.cpu_flags), and the
+    # buffer types llama.cpp loaded the target's weights into, as its load log names them
+    # ("CPU_Mapped", "CPU_REPACK", "AMX", "CUDA0"): which kernels ran, not only which exist.
+    cpu_flags: list[str] | None = None
+    weight_buffers: list[str] | None = None

@@ -87,7 +87,11 @@ from phase.results.provenance import Provenance
 #                decided by; absent: the bootstrap before it), FigureInterval.method, p_value,
 #                p_adjusted (Student t intervals on log ratios, order-statistic intervals of
 #                medians, the family's Benjamini-Hochberg correction); ResultsFile.confirms
-#                (a confirmation campaign's selection: phase.results.confirmation).
+#                (a confirmation campaign's selection: phase.results.confirmation);
+#                provenance.cpu_flags (the CPU flags that select llama.cpp's kernels) and
+#                provenance.weight_buffers (the buffer types the target's weights were loaded
+#                into), so campaigns on different builds are told apart
+#                (phase.analysis.comparable); absent in older files.
 SCHEMA_VERSION = 12
 
 # --- identity and provenance -------------------------------------------------------------

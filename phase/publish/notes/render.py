@@ -45,6 +45,7 @@ from phase.escaping import join as md_join
 from phase.publish.charts.spec import ENERGY_KINDS, STRATEGY_KINDS, Chart
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.islands import island
+from phase.publish.notes.citations import cited_section
 from phase.publish.notes.cost_section import cost_calls
 from phase.publish.notes.figures import CAVEAT_ID, Figures
 from phase.publish.notes.linked import ROOT_GLOBAL, SOURCES_DIR, source_file
@@ -53,6 +54,7 @@ from phase.publish.notes.page import Page, PageAssets
 from phase.publish.notes.source import NoteError, NoteSource, VersionMeta
 from phase.publish.notes.temperature_section import temperature_calls
 from phase.publish.numbers.bench import BENCH_GLOBAL
+from phase.publish.numbers.builds import versus
 from phase.publish.numbers.changes import compare
 from phase.publish.numbers.downloads import findings_frame, results_frame
 from phase.publish.numbers.findings import finding_rows
@@ -148,6 +150,7 @@ class _Calls:
         self.root = root
         self.assets = PageAssets(env, asset_dir, asset_href)
         self.called: set[str] = set()
+        self.cited: list[str] = []  # the notes its text links to, for cited_section
         self.figures = Figures(str(note.path), datasets, env.globals.get(BENCH_GLOBAL, []), root)
 
     def pick(self, file: str | None) -> list[Dataset]:
@@ -210,6 +213,7 @@ class _Calls:
 
     def note_url(self, slug: str) -> str:
         """A Markdown link target for another note's latest page (mkdocs checks it exists)."""
+        self.cited.append(slug)
         return f"{self.root}notes/{slug}/index.md"
 
     def page_url(self, page: str) -> str:
@@ -325,7 +329,8 @@ def render_version(
     finding = (markdown_safe(note.finding_of(number)) if note.kind == "generated" else
                _template(env, note, note.finding_of(number), number, context, "the finding"))
     body = _template(env, note, note.body, number, context, "the body")
-    body_markup = body + calls.figures.leftover_caveats() + calls.missing_sections()
+    body_markup = (body + calls.figures.leftover_caveats()
+                   + cited_section(env, datasets, calls.cited) + calls.missing_sections())
     text = env.get_template("note.md.j2").render(
         note=note,
         meta=note.meta,
@@ -335,6 +340,8 @@ def render_version(
         datasets=datasets,
         body=body_markup,
         changes=compare(previous, datasets) if previous is not None else None,
+        build_changes=(versus(previous, datasets, f"version {number - 1}", f"version {number}")
+                       if previous is not None else []),
         # The same campaign as the version before: its measurements did not change, what is
         # made of them did (the version's `changes` says what); its page keeps its figures.
         same_campaign=previous is not None and [d.sha256 for d in previous]

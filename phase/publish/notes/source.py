@@ -101,6 +101,10 @@ class FrontMatter(_Meta):
     versions: list[VersionMeta] = Field(min_length=1)
     errata: list[ErratumMeta] = Field(default_factory=list)
     source_provenance: dict[str, str] = Field(default_factory=dict)
+    # The campaigns this note cites may stand beside others on a cross-host table though
+    # their builds differ, where those are allowed too (phase.publish.pages.builds); the
+    # page then states every difference.
+    mixed_builds: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> FrontMatter:

@@ -11,7 +11,7 @@ from phase.models import EMBEDDED
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page
 from phase.publish.numbers.downloads import data_table
-from phase.results import SensorInfo
+from phase.results import ResultsFile, SensorInfo
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,9 @@ def provenance_box(ds: Dataset, root: str, extra: dict[str, str]) -> ProvenanceB
         items.append(("Adaptive repeats", bought))
     if p.llama_cpp_system_info:
         items.append(("llama.cpp", p.llama_cpp_system_info))
+    kernels = _kernels(raw)
+    if kernels:
+        items.append(("Kernels", kernels))
     models = [
         ModelRow(m.role, m.name, _quant(m.quant, m.sha256), _mb(m.size_bytes), m.sha256,
                  m.source)
@@ -116,6 +119,22 @@ def provenance_box(ds: Dataset, root: str, extra: dict[str, str]) -> ProvenanceB
     ]
     return ProvenanceBox(ds.name, page, download, ds.sha256, items, models,
                          shlex.join(p.command_line) if p.command_line else None, _csv(ds, root))
+
+
+def _kernels(raw: ResultsFile) -> str | None:
+    """Which of llama.cpp's kernels could run, as far as the file records it: they decide
+    whether two campaigns' speeds compare (phase.analysis.comparable)."""
+    p = raw.provenance
+    parts = []
+    if p.cpu_extra_buffers is not None:
+        used = "used" if p.cpu_extra_buffers else "not used"
+        parts.append(f"extra CPU buffers (AMX tiles, repacked weights) {used}"
+                     + (f": {p.cpu_extra_buffers_reason}" if p.cpu_extra_buffers_reason else ""))
+    if p.weight_buffers is not None:
+        parts.append(f"weights loaded into {', '.join(p.weight_buffers) or 'no named buffer'}")
+    if p.cpu_flags is not None:
+        parts.append(f"CPU flags {' '.join(p.cpu_flags) or 'none of those llama.cpp checks'}")
+    return "; ".join(parts) or None
 
 
 def _quant(recorded: str | None, sha256: str) -> str:

@@ -47,6 +47,9 @@ class BuildInputs:
     cited_by: dict[Path, list[NoteSource]]  # a results file -> the authored notes citing it
     bench: list[BenchResults]  # bench/results/, by name (notes cite them, one page shows them)
     freeze: bool  # whether new note versions are returned for the archive
+    # Whether a cross-host table may show campaigns whose builds differ (phase.publish.pages.
+    # builds), whatever the notes say.
+    allow_mixed_builds: bool = False
 
     @cached_property
     def confirmations(self) -> dict[str, Dataset]:

@@ -8,7 +8,9 @@ one table with a row per strategy and host class: tokens/s, speed vs plain, chip
 energy vs plain and acceptance, from the same derived summaries the notes show (rejected
 values left out), each row linked to its runs on the campaign's data page. Where the hosts'
 chip figures do not cover the same parts (phase.publish.pages.likeforlike), the page says
-which parts differ and marks those figures. `docs/hosts/index.md` lists the experiments.
+which parts differ and marks those figures. Campaigns measured on different builds are refused
+unless asked, and every difference between the campaigns shown is stated
+(phase.publish.pages.builds). `docs/hosts/index.md` lists the experiments.
 """
 
 from __future__ import annotations
@@ -16,19 +18,23 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jinja2
 
 from phase.analysis import FIGURES, PLAIN, row_value
+from phase.analysis.purpose import smoke_reason
 from phase.hosts import host_class_of, host_identity_of
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import raw_page, run_anchor
 from phase.publish.notes.page import Page
 from phase.publish.notes.source import NoteSource
+from phase.publish.numbers.builds import PairDifferences, Side, compare_sides
 from phase.publish.numbers.downloads import cells_frame, frame_files
 from phase.publish.numbers.tables import Cell, Link
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
+from phase.publish.pages.builds import allowed_by_notes, check_builds
 from phase.publish.pages.likeforlike import MARK, Coverage, coverage
 from phase.results import HostIdentity, ResultsFile, SummaryRow
 
@@ -77,6 +83,13 @@ class CrossHostPage:
     tables: list[PromptTable]
     campaigns: int
     coverage: Coverage  # what each host's chip figure covers, and whether they differ
+    # Every pair of the campaigns shown that differs in build or host (phase.analysis.
+    # comparable); a pair whose builds differ is here only where that was allowed.
+    differences: list[PairDifferences] = field(default_factory=list)
+
+    @property
+    def mixed_builds(self) -> bool:
+        return any(p.build for p in self.differences)
 
 
 # The registry's figures each prompt's table shows, as (key, label, hover title): a ratio to
@@ -180,10 +193,22 @@ def _tables(hosts: list[tuple[HostClass, Dataset]]) -> list[PromptTable]:
     return tables
 
 
-def build_pages(datasets: list[Dataset]) -> list[CrossHostPage]:
-    """One page per experiment that has raw campaign files (summary-only files have no host)."""
+def _records(datasets: list[Dataset]) -> list[Dataset]:
+    """The raw campaigns, without the smoke tests of an experiment that has a study."""
+    raw = [(ds, ds.raw_header) for ds in datasets if ds.raw_header is not None]
+    studied = {h.experiment for _, h in raw if smoke_reason(h) is None}
+    return [ds for ds, h in raw if h.experiment not in studied or smoke_reason(h) is None]
+
+
+def build_pages(datasets: list[Dataset], *, allow_mixed_builds: bool = False,
+                allowed: frozenset[Path] = frozenset()) -> list[CrossHostPage]:
+    """One page per experiment that has raw campaign files (summary-only files have no host).
+
+    Refuses (MixedBuildsError) campaigns shown side by side whose builds differ, unless
+    `allow_mixed_builds` or both are `allowed` (phase.publish.pages.builds). Smoke tests are
+    left out where the experiment has a study: never the record, and on another model."""
     groups: dict[str, dict[str, list[Dataset]]] = {}
-    for ds in datasets:
+    for ds in _records(datasets):
         header = ds.raw_header
         if header is not None:
             groups.setdefault(header.experiment, {}).setdefault(_key(header), []).append(ds)
@@ -198,13 +223,16 @@ def build_pages(datasets: list[Dataset]) -> list[CrossHostPage]:
         hosts = [(_host_class(key, label if labels.count(label) == 1 else f"{label} ({key})",
                               pick, rest), pick)
                  for key, label, pick, rest in sorted(chosen, key=lambda c: (c[1], c[0]))]
+        pairs = compare_sides([Side(h.label, ds) for h, ds in hosts])
+        check_builds(f"the cross-host table of {experiment}", pairs,
+                     allow_all=allow_mixed_builds, allowed=allowed)
         tables = _tables(hosts)
         covered = _coverage(hosts, tables)
         pages.append(CrossHostPage(
             experiment=experiment, path=f"hosts/{page_stem(experiment)}.md",
             href=f"{page_stem(experiment)}.md", hosts=[h for h, _ in hosts],
             tables=tables, campaigns=sum(len(m) for m in groups[experiment].values()),
-            coverage=covered,
+            coverage=covered, differences=pairs,
         ))
     return pages
 
@@ -240,10 +268,12 @@ def _prompt_frame(table: PromptTable) -> pd.DataFrame:
          for r in table.rows])
 
 
-def render_pages(env: jinja2.Environment, datasets: list[Dataset]) -> dict[str, str | bytes]:
+def render_pages(env: jinja2.Environment, datasets: list[Dataset], *,
+                 allow_mixed_builds: bool = False,
+                 allowed: frozenset[Path] = frozenset()) -> dict[str, str | bytes]:
     """Every cross-host page and their index, and each table's CSV and JSON, by path under
-    the docs dir."""
-    pages = build_pages(datasets)
+    the docs dir (mismatched builds refused as `build_pages` says)."""
+    pages = build_pages(datasets, allow_mixed_builds=allow_mixed_builds, allowed=allowed)
     out: dict[str, str | bytes] = {}
     for p in pages:
         stem = page_stem(p.experiment)
@@ -267,7 +297,10 @@ class CrossHostKind(PageKind):
 
     def render(self, build: BuildInputs) -> Rendered:
         out = Rendered()
-        for rel, data in render_pages(build.env, build.published).items():
+        allowed = allowed_by_notes(build.notes, build.versions)
+        for rel, data in render_pages(build.env, build.published,
+                                      allow_mixed_builds=build.allow_mixed_builds,
+                                      allowed=allowed).items():
             if isinstance(data, str) and rel.endswith(".md"):
                 out.pages.append(Page(rel, data))
             else:

@@ -26,6 +26,7 @@ from phase.publish.archive.store import Archive, FrozenVersion
 from phase.publish.charts.spec import packages, vega_bundle
 from phase.publish.data.cache import DatasetCache
 from phase.publish.data.datasets import Dataset
+from phase.publish.notes.citations import NOTES_GLOBAL
 from phase.publish.notes.generated import generated_notes
 from phase.publish.notes.linked import ROOT_GLOBAL
 from phase.publish.notes.render import environment
@@ -175,10 +176,14 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     bench = load_bench(paths.bench_dir)
     # Notes cite bench figures and link repository files from any page: the templates carry them.
     env.globals.update({BENCH_GLOBAL: bench, ROOT_GLOBAL: paths.root})
+    # A note citing another reads the latest campaigns behind it (notes/citations.py).
+    env.globals[NOTES_GLOBAL] = {n.slug: (n.meta.title, v[-1] if v else [])
+                                 for n, v in zip(notes, versions, strict=True)}
     _write(docs_dir, VEGA_JS, _vega_js(cache))
     build = BuildInputs(env=env, settings=settings, templates_dir=paths.templates_dir,
                         archive=archive, cache=cache, notes=notes, versions=versions,
-                        datasets=by_path, cited_by=cited_by, bench=bench, freeze=freeze)
+                        datasets=by_path, cited_by=cited_by, bench=bench, freeze=freeze,
+                        allow_mixed_builds=paths.allow_mixed_builds)
     for kind in kinds:
         _write_rendered(docs_dir, kind, kind.render(build), result)
     return result

@@ -51,6 +51,9 @@ class SitePaths:
     # Whether versions built from a results dir other than the project's own may be frozen
     # into the project's own archive (`--into-project-archive`): never by default.
     archive_foreign: bool = False
+    # Whether a cross-host table may put campaigns on different builds side by side
+    # (`--allow-mixed-builds`; a note's `mixed_builds` front matter allows its own files).
+    allow_mixed_builds: bool = False
 
     @classmethod
     def default(cls, root: Path = REPO_ROOT, **overrides: Path | str | None) -> SitePaths:
