@@ -9,7 +9,15 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from factories import campaign_runs, make_results, make_sensor, replaced, speculate, write_results
+from factories import (
+    campaign_runs,
+    make_provenance,
+    make_results,
+    make_sensor,
+    replaced,
+    speculate,
+    write_results,
+)
 
 from phase.analysis import summarize
 from phase.analysis.selection import RULE, select
@@ -34,7 +42,8 @@ def _selection():
                          strategies=("plain", "draft-4", "ngram"), repeats=3, decode_s=decode_s)
     runs = [speculate(r, 0.7) if r.strategy != "plain" else r for r in runs]
     return make_results(runs, prompts=("code", "edit"), strategies=("plain", "draft-4", "ngram"),
-                        id="speculative-fixture", experiment="speculative")
+                        id="speculative-fixture", experiment="speculative",
+                        provenance=make_provenance(cpu_model="Fixture CPU 2c"))
 
 
 def _experiment(tmp_path: Path, results) -> Experiment:  # type: ignore[no-untyped-def]
@@ -43,6 +52,19 @@ def _experiment(tmp_path: Path, results) -> Experiment:  # type: ignore[no-untyp
     for p in results.config.prompts:
         (prompts / f"{p.name}.txt").write_text(p.text)
     return Experiment("speculative", None, "fixture", prompts, DEFAULT_PLAN)
+
+
+def _here(results):  # type: ignore[no-untyped-def]
+    """The machine the fixture campaign records, as the one that confirms it."""
+    return (results.provenance.cpu_model, results.provenance.llama_cpp_python_version)
+
+
+def test_another_machine_cannot_confirm(tmp_path: Path) -> None:
+    results = _selection()
+    path = write_results(results, tmp_path / "s.json")
+    with pytest.raises(UsageProblem, match="must run where the campaign it confirms ran"):
+        confirmation_plan(_experiment(tmp_path, results), path,
+                          here=("Some Other CPU", results.provenance.llama_cpp_python_version))
 
 
 def test_the_selection_is_the_highest_ratio_among_all_conditions() -> None:
@@ -58,7 +80,7 @@ def test_the_selection_is_the_highest_ratio_among_all_conditions() -> None:
 def test_a_confirmation_plan_runs_the_chosen_condition_and_plain_afresh(tmp_path: Path) -> None:
     results = _selection()
     path = write_results(results, tmp_path / "speculative-fixture.json")
-    plan = confirmation_plan(_experiment(tmp_path, results), path, pairs=8)
+    plan = confirmation_plan(_experiment(tmp_path, results), path, pairs=8, here=_here(results))
     assert plan.prompts == ("edit",) and plan.strategies == ("plain", "ngram")
     assert plan.repeats == 8 and not plan.shuffle and plan.target_half_width is None
     # Same run length as the selection, and a seed its runs never used.
@@ -75,13 +97,13 @@ def test_nothing_to_confirm_is_refused(tmp_path: Path) -> None:
                               experiment="speculative")
     path = write_results(plain_only, tmp_path / "plain-only.json")
     with pytest.raises(UsageProblem, match="no condition has a speed ratio"):
-        confirmation_plan(_experiment(tmp_path, plain_only), path)
+        confirmation_plan(_experiment(tmp_path, plain_only), path, here=_here(plain_only))
     running = replaced(_selection(), status="interrupted")
     other = tmp_path / "running"
     other.mkdir()
     path = write_results(running, other / "running.json")
     with pytest.raises(UsageProblem, match="finish it first"):
-        confirmation_plan(_experiment(other, running), path)
+        confirmation_plan(_experiment(other, running), path, here=_here(running))
 
 
 def test_a_changed_prompt_is_refused(tmp_path: Path) -> None:
@@ -90,7 +112,7 @@ def test_a_changed_prompt_is_refused(tmp_path: Path) -> None:
     experiment = _experiment(tmp_path, results)
     (experiment.prompts_dir / "edit.txt").write_text("another prompt")
     with pytest.raises(UsageProblem, match="not the one the campaign measured"):
-        confirmation_plan(experiment, path)
+        confirmation_plan(experiment, path, here=_here(results))
 
 
 def _confirmation(results, plan):  # type: ignore[no-untyped-def]
@@ -107,7 +129,7 @@ def test_the_confirmation_rule_blocks_anything_but_the_confirmed_condition(
         tmp_path: Path) -> None:
     results = _selection()
     path = write_results(results, tmp_path / "speculative-fixture.json")
-    plan = confirmation_plan(_experiment(tmp_path, results), path, pairs=3)
+    plan = confirmation_plan(_experiment(tmp_path, results), path, pairs=3, here=_here(results))
     good = _confirmation(results, plan)
     assert not [f for f in validate_results(good, "c.json").findings
                 if f.rule == "confirmation"]
@@ -123,3 +145,47 @@ def test_the_confirmation_rule_blocks_anything_but_the_confirmed_condition(
     found = [f for f in validate_results(other, "c.json").findings if f.rule == "confirmation"]
     assert any(f.json_path == "$.config.strategies" for f in found)
     assert all(f.severity == "blocking" for f in found)
+
+
+def _datasets(tmp_path: Path, *files):  # type: ignore[no-untyped-def]
+    from phase.publish.data.datasets import load_dataset
+    from phase.validate import RuleSettings
+
+    out = []
+    for results, name in files:
+        _, ds = load_dataset(write_results(results, tmp_path / name), RuleSettings())
+        assert ds is not None
+        out.append(ds)
+    return out
+
+
+def test_the_headline_states_the_confirmation_not_the_selection(tmp_path: Path) -> None:
+    from phase.publish.data.confirmations import ConfirmationError, attach
+    from phase.publish.numbers.confirmed import confirmed
+
+    results = _selection()
+    name = "speculative-fixture.json"
+    path = write_results(results, tmp_path / name)
+    plan = confirmation_plan(_experiment(tmp_path, results), path, pairs=4, here=_here(results))
+    confirmation = replaced(_confirmation(results, plan), provenance=results.provenance)
+    site, moved = tmp_path / "site", tmp_path / "moved"
+    site.mkdir()
+    moved.mkdir()
+    selection_ds, confirmation_ds = _datasets(
+        site, (results, name), (confirmation, "speculative-fixture-confirm.json"))
+    assert attach([selection_ds, confirmation_ds]) == {name: confirmation_ds}
+    # The confirmation's runs take as long for ngram as for plain: not confirmed, and the
+    # sentence gives the selection's 1.67x only as the figure that chose it.
+    found = confirmed(selection_ds, confirmation_ds)
+    assert found is not None and not found.holds
+    sentence = found.sentence()
+    assert sentence.startswith("Not confirmed: ngram on edit")
+    assert "which are not its evidence" in sentence and "includes 1" in sentence
+    unconfirmed = confirmed(selection_ds, None)
+    assert unconfirmed is not None and unconfirmed.sentence().startswith("Unconfirmed:")
+    # A selection whose bytes changed since: the confirmation confirms nothing.
+    other = replaced(results, status="complete", id="speculative-fixture-b")
+    changed, conf = _datasets(moved, (other, name),
+                              (confirmation, "speculative-fixture-confirm.json"))
+    with pytest.raises(ConfirmationError, match=r"\$\.confirms\.sha256"):
+        attach([changed, conf])

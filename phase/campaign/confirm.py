@@ -28,6 +28,7 @@ from phase.analysis.queries import PLAIN
 from phase.analysis.selection import select
 from phase.campaign.experiment import Experiment
 from phase.campaign.factors import Factor
+from phase.campaign.machine import cpu_model, package_version
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
 from phase.errors import UsageProblem
@@ -62,8 +63,10 @@ def _narrowed(plan: CampaignPlan, levels: dict[str, object], source: str) -> tup
     return tuple(out)
 
 
-def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS) -> CampaignPlan:
-    """The plan that confirms the headline of the campaign in `path`."""
+def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
+                      here: tuple[str | None, str | None] | None = None) -> CampaignPlan:
+    """The plan that confirms the headline of the campaign in `path`; `here` is this
+    machine's CPU model and llama-cpp-python version (default: read from it)."""
     source = str(path)
     selection = load_raw(path)
     if selection.confirms is not None:
@@ -75,6 +78,11 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS) ->
     if selection.experiment != experiment.name:
         raise UsageProblem(f"{source}: a campaign of experiment {selection.experiment}, not "
                            f"{experiment.name}")
+    here = here or (cpu_model(), package_version("llama_cpp_python"))
+    problems = host_problems(selection, *here)
+    if problems:
+        raise UsageProblem(f"{source}: a confirmation must run where the campaign it confirms "
+                           f"ran: {'; '.join(problems)}")
     summary = summarize(selection, validate_results(selection, path.name), path.name)
     chosen = select(summary.rows)
     if chosen is None:
@@ -129,6 +137,18 @@ def _models(selection: ResultsFile) -> dict[str, str | None]:
     if target is None:
         raise UsageProblem(f"{selection.id}: the campaign records no target model")
     return {"target": target, "draft": _model(selection, "draft")}
+
+
+def host_problems(selection: ResultsFile, cpu: str | None, binding: str | None) -> list[str]:
+    """Why this machine cannot confirm the selection, known before any model loads: another
+    CPU, or another llama-cpp-python (the site compares the rest of the build afterwards)."""
+    p = selection.provenance
+    out = []
+    if None not in (cpu, p.cpu_model) and p.cpu_model != cpu:
+        out.append(f"this machine's CPU is {cpu}, the campaign's was {p.cpu_model}")
+    if binding is not None and p.llama_cpp_python_version not in (None, binding):
+        out.append(f"llama-cpp-python {binding} here, {p.llama_cpp_python_version} there")
+    return out
 
 
 def same_models(selection: ResultsFile, confirmation: ResultsFile) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from phase.analysis.comparable import NOT_RECORDED, differences, summary
 from phase.errors import PhaseError
 from phase.publish.data.datasets import Dataset
 from phase.results import ResultsFile
@@ -58,6 +59,15 @@ def attach(datasets: Iterable[Dataset]) -> dict[str, Dataset]:
             raise ConfirmationError(f"{ds.name}: $.models: ran other model files than "
                                     f"{confirms.file} ({', '.join(sorted(r for r, _ in differ))}"
                                     "); a confirmation must measure the same weights")
+        # What both files recorded must agree; a field the older file lacks cannot show a
+        # difference (it is not evidence of one either way).
+        known = [d for d in differences(selection.raw_header, header)
+                 if NOT_RECORDED not in (d.a, d.b)]
+        if known:
+            raise ConfirmationError(
+                f"{ds.name}: $.provenance: not the machine and build of {confirms.file}: "
+                + summary(known, confirms.file, ds.name)
+                + " A confirmation must run where the campaign it confirms ran.")
         if confirms.file in out:
             raise ConfirmationError(f"{ds.name}: {confirms.file} is confirmed twice (also by "
                                     f"{out[confirms.file].name}); keep one confirmation")
