@@ -161,3 +161,20 @@ def test_a_long_reason_is_a_numbered_note_not_a_title_in_every_cell() -> None:
     again = build_table(ds, "../../", notes)
     assert not [t for t in again.said if t.number is not None]
     assert not again.said
+
+
+def test_the_results_download_carries_the_counts(sampling: Dataset) -> None:
+    from phase.publish.numbers.downloads import results_frame
+
+    table = build_table(sampling, "../../")
+    frame = results_frame(table)
+    runs = _raw_runs(SAMPLING)
+    by_condition = {(r.prompt, r.strategy, tuple(r.levels)): r for r in table.rows}
+    assert len(frame) == len(by_condition)
+    for record, row in zip(frame.to_dict("records"), table.rows, strict=True):
+        cell = row.cells["acceptance"]
+        if cell.value is None:
+            continue
+        ids = [link.title.removeprefix("run ") for link in row.links]
+        assert record["accepted tokens"] == sum(runs[i]["accepted"] for i in ids)
+        assert record["drafted tokens"] == sum(runs[i]["drafted"] for i in ids)

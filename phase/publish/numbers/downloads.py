@@ -70,10 +70,11 @@ def results_frame(table: Table) -> pd.DataFrame:
                 record[f"{column.label} high"] = cell.high
             if cell.struck:
                 record[f"{column.label} (rejected)"] = True
-            if column.key == "acceptance":
-                # The counts the rate rests on, summed over the row's runs.
-                record["accepted tokens"] = cell.counts.kept if cell.counts else None
-                record["drafted tokens"] = cell.counts.tried if cell.counts else None
+        if "acceptance" in row.cells:
+            # The counts the rate rests on, summed over the row's runs (after every figure).
+            counts = row.cells["acceptance"].counts
+            record["accepted tokens"] = counts.kept if counts else None
+            record["drafted tokens"] = counts.tried if counts else None
         record["unstable"] = row.unstable or ""
         record["runs"] = " ".join(link.title.removeprefix("run ") for link in row.links
                                   if link.title.startswith("run "))
