@@ -178,3 +178,20 @@ def test_the_results_download_carries_the_counts(sampling: Dataset) -> None:
         ids = [link.title.removeprefix("run ") for link in row.links]
         assert record["accepted tokens"] == sum(runs[i]["accepted"] for i in ids)
         assert record["drafted tokens"] == sum(runs[i]["drafted"] for i in ids)
+
+
+def test_an_aggregate_acceptance_carries_every_prompts_counts_summed() -> None:
+    from phase.publish.numbers.temperature import TemperatureRow
+    from phase.publish.numbers.temperature import trends as trends_of
+
+    def row(prompt: str, t: float, kept: int, tried: int) -> TemperatureRow:
+        return TemperatureRow("draft-4", prompt, t, 3, kept / tried, Counts(kept, tried),
+                              None, None)
+
+    rows = [row("code", 0.0, 5, 10), row("code", 1.0, 8, 10),
+            row("prose", 0.0, 2, 10), row("prose", 1.0, 6, 12)]
+    [acceptance, _] = trends_of(rows)
+    assert acceptance.trend.direction == "rises"
+    assert acceptance.across == [statistics.median([0.5, 0.2]), statistics.median([0.8, 0.5])]
+    assert acceptance.across_counts == [Counts(7, 20), Counts(14, 22)]
+    assert acceptance.ends["prose"] == (Counts(2, 10), Counts(6, 12))

@@ -35,11 +35,14 @@ CAPTION = ("Each condition's figures are in the results table. Acceptance: {acce
            "given only where every prompt goes the same way.")
 
 
-def _show(t: StrategyTrend, prompt: str | None, value: float | None, end: int | None) -> str:
-    """A trend's figure; an acceptance at one prompt's end with its counts."""
-    if t.figure == "acceptance" and prompt is not None and end is not None:
-        return rate_with_counts(value, t.ends[prompt][end], FIGURES["acceptance"].show)
-    return FIGURES[t.figure].show(value)
+def _show(t: StrategyTrend, prompt: str | None, value: float | None, at: int) -> str:
+    """A trend's figure: at one prompt's lowest (0) or highest (1) temperature, or (prompt
+    None) the median over prompts at the `at`-th temperature; an acceptance with its counts
+    (across prompts: every prompt's, summed)."""
+    if t.figure != "acceptance":
+        return FIGURES[t.figure].show(value)
+    counts = t.ends[prompt][at] if prompt is not None else t.across_counts[at]
+    return rate_with_counts(value, counts, FIGURES["acceptance"].show)
 
 
 def temperature_calls(env: jinja2.Environment, assets: PageAssets, pick: Pick) -> dict[str, Any]:

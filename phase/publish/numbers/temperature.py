@@ -61,6 +61,8 @@ class StrategyTrend:
     across: list[float | None]
     # Per prompt, the counts behind its acceptance at the lowest and highest temperature.
     ends: dict[str, tuple[Counts | None, Counts | None]]
+    # The counts behind each `across` value: every prompt's, summed (empty where withheld).
+    across_counts: list[Counts | None]
 
 
 def temperature_factor(ds: Dataset) -> str | None:
@@ -113,6 +115,11 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
+def _summed(counts: Sequence[Counts | None]) -> Counts | None:
+    known = [c for c in counts if c is not None]
+    return Counts(sum(c.kept for c in known), sum(c.tried for c in known)) if known else None
+
+
 def trends(rows: Sequence[TemperatureRow]) -> list[StrategyTrend]:
     """Per strategy and figure, the trend over temperature on each prompt, and the median over
     prompts at each temperature only where every prompt goes the same way."""
@@ -131,5 +138,8 @@ def trends(rows: Sequence[TemperatureRow]) -> list[StrategyTrend]:
             ends = {p: (at[(p, temperatures[0])].counts if (p, temperatures[0]) in at else None,
                         at[(p, temperatures[-1])].counts if (p, temperatures[-1]) in at else None)
                     for p in prompts}
-            out.append(StrategyTrend(strategy, figure, temperatures, found, across, ends))
+            summed = ([_summed([at[(p, t)].counts for p in prompts if (p, t) in at])
+                       for t in temperatures] if found.agrees else [])
+            out.append(StrategyTrend(strategy, figure, temperatures, found, across, ends,
+                                     summed))
     return out
