@@ -195,3 +195,13 @@ def test_an_aggregate_acceptance_carries_every_prompts_counts_summed() -> None:
     assert acceptance.across == [statistics.median([0.5, 0.2]), statistics.median([0.8, 0.5])]
     assert acceptance.across_counts == [Counts(7, 20), Counts(14, 22)]
     assert acceptance.ends["prose"] == (Counts(2, 10), Counts(6, 12))
+
+
+def test_a_transcribed_summary_says_its_rates_have_no_counts() -> None:
+    _, ds = load_dataset(REPO / "results" / "summary-speculative-7b.json", RuleSettings())
+    assert ds is not None and ds.raw is None
+    table = build_table(ds, "../../")
+    shown = [row.cells["acceptance"] for row in table.rows
+             if row.cells["acceptance"].value is not None]
+    assert shown and all(c.counts is None and "(" not in c.text for c in shown)
+    assert any("without the accepted/drafted counts" in line for line in table.notes)

@@ -273,6 +273,9 @@ def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table
         )
     lines = [statistics_caption([n for n in TABLE_FIGURES if FIGURES[n].key in keys]),
              *_notes(ds, notes)]
+    if ds.raw is None and "acceptance" in keys:
+        lines.append("The runs behind these rows are not in this repository, so an acceptance "
+                     "is shown without the accepted/drafted counts it rests on.")
     if only_plain:
         lines.append("Every row is plain decoding: it proposes no tokens, and each ratio to "
                      "plain decoding would be 1, so acceptance and the ratios are left out.")
