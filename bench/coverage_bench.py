@@ -24,7 +24,7 @@ NOMINAL, TARGET, FALSE_TARGET = 0.95, 0.93, 0.05
 
 def run(ctx: Context) -> Section:
     draws = 400 if ctx.quick else 4000
-    notes = 200 if ctx.quick else 1000
+    notes = 200 if ctx.quick else 4000
     section = Section("coverage")
     section.info = {"draws": draws, "notes": notes, "rounds": list(ROUNDS), "cvs": list(CVS),
                     "outlier_shares": list(OUTLIER_SHARES), "family": FAMILY,

@@ -267,6 +267,8 @@ class BestK:
     alpha: float | None  # i.i.d. estimate from the runs' steps
     k: int  # 0: no k beats plain decoding
     speedup: float  # predicted tokens per cost over plain's at that k (1.0 at k = 0)
+    kept: int = 0  # the positions kept and tried that alpha pools (its counts)
+    tried: int = 0
 
 
 def best_k_rows(results: ResultsFile) -> list[BestK]:
@@ -286,7 +288,8 @@ def best_k_rows(results: ResultsFile) -> list[BestK]:
             if rates.alpha is None or (proposer == "draft" and table.draft is None):
                 continue
             k, speedup = best_k(table, proposer, rates.rates(16))
-            out.append(BestK(prompt.name, proposer, rates.alpha, k, speedup))
+            out.append(BestK(prompt.name, proposer, rates.alpha, k, speedup,
+                             sum(rates.kept), sum(rates.tried)))
     return out
 
 

@@ -121,7 +121,7 @@ def test_the_note_builds_with_its_temperature_table_and_chart(
               if p.startswith("notes/speculative-sampling-") and p.endswith("v1/index.md")]
     page = (site / "docs" / note).read_text()
     assert "Speculative decoding when sampling" in page
-    assert "phase-temperature-table" in page and "(greedy)" in page
+    assert "phase-temperature-table" in page and "phase-trend-table" in page
     assert "Against the greedy rows" in page
     assert "acceptance_vs_temperature" in page
 

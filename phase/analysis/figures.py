@@ -263,6 +263,35 @@ _ALL = (
 
 FIGURES: Mapping[str, Figure] = MappingProxyType({f.name: f for f in _ALL})
 
+# Which statistic each condition figure is, as tables name it under their columns: the one
+# place to change when a figure's computation changes (analysis/summary.py, intervals.py).
+MEDIAN_OF_RUNS = "median of runs"
+RATIO_STATISTIC = "geometric mean of per-round ratios"
+STATISTICS: Mapping[str, str] = MappingProxyType({
+    "tokens_per_s": MEDIAN_OF_RUNS,
+    "speed_vs_plain": RATIO_STATISTIC,
+    "acceptance": f"{MEDIAN_OF_RUNS} (in brackets: accepted/drafted tokens summed over them)",
+    "chip_mj_per_token": MEDIAN_OF_RUNS,
+    "energy_ratio_vs_plain": RATIO_STATISTIC,
+    "board_mj_per_token": MEDIAN_OF_RUNS,
+    "cpu_ms_per_token": MEDIAN_OF_RUNS,
+    "cpu_vs_plain": RATIO_STATISTIC,
+    "tokens_per_s_spread": RUN_SPREAD_WORDS,
+    "chip_energy_spread": RUN_SPREAD_WORDS,
+    "spread": RUN_SPREAD_WORDS,
+    "n": "count of undisturbed runs",
+})
+
+
+def statistic(name: str) -> str:
+    """The statistic a condition figure is ("median of runs"), for captions and headings."""
+    return STATISTICS[name]
+
+
+def statistics_caption(names: Sequence[str]) -> str:
+    """One caption line naming the statistic of each column: "tokens/s: median of runs; …"."""
+    return "Columns: " + "; ".join(f"{FIGURES[n].label}: {STATISTICS[n]}" for n in names) + "."
+
 
 def row_value(name: str, rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
     """A condition figure of one summary row; `rows` are its file's (for plain's row)."""

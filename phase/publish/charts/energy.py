@@ -14,14 +14,19 @@ no timestamps), so a frozen page and its PNGs stay byte-identical.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import altair as alt
 
-from phase.analysis import FIGURES, PLAIN
+from phase.analysis import FIGURES, PLAIN, condition_key
 from phase.analysis.figures import row_interval
-from phase.publish.charts.spec import ENERGY_KINDS, Chart
+from phase.analysis.queries import Condition
+from phase.publish.charts.spec import ENERGY_KINDS, Chart, energy_reason, overlaid_levels
 from phase.results import SummaryFile, SummaryRow
+
+# Each condition's accepted/drafted tokens summed over its runs ("412/812"), for tooltips.
+CountsText = Mapping[Condition, str]
 
 KINDS = ENERGY_KINDS
 
@@ -29,6 +34,14 @@ KINDS = ENERGY_KINDS
 # The figures whose 95% interval a point carries, by the field it is drawn from.
 INTERVALS = {"tokens_per_s": "tokens_per_s", "chip_mj_per_token": "chip_mj_per_token",
              "ratio_vs_plain": "energy_ratio_vs_plain"}
+
+
+# Each chart's title, also where a sentence stands in for it.
+TITLES = {
+    "energy_vs_speed": "Chip energy per token against speed",
+    "ratio_vs_acceptance": "Energy ratio vs plain against acceptance",
+    "per_k": "Speed and energy against draft length k",
+}
 
 
 def _ends(r: SummaryRow) -> dict[str, Any]:
@@ -40,7 +53,8 @@ def _ends(r: SummaryRow) -> dict[str, Any]:
     return out
 
 
-def _records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
+def _records(rows: list[SummaryRow], counts: CountsText | None = None) -> list[dict[str, Any]]:
+    counts = counts or {}
     return [
         {
             "prompt": r.prompt,
@@ -52,6 +66,7 @@ def _records(rows: list[SummaryRow]) -> list[dict[str, Any]]:
             # pages, which must not change.
             "ratio_vs_plain": r.energy_ratio_vs_plain,
             "acceptance": r.acceptance,
+            "accepted_of_drafted": counts.get(condition_key(r), "not known"),
             "n": r.n,
             "tokens_per_s_spread": r.tokens_per_s_spread,
             "chip_energy_spread": r.chip_energy_spread,
@@ -81,7 +96,7 @@ def _left_out(rows: list[SummaryRow], kept: list[SummaryRow], why: str) -> str:
 
 def _energy_reason(rows: list[SummaryRow]) -> str:
     reasons = sorted({r.chip_mj_per_token_reason for r in rows if r.chip_mj_per_token_reason})
-    return "; ".join(reasons) or "no chip energy in this results file"
+    return energy_reason(reasons, "no chip energy in this results file")
 
 
 def _tip(field: str, name: str) -> alt.Tooltip:
@@ -101,6 +116,7 @@ def _tooltip(intervals: bool = False) -> list[alt.Tooltip]:
         _tip("tokens_per_s", "tokens_per_s"),
         _tip("chip_mj_per_token", "chip_mj_per_token"),
         _tip("acceptance", "acceptance"),
+        alt.Tooltip("accepted_of_drafted:N", title="accepted/drafted tokens, summed over runs"),
         _tip("ratio_vs_plain", "energy_ratio_vs_plain"),
         alt.Tooltip("n:Q", title=f"{n.label} ({n.unit})"),
         _tip("tokens_per_s_spread", "tokens_per_s_spread"),
@@ -109,8 +125,8 @@ def _tooltip(intervals: bool = False) -> list[alt.Tooltip]:
     ]
 
 
-def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
-    title = "Chip energy per token against speed"
+def energy_vs_speed(rows: list[SummaryRow], counts: CountsText | None = None) -> Chart:
+    title = TITLES["energy_vs_speed"]
     kept = [r for r in rows if r.chip_mj_per_token is not None and r.tokens_per_s is not None]
     if not kept:
         return Chart("energy_vs_speed", title, None,
@@ -119,7 +135,7 @@ def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
     prompts = list(dict.fromkeys(r.prompt for r in kept))
     strategies = list(dict.fromkeys(r.strategy for r in rows))
     chart = (
-        alt.Chart(alt.Data(values=_records(kept)))
+        alt.Chart(alt.Data(values=_records(kept, counts)))
         .mark_point(filled=True, size=70)
         .encode(
             x=alt.X("tokens_per_s:Q", title=FIGURES["tokens_per_s"].axis,
@@ -137,8 +153,8 @@ def energy_vs_speed(rows: list[SummaryRow]) -> Chart:
     return Chart("energy_vs_speed", title, chart.to_dict(validate=False), None, caption)
 
 
-def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
-    title = "Energy ratio vs plain against acceptance"
+def ratio_vs_acceptance(rows: list[SummaryRow], counts: CountsText | None = None) -> Chart:
+    title = TITLES["ratio_vs_acceptance"]
     speculating = [r for r in rows if r.strategy != PLAIN]
     if all(r.chip_mj_per_token is None for r in rows):
         return Chart("ratio_vs_acceptance", title, None,
@@ -152,7 +168,7 @@ def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
                      "energy ratio to plain.", "")
     prompts = list(dict.fromkeys(r.prompt for r in rows))
     points = (
-        alt.Chart(alt.Data(values=_records(kept)))
+        alt.Chart(alt.Data(values=_records(kept, counts)))
         .mark_point(filled=True, size=70)
         .encode(
             x=alt.X("acceptance:Q", title=FIGURES["acceptance"].axis, axis=alt.Axis(format="%"),
@@ -184,12 +200,17 @@ def ratio_vs_acceptance(rows: list[SummaryRow]) -> Chart:
     return Chart("ratio_vs_acceptance", title, chart.to_dict(validate=False), None, caption)
 
 
-def per_k(rows: list[SummaryRow]) -> Chart:
-    title = "Speed and energy against draft length k"
+def per_k(rows: list[SummaryRow], counts: CountsText | None = None) -> Chart:
+    title = TITLES["per_k"]
     drafts = [r for r in rows if r.k is not None and r.strategy.startswith("draft")]
     if not drafts:
         return Chart("per_k", title, None,
                      "Not drawn: this results file has no draft-k strategies.", "")
+    if len({r.k for r in drafts}) < 2:
+        # A trend over k needs two values of k; one would only repeat the results table.
+        return Chart("per_k", title, None,
+                     f"Not drawn: this results file has one draft length only (k = {drafts[0].k}), "
+                     "so there is no trend over k to show.", "")
     prompts = list(dict.fromkeys(r.prompt for r in rows))
     plain = [r for r in rows if r.strategy == PLAIN]
     color = alt.Color("prompt:N", sort=prompts, title="prompt")
@@ -200,7 +221,7 @@ def per_k(rows: list[SummaryRow]) -> Chart:
         field: str, label: str, kept: list[SummaryRow], base: list[SummaryRow]
     ) -> alt.LayerChart:
         lines = (
-            alt.Chart(alt.Data(values=_records(kept)))
+            alt.Chart(alt.Data(values=_records(kept, counts)))
             .mark_line(point=True)
             .encode(x=k_axis, y=alt.Y(f"{field}:Q", title=label), color=color,
                     tooltip=_tooltip())
@@ -234,9 +255,11 @@ BUILDERS = {"energy_vs_speed": energy_vs_speed, "ratio_vs_acceptance": ratio_vs_
             "per_k": per_k}
 
 
-def build_chart(summary: SummaryFile, kind: str) -> Chart:
+def build_chart(summary: SummaryFile, kind: str, counts: CountsText | None = None) -> Chart:
+    """`counts`: each condition's accepted/drafted tokens, where the runs are at hand."""
     try:
         builder = BUILDERS[kind]
     except KeyError:
         raise ValueError(f"unknown chart {kind!r}; known: {', '.join(KINDS)}") from None
-    return builder(list(summary.rows))
+    overlaid = overlaid_levels([r.factors for r in summary.rows], kind, TITLES[kind])
+    return overlaid if overlaid is not None else builder(list(summary.rows), counts)

@@ -18,6 +18,7 @@ from typing import Any
 
 from phase.escaping import vega_safe
 from phase.publish.charts.png_worker import draw_png
+from phase.publish.numbers.pagenotes import LONG_REASON
 
 ENERGY_KINDS = ("energy_vs_speed", "ratio_vs_acceptance", "per_k")  # charts/energy.py
 STRATEGY_KINDS = ("cost_per_token", "speed_vs_acceptance", "time_per_token", "step_cost")
@@ -103,3 +104,24 @@ def vega_bundle() -> str:
     body = vlc.javascript_bundle(vl_version=vl_version())
     header = f"/* {versions}: bundled by vl-convert {vlc.__version__} */"
     return f"{header}\n(function () {{\n{body}\n}})();\n"
+
+
+def overlaid_levels(factors: list[dict[str, Any]], kind: str, title: str) -> Chart | None:
+    """The sentence in place of a chart that plots one point per prompt and strategy where
+    the conditions also differ by extra factors (temperature, threads, ...): their levels would
+    sit on top of each other, an aggregate that hides its parts. None where none vary."""
+    names = sorted({name for levels in factors for name in levels})
+    if not names:
+        return None
+    return Chart(kind, title, None,
+                 f"Not drawn: this chart has one point per prompt and strategy, and the "
+                 f"conditions also differ by {', '.join(names)}, whose levels would overlay "
+                 "there; each condition is a row of the results table.", "")
+
+
+def energy_reason(reasons: list[str], default: str = "not measured") -> str:
+    """Why chip energy is missing, as a chart's sentence says it: a long reason is said once
+    on the page, under the results table, not again under every chart."""
+    if any(len(r) >= LONG_REASON for r in reasons):
+        return "why: under the results table"
+    return "; ".join(reasons) or default

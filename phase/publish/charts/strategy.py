@@ -21,8 +21,9 @@ from typing import Any
 import altair as alt
 
 from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
-from phase.analysis.figures import row_interval
-from phase.publish.charts.spec import STRATEGY_KINDS, Chart
+from phase.analysis.counts import row_acceptance_counts
+from phase.analysis.figures import STATISTICS, row_interval
+from phase.publish.charts.spec import STRATEGY_KINDS, Chart, energy_reason, overlaid_levels
 from phase.publish.data.datasets import Dataset
 from phase.publish.numbers.spreads import ConditionSpread, condition_spreads, unstable_baselines
 from phase.publish.numbers.steps import NO_TRACE, StepCost, pooled_median, step_costs
@@ -30,6 +31,15 @@ from phase.results import SummaryRow
 
 KINDS = STRATEGY_KINDS
 WHISKERS = "whiskers: its order-statistic 95% interval (medians of 6 or more runs)"
+
+
+# Each chart's title, also where a sentence stands in for it.
+TITLES = {
+    "cost_per_token": "CPU time and energy per generated token, by strategy",
+    "speed_vs_acceptance": "Speed vs plain against acceptance",
+    "time_per_token": "Where each generated token's time goes: drafting and verifying",
+    "step_cost": "Per-step cost: drafting a token, verifying a batch",
+}
 
 
 def _order(ds: Dataset) -> tuple[list[str], list[str]]:
@@ -81,7 +91,7 @@ def _bars(records: list[dict[str, Any]], field: str, fig: Figure, prompts: list[
 
 
 def cost_per_token(ds: Dataset) -> Chart:
-    title = "CPU time and energy per generated token, by strategy"
+    title = TITLES["cost_per_token"]
     spreads = condition_spreads(ds)
     prompts, strategies = _order(ds)
     raw = any(r.intervals for r in ds.summary.rows)
@@ -108,7 +118,7 @@ def cost_per_token(ds: Dataset) -> Chart:
     else:
         reasons = sorted({r.chip_mj_per_token_reason for r in ds.summary.rows
                           if r.chip_mj_per_token_reason})
-        missing.append("chip energy is missing (" + ("; ".join(reasons) or "not measured") + ")")
+        missing.append("chip energy is missing (" + energy_reason(reasons) + ")")
     if not panels:
         return Chart("cost_per_token", title, None, "Not drawn: " + "; ".join(missing) + ".", "")
     chart = alt.hconcat(*panels) if len(panels) > 1 else panels[0]
@@ -119,8 +129,22 @@ def cost_per_token(ds: Dataset) -> Chart:
     return Chart("cost_per_token", title, chart.to_dict(validate=False), None, caption)
 
 
+def _speed_tooltip() -> list[alt.Tooltip]:
+    accepted, vs = FIGURES["acceptance"], FIGURES["speed_vs_plain"]
+    return [alt.Tooltip("prompt:N"), alt.Tooltip("strategy:N"),
+            alt.Tooltip("acceptance:Q", title=f"{accepted.label} (median of runs)",
+                        format=accepted.vega_format),
+            alt.Tooltip("accepted_of_drafted:N", title="accepted/drafted tokens, summed over runs"),
+            alt.Tooltip("speed:Q", title=f"{vs.label} ({STATISTICS['speed_vs_plain']})",
+                        format=vs.vega_format),
+            alt.Tooltip("speed_low:Q", title="95% interval, low", format=vs.vega_format),
+            alt.Tooltip("speed_high:Q", title="95% interval, high", format=vs.vega_format),
+            alt.Tooltip("n:Q", title=FIGURES["n"].label),
+            alt.Tooltip("baseline:N", title="plain baseline")]
+
+
 def speed_vs_acceptance(ds: Dataset) -> Chart:
-    title = "Speed vs plain against acceptance"
+    title = TITLES["speed_vs_acceptance"]
     spreads = condition_spreads(ds)
     prompts, strategies = _order(ds)
     unstable = unstable_baselines(ds)
@@ -132,9 +156,11 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
         if row.strategy == PLAIN or row.acceptance is None or not speed:
             continue
         c = spreads[condition_key(row)]
+        counts = row_acceptance_counts(ds.raw, row)
         records.append({
             "prompt": row.prompt, "strategy": row.strategy, "n": row.n,
             "acceptance": row.acceptance,
+            "accepted_of_drafted": counts.text if counts is not None else "not known",
             **_interval_fields("speed", "speed_vs_plain", rows, row, c),
             "baseline": "unstable" if row.prompt in unstable else "stable",
         })
@@ -143,14 +169,9 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
                      "Not drawn: no speculative condition has both an acceptance figure and a "
                      "plain baseline to compare its speed with.", "")
     accepted, vs = FIGURES["acceptance"], FIGURES["speed_vs_plain"]
-    tooltip = [alt.Tooltip("prompt:N"), alt.Tooltip("strategy:N"),
-               alt.Tooltip("acceptance:Q", title=accepted.label, format=accepted.vega_format),
-               alt.Tooltip("speed:Q", title=f"{vs.label} (median)", format=vs.vega_format),
-               alt.Tooltip("speed_low:Q", title="95% interval, low", format=vs.vega_format),
-               alt.Tooltip("speed_high:Q", title="95% interval, high", format=vs.vega_format),
-               alt.Tooltip("n:Q", title=FIGURES["n"].label),
-               alt.Tooltip("baseline:N", title="plain baseline")]
-    base = alt.Chart(alt.Data(values=records)).encode(
+    tooltip = _speed_tooltip()
+    # The records once, on the layer: each sub-layer reads them (not a copy per layer).
+    base = alt.Chart().encode(
         x=alt.X("acceptance:Q", title=accepted.axis, axis=alt.Axis(format="%"),
                 scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("prompt:N", sort=prompts, title="prompt"),
@@ -165,9 +186,9 @@ def speed_vs_acceptance(ds: Dataset) -> Chart:
         layers.append(base.mark_rule().encode(y="speed_low:Q", y2="speed_high:Q"))
     layers.append(alt.Chart(alt.Data(values=[{"even": 1.0}]))
                   .mark_rule(strokeDash=[4, 4], color="gray").encode(y="even:Q"))
-    chart = alt.layer(*layers).properties(width=420, height=260)
+    chart = alt.layer(*layers, data=alt.Data(values=records)).properties(width=420, height=260)
     caption = ("Above the dashed line a strategy decoded faster than plain decoding on the same "
-               f"prompt. Points: the median of the ratios of runs in the same repeat "
+               f"prompt. Points: the {STATISTICS['speed_vs_plain']} "
                f"({_n_text(spreads)}); "
                + (f"{WHISKERS}. A whisker that crosses the dashed line is a difference from "
                   "plain decoding that was not resolved."
@@ -190,7 +211,7 @@ def _no_trace(ds: Dataset, kind: str, title: str, costs: list[StepCost]) -> Char
 
 
 def time_per_token(ds: Dataset) -> Chart:
-    title = "Where each generated token's time goes: drafting and verifying"
+    title = TITLES["time_per_token"]
     costs = step_costs(ds)
     missing = _no_trace(ds, "time_per_token", title, costs)
     if missing is not None:
@@ -228,7 +249,7 @@ def time_per_token(ds: Dataset) -> Chart:
 
 
 def step_cost(ds: Dataset) -> Chart:
-    title = "Per-step cost: drafting a token, verifying a batch"
+    title = TITLES["step_cost"]
     costs = step_costs(ds)
     missing = _no_trace(ds, "step_cost", title, costs)
     if missing is not None:
@@ -287,4 +308,5 @@ def build_strategy_chart(ds: Dataset, kind: str) -> Chart:
         builder = BUILDERS[kind]
     except KeyError:
         raise ValueError(f"unknown chart {kind!r}; known: {', '.join(KINDS)}") from None
-    return builder(ds)
+    overlaid = overlaid_levels([r.factors for r in ds.summary.rows], kind, TITLES[kind])
+    return overlaid if overlaid is not None else builder(ds)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,6 +29,7 @@ import jinja2
 from markupsafe import Markup
 
 from phase.analysis import primary_sensors, runs_by_condition
+from phase.analysis.counts import Counts, rate_with_counts
 from phase.analysis.formatting import DASH, fmt, pct
 from phase.costmodel.curve import points_at_fill
 from phase.prediction import (
@@ -47,6 +48,7 @@ from phase.publish.markup.anchors import profile_anchor, raw_page, run_anchor
 from phase.publish.markup.islands import island
 from phase.publish.notes.page import PageAssets
 from phase.publish.numbers.downloads import cells_frame
+from phase.publish.numbers.pagenotes import LONG_REASON, note_anchor
 from phase.publish.numbers.tables import Link
 from phase.results import CostProfile, ResultsFile, Run
 
@@ -54,11 +56,25 @@ from phase.results import CostProfile, ResultsFile, Run
 Pick = Callable[[str | None], list[Dataset]]
 
 
+# The prediction table compares like with like: the cost model prices each run, and both the
+# measured and the predicted figures are means over the condition's runs.
+PREDICTION_STATISTICS = (
+    "Measured and predicted figures are means over the condition's undisturbed runs (tokens/s: "
+    "the runs' mean; predicted: their mean tokens over their mean predicted time), so that "
+    "the two are compared like with like; the results table shows medians, so its tokens/s "
+    "can differ from this table's.")
+
+
 @dataclass(frozen=True)
 class CostCell:
     text: str
     value: float | None = None
     title: str | None = None
+    note: int | None = None  # the page's numbered note that says why (a long reason)
+
+    @property
+    def note_id(self) -> str | None:
+        return None if self.note is None else note_anchor(self.note)
 
 
 @dataclass(frozen=True)
@@ -78,16 +94,17 @@ def run_links(page: str, runs: list[Run], by_repeat: bool = False) -> list[Link]
     """Links to runs on the data page, labelled by run id, or by repeat number (1, 2, …) as
     the results table does where a row's other columns already name the condition (the ids
     of factor campaigns are long enough to push a table past the column)."""
+    # Labelled by its id, a link needs no title saying the same again (a page weighs less).
     return [Link(str(run.repeat + 1) if by_repeat else run.id,
-                 f"{page}#{run_anchor(run.id)}", f"run {run.id}")
+                 f"{page}#{run_anchor(run.id)}", f"run {run.id}" if by_repeat else "")
             for run in sorted(runs, key=lambda r: r.order)]
 
 
 def _fill_links(page: str, profile: CostProfile, fills: set[int]) -> list[Link]:
     """The profiled points costs at these KV fills were read from (one, or the two blended)."""
     used = sorted({i for fill in fills for i in points_at_fill(profile.points, fill)})
-    return [Link(f"fill {profile.points[i].kv_tokens}", f"{page}#{profile_anchor(i)}",
-                 f"the profile's timed blocks at a KV fill of {profile.points[i].kv_tokens}")
+    # The label says what the link is; a title saying it again weighed on every row.
+    return [Link(f"fill {profile.points[i].kv_tokens}", f"{page}#{profile_anchor(i)}", "")
             for i in used]
 
 
@@ -120,15 +137,29 @@ class CostCalls:
     def _raw(self, file: str | None) -> list[tuple[Dataset, ResultsFile]]:
         return [(d, d.raw) for d in self.pick(file) if d.raw is not None]
 
+    def _cite(self, cell: CostCell) -> CostCell:
+        """A long reason cited as the page's numbered note, not repeated in every cell."""
+        if cell.title is None or len(cell.title) < LONG_REASON:
+            return cell
+        return replace(cell, title=None, note=self.assets.notes.cite(cell.title))
+
     def _table(self, table: CostTable) -> str:
         """The table, with its exact values as CSV and JSON next to it (like every table)."""
+        table = replace(table, rows=[[self._cite(c) for c in row] for row in table.rows])
         frame = cells_frame(table.headers, [[c.value if c.value is not None else c.text
                                               for c in row] for row in table.rows])
         tag = hashlib.sha256(table.title.encode()).hexdigest()[:8]
         stem = f"{page_stem(Path(table.dataset).stem)}-{table.kind}-{tag}"
         downloads = self.assets.downloads(frame, stem, f"this table ({table.dataset})")
-        return self.env.get_template("cost_table.html.j2").render(table=table,
-                                                                  downloads=downloads)
+        return self.env.get_template("cost_table.html.j2").render(
+            table=table, downloads=downloads, said=self.assets.notes.once(table.notes))
+
+    def _reason(self, reason: str) -> str:
+        """A reason as a table note writes it: a long one cites the page's numbered note,
+        so that it is written once per page."""
+        if len(reason) < LONG_REASON:
+            return reason
+        return f"see note {self.assets.notes.cite(reason)}"
 
     def _page(self, d: Dataset) -> str:
         return raw_page(d.stem, self.root)
@@ -146,9 +177,9 @@ class CostCalls:
             for index, point in enumerate(raw.profile.points):
                 draft = {c.tokens: c for c in point.draft}
                 sources = [[Link("target", f"{page}#{profile_anchor(index, 'target', c.tokens)}",
-                                 f"the target's timed blocks of {c.tokens}-token passes")]
+                                 "")]
                            + ([Link("draft", f"{page}#{profile_anchor(index, 'draft', c.tokens)}",
-                                    f"the draft's timed blocks of {c.tokens}-token passes")]
+                                    "")]
                               if c.tokens in draft else [])
                            for c in point.target]
                 rows = [[_num(c.tokens, lambda v: f"{v:.0f}"), _num(c.ms, lambda v: fmt(v, 2)),
@@ -165,7 +196,9 @@ class CostCalls:
                 notes += [r for r in (raw.profile.draft_reason, raw.profile.energy_reason) if r]
                 parts.append(self._table(CostTable(
                     "cost_curve", f"Cost per pass at a KV fill of {point.kv_tokens}{where}",
-                    d.name, page, ["b", "target ms", "spread", "draft ms"], rows,
+                    d.name, page, ["b", "target ms (median of blocks)",
+                                   "spread ((max − min) / median of blocks)",
+                                   "draft ms (median of blocks)"], rows,
                     notes, sources)))
         return self._block(parts)
 
@@ -202,13 +235,15 @@ class CostCalls:
                     "profiled; a plain run is read by its neighbours, never by itself). "
                     "\"Error at that pace\" is the prediction scaled by it: where it is small "
                     "and the error is large, the host drifted after it was profiled.")
+            notes.append(PREDICTION_STATISTICS)
             reasons = sorted({p.energy_reason for p in preds if p.energy_reason})
-            notes += [f"J/token: {r}" for r in reasons]
+            notes += [f"J/token: {self._reason(r)}" for r in reasons]
             parts.append(self._table(CostTable(
                 "cost_prediction", "Predicted and measured, per condition", d.name,
-                self._page(d), ["prompt", "strategy", "tokens/s", "predicted", "error", "pace",
-                                "error at that pace", "J/token", "predicted J/token",
-                                "where it misses"],
+                self._page(d), ["prompt", "strategy", "tokens/s (mean of runs)",
+                                "predicted (mean of runs)", "error", "pace (mean of runs)",
+                                "error at that pace", "J/token (mean of runs)",
+                                "predicted J/token (mean of runs)", "where it misses"],
                 rows, notes, sources)))
         return self._block(parts)
 
@@ -235,13 +270,15 @@ class CostCalls:
             best = best_k_rows(raw)
             parts.append(self._table(CostTable(
                 "best_k", "The best k for each prompt, from its measured acceptance", d.name,
-                self._page(d), ["prompt", "proposer", "acceptance (i.i.d.)", "best k",
-                                "predicted speed vs plain"],
-                [[CostCell(b.prompt), CostCell(b.proposer), _num(b.alpha, pct),
+                self._page(d), ["prompt", "proposer", "acceptance (i.i.d.; kept/tried)",
+                                "best k", "predicted speed vs plain"],
+                [[CostCell(b.prompt), CostCell(b.proposer),
+                  CostCell(rate_with_counts(b.alpha, Counts(b.kept, b.tried)), b.alpha),
                   CostCell("none beats plain" if b.k == 0 else str(b.k), b.k),
                   _num(b.speedup, lambda v: fmt(v, 2))] for b in best],
                 ["Predicted from each position's measured acceptance (pooled over the "
-                 "prompt's runs of that proposer) and the profiled costs."],
+                 "prompt's runs of that proposer) and the profiled costs. Acceptance: proposed "
+                 "positions kept over positions tried, summed over those runs and positions."],
                 [run_links(page, proposer_runs(raw, b.prompt, b.proposer))
                  + _fill_links(page, profile, fills.get(b.prompt, set())) for b in best])))
         return self._block(parts)
@@ -256,11 +293,16 @@ class CostCalls:
             page = self._page(d)
             autos = {s.prompt: [r for r in raw.runs if r.prompt == s.prompt
                                 and r.strategy == "auto"] for s in shares}
+            totals: dict[str, int] = {}
+            for s in shares:
+                totals[s.prompt] = totals.get(s.prompt, 0) + s.steps
             parts.append(self._table(CostTable(
                 "auto_choices", "auto's choices", d.name, page,
-                ["prompt", "choice", "k", "steps", "share"],
+                ["prompt", "choice", "k", "steps", "share (steps/all auto steps)"],
                 [[CostCell(s.prompt), CostCell(s.proposer), _num(s.k, lambda v: f"{v:.0f}"),
-                  _num(s.steps, lambda v: f"{v:.0f}"), _num(s.share, lambda v: pct(v, 1))]
+                  _num(s.steps, lambda v: f"{v:.0f}"),
+                  CostCell(rate_with_counts(s.share, Counts(s.steps, totals[s.prompt]),
+                                            lambda v: pct(v, 1)), s.share)]
                  for s in shares],
                 sources=[run_links(page, autos[s.prompt]) for s in shares])))
         return self._block(parts)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
+from phase.analysis.counts import rate_with_counts, row_acceptance_counts
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import span
 from phase.analysis.intervals import resolved
@@ -118,6 +119,12 @@ class Figures:
                 f"{fig.show(spread.low)}, highest {fig.show(spread.high)}"
                 + (f", spread {FIGURES['spread'].show(rel)}" if rel is not None else "") + ci)
 
+    def _text(self, fig: Figure, value: float | None, ds: Dataset, row: SummaryRow) -> str:
+        """A figure as prose writes it; a rate with the counts it rests on, "51% (412/812)"."""
+        if fig.name == "acceptance":
+            return rate_with_counts(value, row_acceptance_counts(ds.raw, row), fig.show)
+        return fig.show(value)
+
     def _mark(self, ds: Dataset, prompt: str, metric: str) -> Markup:
         if FIGURES[metric].ratio_of is None:  # only a ratio to plain inherits its doubt
             return Markup("")
@@ -156,7 +163,7 @@ class Figures:
         if (dash := self._none_yet()) is not None:
             return dash
         ds, row = self._row("value", prompt, strategy, file)
-        text = fig.show(row_value(fig.name, ds.summary.rows, row))
+        text = self._text(fig, row_value(fig.name, ds.summary.rows, row), ds, row)
         found = row_interval(fig.name, row)
         if interval and found is not None:
             text += f" (95% interval {span(found.low, found.high, fig.show)})"
@@ -257,7 +264,8 @@ class Figures:
             title = (f"{'lowest' if (v, ds, row) == found[0] else 'highest'} of {len(found)} "
                      f"conditions{f' where {where}' if where else ''}; "
                      + self._title(ds, row, fig))
-            ends.append(self._span(fig.show(v), title, self._mark(ds, row.prompt, metric)))
+            ends.append(self._span(self._text(fig, v, ds, row), title,
+                                   self._mark(ds, row.prompt, metric)))
         return Range(ends[0], ends[1])
 
     def step(self, figure: str, strategies: list[str] | None = None,

@@ -23,12 +23,24 @@ import jinja2
 from markupsafe import Markup
 
 from phase.analysis import runs_by_condition
-from phase.analysis.figures import BYTES_FORMULA, FIGURES, memory_reason, memory_value
+from phase.analysis.figures import (
+    BYTES_FORMULA,
+    FIGURES,
+    MEDIAN_OF_RUNS,
+    memory_reason,
+    memory_value,
+)
 from phase.analysis.formatting import DASH, fmt
 from phase.analysis.memory import MemoryView, memory_views
 from phase.analysis.queries import condition_key
 from phase.publish.data.datasets import Dataset
-from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, Pick, run_links
+from phase.publish.notes.cost_section import (
+    CostCalls,
+    CostCell,
+    CostTable,
+    Pick,
+    run_links,
+)
 from phase.publish.notes.page import PageAssets
 from phase.publish.numbers.memory import highest_share
 from phase.publish.numbers.outcomes import outcome_of
@@ -65,11 +77,13 @@ class MemoryCalls(CostCalls):
             notes = [f"MB/token is an estimate: {BYTES_FORMULA}.",
                      "Share of measured: effective GB/s over the best of phase's STREAM-style "
                      "copy and triad at the same thread count (the bandwidth table below)."]
-            notes += [f"Energy: {r}" for r in reasons]
+            notes += [f"Energy: {self._reason(r)}" for r in reasons]
             parts.append(self._table(CostTable(
                 "memory", "Per condition: speed, bytes read and bandwidth", d.name, page,
-                ["format", "model", "threads", "fill", "tokens/s", "MB/token",
-                 "effective GB/s", "share of measured", "chip mJ/token", "chip J/GB"],
+                ["format", "model", "threads", "fill", f"tokens/s ({MEDIAN_OF_RUNS})",
+                 "MB/token (estimate)", "effective GB/s (of the median)",
+                 "share of measured (of the median)", f"chip mJ/token ({MEDIAN_OF_RUNS})",
+                 "chip J/GB (of the median)"],
                 rows, notes,
                 [run_links(page, runs.get(condition_key(v.row), []), by_repeat=True)
                  for v in views])))

@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from phase.publish.charts.spec import Chart, html_safe_json, render_png
 from phase.publish.numbers.downloads import TableDownloads, frame_files
+from phase.publish.numbers.pagenotes import PageNotes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +44,8 @@ class PageAssets:
         self.files: dict[str, bytes] = {}
         # Element ids must be unique within a page, whichever call drew the chart.
         self.charts_drawn = 0
+        # What the page's tables have said, so that each thing is said once per page.
+        self.notes = PageNotes()
 
     def add(self, name: str, data: bytes) -> str:
         """Write `name` next to the page; returns how the page links to it."""

@@ -40,6 +40,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from phase.analysis import condition_key
+from phase.analysis.counts import row_acceptance_counts
+from phase.analysis.queries import Condition
 from phase.escaping import finalize, markdown_safe, markdown_text, safe_url
 from phase.escaping import join as md_join
 from phase.publish.charts.spec import ENERGY_KINDS, STRATEGY_KINDS, Chart
@@ -123,11 +126,21 @@ def _chart_of(d: Dataset, kind: str) -> Chart:
     from phase.publish.charts.strategy import build_strategy_chart
 
     chart = build_strategy_chart(d, kind) if kind in STRATEGY_KINDS else build_chart(
-        d.summary, kind)
+        d.summary, kind, _counts_text(d))
     _CHART_CACHE[key] = (d, chart)
     if len(_CHART_CACHE) > _CHART_CACHE_SIZE:
         _CHART_CACHE.popitem(last=False)
     return chart
+
+
+def _counts_text(d: Dataset) -> dict[Condition, str]:
+    """Each condition's accepted/drafted tokens ("412/812"), where its runs are at hand."""
+    out = {}
+    for row in d.summary.rows:
+        counts = row_acceptance_counts(d.raw, row)
+        if counts is not None and counts.tried:
+            out[condition_key(row)] = counts.text
+    return out
 
 
 class _Calls:
@@ -169,7 +182,7 @@ class _Calls:
 
     def results_table(self, file: str | None = None) -> Markup:
         self.called.add("results_table")
-        tables = [build_table(d, self.root) for d in self.pick(file)]
+        tables = [build_table(d, self.root, self.assets.notes) for d in self.pick(file)]
         downloads = {t.dataset: self.assets.downloads(results_frame(t),
                                                       f"{page_stem(t.dataset)}-results",
                                                       f"this table ({t.dataset})")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phase.analysis import FIGURES, row_value
+from phase.analysis.counts import rate_with_counts, row_acceptance_counts
 from phase.analysis.formatting import DASH
 from phase.publish.data.datasets import Dataset
 from phase.results import SummaryRow
@@ -44,7 +45,15 @@ def _rel(before: float | None, after: float | None) -> str:
     return f"{(after - before) / before:+.1%}"
 
 
-def _compare_rows(label: str, old: list[SummaryRow], new: list[SummaryRow]) -> list[Change]:
+def _shown(ds: Dataset, row: SummaryRow, name: str, value: float | None) -> str:
+    """A figure as the change table writes it; an acceptance with the counts behind it."""
+    if name == "acceptance":
+        return rate_with_counts(value, row_acceptance_counts(ds.raw, row), FIGURES[name].show)
+    return FIGURES[name].show(value)
+
+
+def _compare_rows(label: str, old_ds: Dataset, new_ds: Dataset) -> list[Change]:
+    old, new = old_ds.summary.rows, new_ds.summary.rows
     out: list[Change] = []
     old_by = {(r.prompt, r.strategy): r for r in old}
     new_by = {(r.prompt, r.strategy): r for r in new}
@@ -56,9 +65,9 @@ def _compare_rows(label: str, old: list[SummaryRow], new: list[SummaryRow]) -> l
             continue
         for name in METRICS:
             a, b = _figure(old, before, name), _figure(new, row, name)
-            show = FIGURES[name].show
-            if show(a) != show(b):
-                out.append(Change(item, FIGURES[name].label, show(a), show(b), _rel(a, b)))
+            shown_a, shown_b = _shown(old_ds, before, name, a), _shown(new_ds, row, name, b)
+            if shown_a != shown_b:
+                out.append(Change(item, FIGURES[name].label, shown_a, shown_b, _rel(a, b)))
     for key in old_by:
         if key not in new_by:
             out.append(Change(f"{label}: {key[0]} × {key[1]}", "condition", "present",
@@ -77,7 +86,7 @@ def compare(previous: list[Dataset], current: list[Dataset]) -> list[Change]:
     out: list[Change] = []
     for name in cur:
         if name in prev:
-            out += _compare_rows(name, prev[name].summary.rows, cur[name].summary.rows)
+            out += _compare_rows(name, prev[name], cur[name])
     gone = [d for n, d in prev.items() if n not in cur]
     arrived = [d for n, d in cur.items() if n not in prev]
     for new in arrived:
@@ -90,7 +99,7 @@ def compare(previous: list[Dataset], current: list[Dataset]) -> list[Change]:
         if twin is not None:
             gone.remove(twin)
             out.append(Change(new.name, "results file", twin.name, new.name, "replaced"))
-            out += _compare_rows(new.name, twin.summary.rows, new.summary.rows)
+            out += _compare_rows(new.name, twin, new)
         else:
             out.append(Change(new.name, "results file", DASH, _size(new), "added"))
     for old in gone:

@@ -70,6 +70,11 @@ def results_frame(table: Table) -> pd.DataFrame:
                 record[f"{column.label} high"] = cell.high
             if cell.struck:
                 record[f"{column.label} (rejected)"] = True
+        if "acceptance" in row.cells:
+            # The counts the rate rests on, summed over the row's runs (after every figure).
+            counts = row.cells["acceptance"].counts
+            record["accepted tokens"] = counts.kept if counts else None
+            record["drafted tokens"] = counts.tried if counts else None
         record["unstable"] = row.unstable or ""
         record["runs"] = " ".join(link.title.removeprefix("run ") for link in row.links
                                   if link.title.startswith("run "))
@@ -108,18 +113,19 @@ def cells_frame(header: list[str], rows: list[list[Any]]) -> pd.DataFrame:
 
 def temperature_frame(rows: list[TemperatureRow]) -> pd.DataFrame:
     return cells_frame(
-        ["strategy", "temperature", "acceptance", "speed_vs_plain", "energy_ratio_vs_plain",
-         "prompts"],
-        [[r.strategy, r.temperature, r.acceptance, r.speed_vs_plain, r.energy_ratio_vs_plain,
-          r.prompts] for r in rows])
+        ["strategy", "prompt", "temperature", "runs", "acceptance_median_of_runs", "accepted",
+         "drafted", "speed_vs_plain", "energy_ratio_vs_plain"],
+        [[r.strategy, r.prompt, r.temperature, r.n, r.acceptance,
+          r.counts.kept if r.counts else None, r.counts.tried if r.counts else None,
+          r.speed_vs_plain, r.energy_ratio_vs_plain] for r in rows])
 
 
 def changes_frame(changes: list[Change]) -> pd.DataFrame:
     return cells_frame(
-        ["strategy", "temperature", "acceptance_change_points",
+        ["strategy", "prompt", "temperature", "acceptance_change_points",
          "speed_vs_plain_sampled_over_greedy", "energy_vs_plain_sampled_over_greedy"],
-        [[c.strategy, c.temperature, c.acceptance_change, c.speed_change, c.energy_change]
-         for c in changes])
+        [[c.strategy, c.prompt, c.temperature, c.acceptance_change, c.speed_change,
+          c.energy_change] for c in changes])
 
 
 def runs_frame(raw: ResultsFile) -> pd.DataFrame:

@@ -21,12 +21,20 @@ from phase.analysis import (
     row_value,
     runs_by_condition,
 )
-from phase.analysis.figures import ratio_keys, row_interval
+from phase.analysis.counts import Counts, rate_with_counts, row_acceptance_counts
+from phase.analysis.figures import ratio_keys, row_interval, statistics_caption
 from phase.analysis.formatting import span
 from phase.analysis.intervals import LEGEND as INTERVAL_LEGEND
 from phase.analysis.intervals import words as interval_method_words
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page, row_anchor, run_anchor
+from phase.publish.numbers.pagenotes import (
+    LONG_REASON,
+    PageNotes,
+    TableNote,
+    all_notes,
+    note_anchor,
+)
 from phase.publish.numbers.spreads import baseline_caveat, unstable_baselines
 from phase.results import ResultsFile, SummaryRow
 
@@ -40,10 +48,21 @@ class Cell:
     title: str | None = None  # shown on hover: why a value is missing, struck or partial
     struck: bool = False
     caveat: str | None = None  # a ratio to an unstable plain baseline: marked, with why
+    caveat_note: int | None = None  # the page's numbered note saying why (then no title)
     low: float | None = None  # the figure's 95% interval, where it has one
     high: float | None = None
     interval: str | None = None  # the interval as written under the value ("39.0–42.0")
     interval_title: str | None = None  # what the interval is, on hover
+    note: int | None = None  # the page's numbered note that says why (a long reason)
+    counts: Counts | None = None  # a rate's counts (accepted/drafted summed over its runs)
+
+    @property
+    def note_id(self) -> str | None:
+        return None if self.note is None else note_anchor(self.note)
+
+    @property
+    def caveat_id(self) -> str | None:
+        return None if self.caveat_note is None else note_anchor(self.caveat_note)
 
 
 @dataclass(frozen=True)
@@ -79,6 +98,9 @@ class Table:
     columns: list[Column]
     rows: list[TableRow]
     notes: list[str] = field(default_factory=list)  # one line each, under the table
+    # The notes as this page writes them: its lines not said earlier on the page, and the
+    # numbered notes its cells cite (pagenotes.PageNotes).
+    said: list[TableNote] = field(default_factory=list)
     # The experiment's extra factors (config.factors), a column each after the strategy; none
     # for an experiment over prompt x strategy only.
     factors: list[str] = field(default_factory=list)
@@ -160,11 +182,12 @@ def _cells(ds: Dataset, row: SummaryRow) -> dict[str, Cell]:
         return _cell(row_value(name, rows, row), FIGURES[name].show, reason)
 
     energy_spread = row.chip_energy_spread
+    counts = row_acceptance_counts(ds.raw, row)
     cells = {
         "tokens_per_s": cell("tokens_per_s", "not in the source"),
         "speed_vs_plain": cell("speed_vs_plain", "no plain row for this prompt"),
-        "acceptance": cell(
-            "acceptance",
+        "acceptance": _acceptance_cell(
+            row, counts,
             row.acceptance_reason
             or ("plain decoding drafts nothing" if row.strategy == PLAIN else None),
         ),
@@ -186,8 +209,25 @@ def _cells(ds: Dataset, row: SummaryRow) -> dict[str, Cell]:
     return {FIGURES[name].key: with_interval(c, name, row) for name, c in cells.items()}
 
 
-def build_table(ds: Dataset, root: str) -> Table:
-    """The results table of one dataset, for a page whose way back to the site root is `root`."""
+def _acceptance_cell(row: SummaryRow, counts: Counts | None, reason: str | None) -> Cell:
+    """The median of the runs' acceptances with the accepted/drafted tokens summed over the
+    same runs beside it: "51% (412/812)"."""
+    text = rate_with_counts(row.acceptance, counts, FIGURES["acceptance"].show)
+    return Cell(text, row.acceptance, reason if row.acceptance is None else None,
+                counts=counts if row.acceptance is not None else None)
+
+
+def _cite_long(cell: Cell, notes: PageNotes | None) -> Cell:
+    """A cell whose reason is long cites it as the page's numbered note instead of carrying
+    it as a title (said once per page, not once per empty cell)."""
+    if notes is None or cell.title is None or len(cell.title) < LONG_REASON:
+        return cell
+    return replace(cell, title=None, note=notes.cite(cell.title))
+
+
+def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table:
+    """The results table of one dataset, for a page whose way back to the site root is `root`;
+    with a page's `notes`, what the page said before is not said again."""
     rows = ds.summary.rows
     page = raw_page(ds.stem, root)
     baselines = unstable_baselines(ds)
@@ -199,16 +239,24 @@ def build_table(ds: Dataset, root: str) -> Table:
     )
     show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
     factors = list(dict.fromkeys(name for r in rows for name in r.factors))
+    # Where every row is plain decoding, acceptance is empty and every ratio to plain is 1 by
+    # definition: the columns are left out and a note under the table says so once.
+    only_plain = bool(rows) and all(r.strategy == PLAIN for r in rows)
     shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
-             "cpu_vs_plain": show_cpu}
+             "cpu_vs_plain": show_cpu and not only_plain,
+             "speed_vs_plain": not only_plain, "acceptance": not only_plain,
+             "energy_ratio_vs_plain": not only_plain}
     keys = [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
     out_rows = []
     for row in rows:
-        cells = _cells(ds, row)
+        cells = {k: _cite_long(c, notes) for k, c in _cells(ds, row).items()}
         if row.prompt in baselines and row.strategy != PLAIN:
             caveat = baseline_caveat(row.prompt, baselines[row.prompt])
-            cells = {k: replace(c, caveat=caveat) if k in RATIO_KEYS and c.value is not None
-                     else c for k, c in cells.items()}
+            # With a page record, the mark links to the one note that says why.
+            cited = notes.cite(_baseline_note(baselines)) if notes is not None else None
+            cells = {k: replace(c, caveat=caveat, caveat_note=cited)
+                     if k in RATIO_KEYS and c.value is not None else c
+                     for k, c in cells.items()}
         out_rows.append(
             TableRow(
                 prompt=row.prompt,
@@ -220,13 +268,22 @@ def build_table(ds: Dataset, root: str) -> Table:
                 levels=[str(row.factors.get(name, "")) for name in factors],
             )
         )
+    lines = [statistics_caption([n for n in TABLE_FIGURES if FIGURES[n].key in keys]),
+             *_notes(ds, notes)]
+    if ds.raw is None and "acceptance" in keys:
+        lines.append("The runs behind these rows are not in this repository, so an acceptance "
+                     "is shown without the accepted/drafted counts it rests on.")
+    if only_plain:
+        lines.append("Every row is plain decoding: it proposes no tokens, and each ratio to "
+                     "plain decoding would be 1, so acceptance and the ratios are left out.")
     return Table(
         dataset=ds.name,
         data_page=page,
         columns=[COLUMNS[k] for k in keys],
         rows=out_rows,
-        notes=_notes(ds),
+        notes=lines,
         factors=factors,
+        said=notes.once(lines) if notes is not None else all_notes(lines),
     )
 
 
@@ -243,13 +300,24 @@ def _links(ds: Dataset, row: SummaryRow, page: str) -> list[Link]:
     ]
 
 
-def _notes(ds: Dataset) -> list[str]:
+def _baseline_note(baselines: dict[str, str]) -> str:
+    return ("† Plain decoding was itself unstable on " + "; ".join(
+        f"{p} ({m})" for p, m in baselines.items())
+        + ": every ratio to plain on those prompts is uncertain by at least as much.")
+
+
+def _notes(ds: Dataset, page: PageNotes | None = None) -> list[str]:
     summary = ds.summary
     notes = []
     reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
                       if r.chip_mj_per_token_reason})
     if reasons and all(r.chip_mj_per_token is None for r in summary.rows):
-        notes.append("Chip energy not available: " + "; ".join(reasons))
+        if page is not None and all(len(r) >= LONG_REASON for r in reasons):
+            # The reasons are the page's numbered notes, which the empty cells cite.
+            notes.append("Chip energy not available: " + "; ".join(
+                f"note {page.cite(r)}" for r in reasons) + ".")
+        else:
+            notes.append("Chip energy not available: " + "; ".join(reasons))
     elif summary.chip_sensor:
         notes.append(f"Chip energy from sensor {summary.chip_sensor}.")
     if summary.board_sensor:
@@ -261,9 +329,7 @@ def _notes(ds: Dataset) -> list[str]:
         notes.append(INTERVAL_LEGEND)
     baselines = unstable_baselines(ds)
     if baselines:
-        notes.append("† Plain decoding was itself unstable on " + "; ".join(
-            f"{p} ({m})" for p, m in baselines.items())
-            + ": every ratio to plain on those prompts is uncertain by at least as much.")
+        notes.append(_baseline_note(baselines))
     if isinstance(ds.header, ResultsFile) and ds.header.status != "complete":
         notes.append(f"Campaign status: {ds.header.status} ({ds.n_runs} runs).")
     return notes
