@@ -98,7 +98,7 @@ def test_cpu_note_finding_is_computed_from_its_table(built_site) -> None:
         assert text.endswith(f" (95% interval {cell.interval})") and float(cell.low) > 1
     # Each figure says what it is and how many runs lie behind it.
     titles = [title for title, _ in _figures(finding)]
-    assert all("median of 3 runs, lowest" in t for t in titles), titles
+    assert all("per-round ratios, 3 runs, lowest" in t for t in titles), titles
     assert titles[0].startswith("lowest of 12 conditions; speed_vs_plain of prose × draft-16")
 
 

@@ -31,7 +31,7 @@ from markupsafe import Markup
 
 from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
 from phase.analysis.counts import rate_with_counts, row_acceptance_counts
-from phase.analysis.figures import row_interval
+from phase.analysis.figures import STATISTICS, row_interval
 from phase.analysis.formatting import span
 from phase.analysis.intervals import resolved
 from phase.analysis.intervals import words as interval_words
@@ -112,10 +112,11 @@ class Figures:
         if spread is None:
             n = "n not given" if row.n is None else f"n = {row.n}"
             extra = "; per-run spread not published" if ds.raw is None else ""
-            what = "mean" if ds.summary_only else "median"
-            return f"{fig.name} of {where}: {what} of runs ({n}){ci}{extra}"
+            what = "mean of runs" if ds.summary_only else STATISTICS.get(fig.name, "median")
+            return f"{fig.name} of {where}: {what} ({n}){ci}{extra}"
         rel = spread.relative
-        return (f"{fig.name} of {where}: median of {spread.n} runs, lowest "
+        what = STATISTICS.get(fig.name, "median of runs")
+        return (f"{fig.name} of {where}: {what}, {spread.n} runs, lowest "
                 f"{fig.show(spread.low)}, highest {fig.show(spread.high)}"
                 + (f", spread {FIGURES['spread'].show(rel)}" if rel is not None else "") + ci)
 
