@@ -212,7 +212,7 @@ def test_schema_7_summaries_read_without_intervals(tmp_path: Path) -> None:
     old = make_summary().model_dump(mode="json", exclude={"rows": {0: {
         "speed_vs_plain", "cpu_vs_plain", "intervals"}}})
     old["schema_version"] = 7
-    assert migrate(json.loads(json.dumps(old)))["schema_version"] == 11
+    assert migrate(json.loads(json.dumps(old)))["schema_version"] == 12
     path = tmp_path / "summary-old.json"
     path.write_text(json.dumps(old))
     summary = load(path)

@@ -81,7 +81,7 @@ def test_the_quick_campaign_records_variants_estimates_and_bandwidth(
         quick: tuple[Path, ResultsFile]) -> None:
     out, results = quick
     assert load_raw(out).model_dump() == results.model_dump()
-    assert results.status == "complete" and results.schema_version == 11
+    assert results.status == "complete" and results.schema_version == 12
     # 2 formats x 1 thread count x 2 fills, 2 repeats each.
     assert len(results.runs) == 2 * 2 * 2
     levels = {m.level: m for m in results.models if m.level}

@@ -10,6 +10,8 @@ terminal summary share.
     formatting   the formatters (fmt, pct, ratio, ...): how a figure is written
     intervals    bootstrap 95% intervals of a median and of a ratio to plain (paired by round)
     adaptive     adaptive repeats: which conditions need another round, what the rounds bought
+    slowdown     disturbance judged by slowdown: a run's speed against its cost profile's
+                 prediction and its condition's earlier runs
     bench_rows   a row of a benchmark results file (bench/results/), written by bench/ and read
                  by the Benchmarks page alike, its noise the benchmark spread
 

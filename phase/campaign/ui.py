@@ -25,6 +25,7 @@ from phase.analysis import (
     adaptive,
     condition_key,
     disturbed_note,
+    disturbed_runs,
     row_value,
     runs_by_condition,
     summarize,
@@ -83,7 +84,7 @@ class ProgressObserver:
             task = self.progress.tasks[0]
             accepted = "" if run.acceptance is None else f", {run.acceptance:.0%} accepted"
             if run.disturbed:
-                accepted += f", disturbed ({run.foreign_load:.0%} foreign load): re-run later"
+                accepted += f", disturbed ({run.disturbed_reason}): left out"
             console.print(
                 f"[{int(task.completed)}/{int(task.total or 0)}] {run.id}: "
                 f"{run.tokens_per_s:.1f} tok/s{accepted}"
@@ -205,6 +206,9 @@ def print_summary(results: ResultsFile) -> None:
         console.print(f"[yellow]chip energy —[/yellow] {reason}")
     if note is not None:
         console.print(f"[yellow]disturbed —[/yellow] {note}")
+        for run in disturbed_runs(results):
+            console.print(f"  {escape(run.id)}: {run.tokens_per_s:.1f} tok/s, "
+                          f"{escape(run.disturbed_reason or 'load')}")
     extra = adaptive.bought(results)
     if extra is not None:
         console.print(f"adaptive repeats — {escape(extra)}")

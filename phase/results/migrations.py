@@ -133,9 +133,18 @@ def _v10_to_v11(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v11_to_v12(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 12 added, all optional: disturbance judged by slowdown (Run.speed_vs_profile,
+    speed_vs_condition, disturbed_reason; config.slow_vs_profile, slow_vs_condition) and the
+    profile's disturbed blocks (PassCost.block_load, block_disturbed), whose absence means
+    judged by load alone and every block counted. Nothing to convert."""
+    data["schema_version"] = 12
+    return data
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
                                     5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9,
-                                    9: _v9_to_v10, 10: _v10_to_v11}
+                                    9: _v9_to_v10, 10: _v10_to_v11, 11: _v11_to_v12}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

@@ -91,7 +91,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[11]
+    schema_version: Literal[12]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

@@ -1,0 +1,163 @@
+"""Disturbance judged by slowdown (phase.analysis.slowdown): a run at low load but half its
+condition's speed, or far below its profile's prediction, is disturbed and re-run; validation
+re-derives the judgement from the file alone, and a file that hides it is flagged.
+
+Runs are added one at a time through the campaign's own judgement (reruns.judge_run), as a
+campaign adds them; their times are chosen by the test, the rules are the product's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cost_factories import make_profile
+from factories import T0, make_config, make_results, make_run, replaced
+
+from phase.analysis import disturbed_note, summarize
+from phase.analysis.slowdown import judge
+from phase.campaign import DEFAULT_PLAN
+from phase.campaign.reruns import due_reruns, judge_run
+from phase.results import ResultsFile, Run
+from phase.results.schedule import planned_schedule, rerun
+from phase.validate import validate_results
+
+TOKENS = 16
+# The profile's one-token pass: 10 + 5 x 1 ms, so a plain run of 16 tokens is predicted at
+# 240 ms (the loop around the passes left out).
+PREDICTED_S = TOKENS * 15e-3
+
+
+def _empty() -> ResultsFile:
+    config = make_config(tokens=TOKENS, repeats=3, disturbed_load=0.25, max_reruns=2,
+                         slow_vs_profile=0.5, slow_vs_condition=0.8)
+    return make_results([], tokens=TOKENS, config=config, profile=make_profile(),
+                        status="running")
+
+
+def _add(results: ResultsFile, speed: float, *, repeat: int, load: float = 0.02,
+         rerun_of: str | None = None, order: int | None = None) -> Run:
+    """A plain run at `speed` x its predicted speed, judged as a campaign judges it."""
+    decode_s = PREDICTED_S / speed
+    started = T0 + 10.0 * len(results.runs)
+    run = make_run(repeat=repeat, tokens=TOKENS, decode_s=decode_s, started_unix_s=started,
+                   foreign_load=load, foreign_load_reason=None)
+    if rerun_of is not None:
+        run = replaced(run, id=f"{rerun_of}-rerun1", rerun_of=rerun_of, order=order)
+    judge_run(results, run)
+    results.runs.append(run)
+    return run
+
+
+def _campaign() -> tuple[ResultsFile, Run]:
+    results = _empty()
+    _add(results, 1.0, repeat=0)
+    _add(results, 0.97, repeat=1)
+    slow = _add(results, 0.52, repeat=2, load=0.05)
+    return results, slow
+
+
+def test_a_run_at_low_load_but_half_speed_is_disturbed_and_rerun() -> None:
+    results, slow = _campaign()
+    assert slow.foreign_load is not None and slow.foreign_load < 0.25
+    assert slow.disturbed
+    assert slow.speed_vs_condition is not None and 0.52 < slow.speed_vs_condition < 0.55
+    # Not below the profile's generous floor: the condition's runs caught it.
+    assert slow.speed_vs_profile is not None and slow.speed_vs_profile > 0.5
+    assert slow.disturbed_reason is not None
+    assert "its condition's median (2 earlier runs), beyond the noise floor 0.80x" in \
+        slow.disturbed_reason
+    assert slow.disturbed_reason.startswith(f"{slow.speed_vs_condition:.2f}x")
+
+    plan = DEFAULT_PLAN
+    schedule = planned_schedule(results.config)
+    block = [s for s in schedule if s.repeat == 2]
+    due = due_reruns(results.runs, block, plan, len(schedule))
+    assert [d.of for d in due] == [slow.id]
+
+    again = _add(results, 1.01, repeat=2, rerun_of=slow.id, order=due[0].order)
+    assert not again.disturbed and again.disturbed_reason is None
+    assert due_reruns(results.runs, block, plan, len(schedule)) == []
+    results.status = "complete"
+
+    report = validate_results(results, results.id)
+    blocking = [f for f in report.findings if f.severity == "blocking"]
+    assert blocking == [], blocking
+    summary = summarize(results, report, results.id)
+    (row,) = summary.rows
+    assert slow.id not in row.run_ids and again.id in row.run_ids and row.n == 3
+    note = disturbed_note(results)
+    assert note is not None and "1 ran slower than the noise floor allows, down to 0.5" in note
+
+
+def test_validation_flags_a_file_that_hides_a_slowdown() -> None:
+    results, slow = _campaign()
+    hidden = replaced(slow, disturbed=False, disturbed_reason=None)
+    forged = replaced(results, runs=[*results.runs[:-1], hidden])
+    findings = [f for f in validate_results(forged, forged.id).findings
+                if f.rule == "consistency" and f.run_id == slow.id]
+    assert any(f.severity == "blocking" and f.json_path.endswith(".disturbed")
+               and "make it true" in f.message for f in findings), findings
+
+    # Hiding the ratio as well does not help: it is recomputed from the runs.
+    rewritten = replaced(hidden, speed_vs_condition=1.0)
+    forged = replaced(results, runs=[*results.runs[:-1], rewritten])
+    paths = {f.json_path for f in validate_results(forged, forged.id).findings
+             if f.rule == "consistency" and f.run_id == slow.id}
+    assert {"$.runs[2].speed_vs_condition", "$.runs[2].disturbed"} <= paths
+
+    # And a quiet run marked disturbed would be left out of every figure: flagged too.
+    first = replaced(results.runs[0], disturbed=True, disturbed_reason="made up")
+    forged = replaced(results, runs=[first, *results.runs[1:]])
+    assert any(f.rule == "consistency" and f.run_id == first.id and f.severity == "blocking"
+               for f in validate_results(forged, forged.id).findings)
+
+
+def test_a_first_repeat_run_is_judged_against_its_profile() -> None:
+    """No earlier run of its condition exists when a first repeat's run ends: the profile's
+    prediction judges it at once."""
+    results = _empty()
+    crawled = _add(results, 0.3, repeat=0)
+    assert crawled.disturbed and crawled.speed_vs_condition is None
+    assert crawled.disturbed_reason is not None and \
+        "the speed its cost profile predicts, beyond the noise floor 0.50x" in \
+        crawled.disturbed_reason
+    # Later runs are not compared with it: a disturbed run is no reference.
+    later = _add(results, 0.95, repeat=1)
+    assert later.speed_vs_condition is None and not later.disturbed
+    # A mildly slow first run is within the profile's floor and counts.
+    results = _empty()
+    assert not _add(results, 0.7, repeat=0).disturbed
+
+
+def test_load_still_disturbs_a_run_at_full_speed() -> None:
+    results = _empty()
+    busy = _add(results, 1.0, repeat=0, load=0.4)
+    assert busy.disturbed and busy.disturbed_reason == "foreign load 40% at or over 25%"
+
+
+def test_a_file_without_floors_is_judged_by_load_alone() -> None:
+    """Older files (schema 11 and before) record no floors: a slow run there is not
+    disturbed, and validation does not ask for ratios."""
+    results, slow = _campaign()
+    old = replaced(results, config=replaced(results.config, slow_vs_profile=None,
+                                            slow_vs_condition=None))
+    verdict = judge(old, slow)
+    assert verdict.vs_profile is None and verdict.vs_condition is None and not verdict.disturbed
+    plain = [replaced(r, disturbed=False, disturbed_reason=None, speed_vs_profile=None,
+                      speed_vs_condition=None) for r in old.runs]
+    old = replaced(old, runs=plain, status="complete")
+    assert not [f for f in validate_results(old, old.id).findings
+                if f.rule == "consistency"]
+
+
+def test_a_quick_plan_marks_but_reruns_nothing() -> None:
+    """`--quick` (max_reruns 0) judges like any campaign and leaves the run out, but spends
+    no run on it."""
+    results, slow = _campaign()
+    schedule = planned_schedule(results.config)
+    block = [s for s in schedule if s.repeat == 2]
+    assert due_reruns(results.runs, block, replace(DEFAULT_PLAN, max_reruns=0),
+                      len(schedule)) == []
+    assert due_reruns(results.runs, block, DEFAULT_PLAN, len(schedule)) == [
+        rerun(block[0], 1, len(schedule))]
+    assert slow.disturbed
