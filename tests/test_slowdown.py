@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from cost_factories import make_profile
 from factories import T0, make_config, make_results, make_run, replaced
 
 from phase.analysis import disturbed_note, summarize
 from phase.analysis.slowdown import judge
-from phase.campaign import DEFAULT_PLAN
+from phase.campaign import DEFAULT_PLAN, load_experiment
+from phase.campaign.plan import campaign_config
 from phase.campaign.reruns import due_reruns, judge_run
-from phase.results import ResultsFile, Run
+from phase.campaign.ui import console, print_summary
+from phase.results import PromptSpec, ResultsFile, Run
 from phase.results.schedule import planned_schedule, rerun
 from phase.validate import validate_results
 
@@ -161,3 +164,26 @@ def test_a_quick_plan_marks_but_reruns_nothing() -> None:
     assert due_reruns(results.runs, block, DEFAULT_PLAN, len(schedule)) == [
         rerun(block[0], 1, len(schedule))]
     assert slow.disturbed
+
+
+@pytest.mark.parametrize("name", ["speculative", "speculative_sampling", "memory_bound"])
+def test_every_quick_plan_judges_disturbance_and_reruns_nothing(name: str) -> None:
+    """The smoke campaigns once recorded load and judged nothing, so a run at 2.6 tok/s
+    against 140 was summarised as valid: now they judge as any campaign does."""
+    quick = load_experiment(name).quick_plan()
+    assert quick is not None
+    config = campaign_config(quick, [PromptSpec(name="p1", text="fixture prompt")])
+    assert config.disturbed_load is not None
+    assert config.slow_vs_profile is not None and config.slow_vs_condition is not None
+    assert config.max_reruns == 0
+
+
+def test_the_terminal_summary_marks_and_excludes_a_disturbed_run() -> None:
+    results, slow = _campaign()
+    results.status = "complete"
+    with console.capture() as captured:
+        print_summary(results)
+    text = captured.get()
+    assert "1 disturbed run(s) left out" in text
+    assert f"{slow.id}: {slow.tokens_per_s:.1f} tok/s, {slow.disturbed_reason}" in \
+        " ".join(text.split())
