@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
                 sampling,sampling-native,windows,bandwidth,tg-bandwidth,stream,site,hosts,
-                adaptive]
+                adaptive,disturbance]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -26,7 +26,10 @@ stream (bench/bandwidth_bench.py: phase's STREAM-style C kernels against numpy's
 and numpy's triad, and sysbench memory where installed), site
 (bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns over many host classes,
 the cross-host page), adaptive (bench/adaptive_bench.py: a short real campaign with adaptive
-repeats, how many extra runs it took here to pin every ratio to plain within ±5%). Writes
+repeats, how many extra runs it took here to pin every ratio to plain within ±5%),
+disturbance (bench/disturbance_bench.py: a plain decode's slowdown under a CPU hog at several
+duty cycles of one core, and the quiet spread: the calibration the disturbance defaults in
+phase/campaign/plan.py cite). Writes
 bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
 PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
@@ -48,7 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
             "sampler", "sampling", "sampling-native", "windows", "bandwidth", "tg-bandwidth",
-            "stream", "site", "hosts", "adaptive")
+            "stream", "site", "hosts", "adaptive", "disturbance")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that run bench/native_tools.py's binaries (llama-speculative among them).
 TOOLS_SECTIONS = {"sampling-native", "tg-bandwidth"}
@@ -119,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         bandwidth_bench,
         batch_noise,
         decode_bench,
+        disturbance_bench,
         evidence_bench,
         hosts_bench,
         native,
@@ -180,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "windows": windows_bench.run, "bandwidth": bandwidth.run,
         "tg-bandwidth": tg_bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
         "hosts": hosts_bench.run,
-        "adaptive": adaptive_bench.run,
+        "adaptive": adaptive_bench.run, "disturbance": disturbance_bench.run,
     }
     sections: list[Section] = []
     started = time.time()
