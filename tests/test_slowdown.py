@@ -8,19 +8,27 @@ campaign adds them; their times are chosen by the test, the rules are the produc
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from cost_factories import make_profile
 from factories import T0, make_config, make_results, make_run, replaced
+from short_prompts import SPECULATIVE
 
 from phase.analysis import disturbed_note, summarize
 from phase.analysis.slowdown import judge
-from phase.campaign import DEFAULT_PLAN, load_experiment
+from phase.campaign import DEFAULT_PLAN, QuietObserver, load_experiment, prepare
 from phase.campaign.plan import campaign_config
 from phase.campaign.reruns import due_reruns, judge_run
+from phase.campaign.runner import Destination
+from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.campaign.ui import console, print_summary
-from phase.results import PromptSpec, ResultsFile, Run
+from phase.models import TEST_MODEL
+from phase.results import PromptSpec, ResultsFile, Run, load_raw
 from phase.results.schedule import planned_schedule, rerun
 from phase.validate import validate_results
 
@@ -187,3 +195,63 @@ def test_the_terminal_summary_marks_and_excludes_a_disturbed_run() -> None:
     assert "1 disturbed run(s) left out" in text
     assert f"{slow.id}: {slow.tokens_per_s:.1f} tok/s, {slow.disturbed_reason}" in \
         " ".join(text.split())
+
+
+# --- a real run slowed by a real hog, its load not judged ---------------------------------------
+
+
+class HogDuringSecond(QuietObserver):
+    """Busy processes from the end of the first run to the end of the second: only the
+    second run decodes beside them."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.hogs: list[subprocess.Popen[bytes]] = []
+        self.hogged: list[str] = []
+
+    def run_finished(self, index: int, run: Run) -> None:
+        if index == 0:
+            self.hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                         for _ in range(self.count)]
+        elif self.hogs:
+            self.hogged.append(run.id)
+            self.stop()
+
+    def stop(self) -> None:
+        for hog in self.hogs:
+            hog.kill()
+            hog.wait()
+        self.hogs = []
+
+
+@pytest.mark.model
+def test_a_run_a_hog_slowed_is_marked_by_its_slowdown_and_rerun(tmp_path: Path) -> None:
+    # A load threshold no load reaches: only the slowdown can mark the run.
+    plan = replace(
+        DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
+        strategies=("plain",), tokens=24, repeats=2, cooldown_s=0.2, idle_window_s=0.0,
+        threads=1, threads_batch=1, profile=False, disturbed_load=2.0, max_reruns=2,
+        quiet_check_s=0.0,
+    )
+    hog = HogDuringSecond(3 * len(os.sched_getaffinity(0)))
+    out = tmp_path / "slowed.json"
+    try:
+        with prepare(SPECULATIVE, plan, Destination(out),
+                     discover_sensors(SensorOptions(use=False)), hog) as campaign:
+            campaign.run()
+    finally:
+        hog.stop()
+    results = load_raw(out)
+    by_id = {r.id: r for r in results.runs}
+    print({r.id: (round(r.tokens_per_s, 1), r.foreign_load, r.speed_vs_condition)
+           for r in results.runs})
+    (hogged,) = hog.hogged
+    run = by_id[hogged]
+    # Three busy processes per core leave a one-thread decode a fraction of its speed.
+    assert run.disturbed and run.speed_vs_condition is not None
+    assert run.speed_vs_condition < plan.slow_vs_condition  # type: ignore[operator]
+    assert run.disturbed_reason is not None and "its condition's median" in \
+        run.disturbed_reason
+    assert [r.id for r in results.runs if r.rerun_of == hogged][:1] == [f"{hogged}-rerun1"]
+    report = validate_results(results, results.id)
+    assert not [f for f in report.findings if f.severity == "blocking"], report.findings
