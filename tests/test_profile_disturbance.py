@@ -182,3 +182,12 @@ def test_a_hog_during_the_profile_marks_and_repeats_its_blocks(tmp_path: Path) -
     report = validate_results(results, results.id)
     assert not [f for f in report.findings if f.rule == "profile" and
                 f.severity == "blocking"], report.findings
+
+
+def test_retry_blocks_that_later_judgements_cleared_are_no_finding() -> None:
+    """A pass whose slow block was retried by slow blocks in turn ends with every block
+    judged undisturbed against the rest: more blocks than `blocks`, which is how it ran."""
+    cost = _judged_pass([10.0, 10.0, 13.0, 13.2, 13.1], [0.01] * 5)
+    assert cost.block_disturbed == [False] * 5
+    found = _profile_findings(_file(_profile_with(cost)))
+    assert not [m for m in found if m.startswith("blocking")], found

@@ -122,7 +122,9 @@ def _blocks(results: ResultsFile, cost: PassCost, where: str) -> Iterator[Proble
     what = f"the {cost.tokens}-token pass at {where}"
     bad, problems = _judged(results, cost, where)
     yield from problems
-    if len(cost.block_ms) != profile.blocks and not any(bad):
+    # A judged pass may have run retry blocks (some of which later judgements cleared).
+    retried = bool(cost.block_disturbed) and len(cost.block_ms) > profile.blocks
+    if len(cost.block_ms) != profile.blocks and not retried:
         yield (f"{what} has {len(cost.block_ms)} blocks; the profile times {profile.blocks}",
                f"{where}.block_ms", {"blocks": len(cost.block_ms)})
     kept = clean(cost.block_ms, bad)
