@@ -6,10 +6,10 @@ speed to a few percent of other work (issue 44: a run at 7% foreign load ran at 
 repeat; a draft-8 run at 5.5% at about half its quiet speed). So a run is also disturbed when
 it decoded slower than this machine's noise allows:
 
-    vs profile     predicted decode ms (its own steps priced by the profile at its fill,
-                   phase.costmodel.predict) / measured decode ms; below
-                   config.slow_vs_profile (a generous floor: the prediction leaves out the
-                   loop around the passes, and a shared host drifts after profiling)
+    vs profile     predicted / measured ms of its target passes (its own steps priced by
+                   the profile at its fill, phase.costmodel.predict; the measured ones its
+                   trace's verify_ms); below config.slow_vs_profile (a generous floor: a
+                   shared host drifts after profiling)
     vs condition   its speed over the median of its condition's other runs on its host
                    that ran in its repeat or earlier (other slots' attempts only, never its
                    own slot's), leaving out runs disturbed by load or by the profile test;
@@ -54,18 +54,26 @@ def slot_of(run: Run) -> str:
     return run.rerun_of or run.id
 
 
-def predicted_speed(results: ResultsFile, run: Run) -> float | None:
-    """Predicted over measured decode time of the run's first pass (1.0: as predicted, 0.5:
-    at half the predicted speed); None without a profile, a positive time or a price."""
+def predicted_speed(results: ResultsFile, run: Run, *, whole: bool = False) -> float | None:
+    """Predicted over measured time of the run's first pass (1.0: as predicted, 0.5: at half
+    the predicted speed): of its target passes (the profile times exactly those; proposing
+    and the loop around the passes are priced less closely, `auto`'s decisions and a small
+    model's Python not at all), or `whole`, of its decode against every term. None without
+    a profile, a positive time or a price."""
     profile = results.profile
-    if profile is None or run.decode_s <= 0:
+    if profile is None:
+        return None
+    measured_ms = (run.decode_s * 1e3 if whole
+                   else sum(step.verify_ms for step in run.trace))
+    if measured_ms <= 0:
         return None
     try:
         table = cost_table(profile, run.prompt_tokens + run.tokens // 2)
-        predicted_ms = run_terms(run.trace, run.strategy, table).total
+        terms = run_terms(run.trace, run.strategy, table)
     except NoCost:
         return None
-    return predicted_ms / (run.decode_s * 1e3) if predicted_ms > 0 else None
+    predicted_ms = terms.total if whole else terms.target
+    return predicted_ms / measured_ms if predicted_ms > 0 else None
 
 
 def profile_speed(results: ResultsFile, run: Run) -> float | None:
@@ -100,14 +108,21 @@ def references(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None
 
 
 def _speeds(results: ResultsFile, runs: Sequence[Run]) -> list[float]:
-    """What the condition test compares: each run's speed against its own steps as the
-    profile prices them, where every one of them is priced (a sampled run's acceptance, and
-    so its tokens/s, differs from seed to seed; a greedy run's steps repeat, and the ratio is
-    its tokens/s ratio); else tokens/s."""
-    priced = [predicted_speed(results, r) for r in runs]
+    """What the condition test compares: each run's whole decode against its own steps as
+    the profile prices them, where every one of them is priced (a sampled run's acceptance,
+    and so its tokens/s, differs from seed to seed; a greedy run's steps repeat, and the
+    ratio is its tokens/s ratio; a term the profile misprices is off alike in every run of
+    the condition); else tokens/s."""
+    priced = [predicted_speed(results, r, whole=True) for r in runs]
     if all(v is not None for v in priced):
         return [v for v in priced if v is not None]
     return [r.tokens_per_s for r in runs]
+
+
+def _x(ratio: float, floor: float) -> str:
+    """`0.52x`; one more digit where two would read as the floor itself (0.7995 < 0.80)."""
+    text = f"{ratio:.2f}x"
+    return f"{ratio:.3f}x" if text == f"{floor:.2f}x" else text
 
 
 def judge(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None) -> Judgement:
@@ -126,11 +141,11 @@ def judge(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None) -> 
             median = statistics.median(speeds[1:])
             vs_condition = speeds[0] / median if median > 0 else None
     reasons = []
-    if _profile_slow(vs_profile, p_floor):
-        reasons.append(f"{vs_profile:.2f}x the speed its cost profile predicts, beyond the "
-                       f"noise floor {p_floor:.2f}x")
+    if vs_profile is not None and p_floor is not None and vs_profile < p_floor:
+        reasons.append(f"{_x(vs_profile, p_floor)} the speed its cost profile predicts, "
+                       f"beyond the noise floor {p_floor:.2f}x")
     if vs_condition is not None and c_floor is not None and vs_condition < c_floor:
-        reasons.append(f"{vs_condition:.2f}x its condition's median ({n} earlier run"
+        reasons.append(f"{_x(vs_condition, c_floor)} its condition's median ({n} earlier run"
                        f"{'s' if n != 1 else ''}), beyond the noise floor {c_floor:.2f}x")
     return Judgement(vs_profile, vs_condition, n, bool(reasons),
                      "; ".join(reasons) if reasons else None)
