@@ -27,6 +27,7 @@ from phase.campaign.reruns import due_reruns, judge_run
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.campaign.ui import console, print_summary
+from phase.errors import PhaseError
 from phase.models import TEST_MODEL
 from phase.results import PromptSpec, ResultsFile, Run, load_raw
 from phase.results.schedule import planned_schedule, rerun
@@ -195,6 +196,20 @@ def test_the_terminal_summary_marks_and_excludes_a_disturbed_run() -> None:
     assert "1 disturbed run(s) left out" in text
     assert f"{slow.id}: {slow.tokens_per_s:.1f} tok/s, {slow.disturbed_reason}" in \
         " ".join(text.split())
+
+
+def test_a_file_whose_every_run_was_disturbed_says_so() -> None:
+    """A smoke campaign on a busy machine can leave every run out: its summary says why
+    instead of "no runs yet", and lists each run."""
+    results = _empty()
+    crawled = _add(results, 0.3, repeat=0)
+    results.status = "complete"
+    with pytest.raises(PhaseError, match="1 disturbed run\\(s\\) left out: 1 ran slower"):
+        summarize(results, validate_results(results, results.id), results.id)
+    with console.capture() as captured:
+        print_summary(results)
+    text = " ".join(captured.get().split())
+    assert "nothing to summarize" in text and f"{crawled.id}: " in text
 
 
 # --- a real run slowed by a real hog, its load not judged ---------------------------------------

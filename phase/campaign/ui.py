@@ -164,12 +164,20 @@ def _width(c: AdaptiveCondition) -> str:
     return f"({'; '.join(parts)}, +{c.runs_added} runs)"
 
 
+def _list_disturbed(results: ResultsFile) -> None:
+    """Each run left out as disturbed, with what disturbed it."""
+    for run in disturbed_runs(results):
+        console.print(f"  {escape(run.id)}: {run.tokens_per_s:.1f} tok/s, "
+                      f"{escape(run.disturbed_reason or 'load')}")
+
+
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
     note = disturbed_note(results)
     if not runs_by_condition(results):
         console.print(f"[yellow]nothing to summarize —[/yellow] {note or 'no runs'}")
+        _list_disturbed(results)
         return
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
@@ -206,9 +214,7 @@ def print_summary(results: ResultsFile) -> None:
         console.print(f"[yellow]chip energy —[/yellow] {reason}")
     if note is not None:
         console.print(f"[yellow]disturbed —[/yellow] {note}")
-        for run in disturbed_runs(results):
-            console.print(f"  {escape(run.id)}: {run.tokens_per_s:.1f} tok/s, "
-                          f"{escape(run.disturbed_reason or 'load')}")
+        _list_disturbed(results)
     extra = adaptive.bought(results)
     if extra is not None:
         console.print(f"adaptive repeats — {escape(extra)}")
