@@ -26,7 +26,7 @@ from phase.campaign.plan import campaign_config
 from phase.campaign.reruns import due_reruns, judge_run
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
-from phase.campaign.ui import console, print_summary
+from phase.campaign.ui import console, disturbance_line, print_summary
 from phase.errors import PhaseError
 from phase.models import TEST_MODEL
 from phase.results import PromptSpec, ResultsFile, Run, load_raw
@@ -196,6 +196,19 @@ def test_the_terminal_summary_marks_and_excludes_a_disturbed_run() -> None:
     assert "1 disturbed run(s) left out" in text
     assert f"{slow.id}: {slow.tokens_per_s:.1f} tok/s, {slow.disturbed_reason}" in \
         " ".join(text.split())
+
+
+def test_the_campaign_states_its_disturbance_tests_before_it_starts() -> None:
+    config = campaign_config(DEFAULT_PLAN, [PromptSpec(name="p1", text="fixture prompt")])
+    plan = DEFAULT_PLAN  # the calibrated defaults, whatever they are
+    assert disturbance_line(config) == (
+        f"disturbance: foreign load >= {plan.disturbed_load:.0%} or target passes < "
+        f"{plan.slow_vs_profile:.2f}x the cost profile's price or speed < "
+        f"{plan.slow_vs_condition:.2f}x its condition's earlier runs; a disturbed run is left "
+        f"out and re-run up to {plan.max_reruns} time(s)")
+    quick = campaign_config(replace(DEFAULT_PLAN, max_reruns=0, disturbed_load=None),
+                            [PromptSpec(name="p1", text="fixture prompt")])
+    assert disturbance_line(quick) == "disturbance: foreign load recorded, nothing judged"
 
 
 def test_a_file_whose_every_run_was_disturbed_says_so() -> None:

@@ -107,7 +107,23 @@ def show_start(campaign: Campaign) -> None:
         console.print(f"[yellow]no energy from {escape(backend.backend)}:[/yellow] "
                       f"{escape(backend.reason)}")
     console.print(design_line(campaign.start.config))
+    console.print(disturbance_line(campaign.start.config))
     console.print(f"writing {escape(str(campaign.output))}")
+
+
+def disturbance_line(config: CampaignConfig) -> str:
+    """What marks a run disturbed in this campaign, and what happens to it."""
+    if config.disturbed_load is None:
+        return "disturbance: foreign load recorded, nothing judged"
+    tests = [f"foreign load >= {config.disturbed_load:.0%}"]
+    if config.slow_vs_profile is not None:
+        tests.append(f"target passes < {config.slow_vs_profile:.2f}x the cost profile's "
+                     "price")
+    if config.slow_vs_condition is not None:
+        tests.append(f"speed < {config.slow_vs_condition:.2f}x its condition's earlier runs")
+    then = (f"re-run up to {config.max_reruns} time(s)" if config.max_reruns
+            else "not re-run")
+    return f"disturbance: {' or '.join(tests)}; a disturbed run is left out and {then}"
 
 
 def design_line(config: CampaignConfig) -> str:
