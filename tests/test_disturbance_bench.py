@@ -33,6 +33,8 @@ def test_the_record_derives_the_floor_and_the_load_threshold() -> None:
     assert disturbance_bench.noise_floor([1.0, 2.0]) is None
 
 
+# serial: it keeps a core busy, which another worker's timed test would feel.
+@pytest.mark.serial
 def test_the_hog_keeps_its_duty_of_one_core() -> None:
     probe = LoadProbe()
     if probe.reason is not None:
@@ -49,6 +51,8 @@ def test_the_hog_keeps_its_duty_of_one_core() -> None:
     assert load is not None and load >= 0.8 / probe.n_cores
 
 
+# serial: it loads the whole machine with busy processes, and times a decode.
+@pytest.mark.serial
 @pytest.mark.model
 def test_the_section_runs_at_a_tiny_size(test_model_path: Path, tmp_path: Path) -> None:
     ctx = Context(

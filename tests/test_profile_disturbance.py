@@ -145,6 +145,8 @@ class HogDuringProfile(QuietObserver):
             hog.wait()
 
 
+# serial: it loads the whole machine with busy processes, and times a decode.
+@pytest.mark.serial
 @pytest.mark.model
 def test_a_hog_during_the_profile_marks_and_repeats_its_blocks(tmp_path: Path) -> None:
     plan = replace(

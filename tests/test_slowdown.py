@@ -252,6 +252,8 @@ class HogDuringSecond(QuietObserver):
         self.hogs = []
 
 
+# serial: it loads the whole machine with busy processes, and times a decode.
+@pytest.mark.serial
 @pytest.mark.model
 def test_a_run_a_hog_slowed_is_marked_by_its_slowdown_and_rerun(tmp_path: Path) -> None:
     # A load threshold no load reaches: only the slowdown can mark the run.
