@@ -124,7 +124,9 @@ def test_a_pass_whose_every_block_was_disturbed_is_a_warning() -> None:
 
 # --- a real profile under a real hog ----------------------------------------------------------
 
-HOG_S = 1.5
+HOG_S = 2.0
+# Under what the hog's rounds read, over what a quiet machine does.
+LOAD = 0.3
 
 
 class HogDuringProfile(QuietObserver):
@@ -153,7 +155,7 @@ def test_a_hog_during_the_profile_marks_and_repeats_its_blocks(tmp_path: Path) -
         DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
         strategies=("plain", "auto"), tokens=16, repeats=1, cooldown_s=0.0,
         idle_window_s=0.0, threads=1, threads_batch=1, profile_blocks=2,
-        profile_min_block_s=0.02, disturbed_load=0.5, max_reruns=0, quiet_check_s=0.0,
+        profile_min_block_s=0.02, disturbed_load=LOAD, max_reruns=0, quiet_check_s=0.0,
     )
     hog = HogDuringProfile()
     out = tmp_path / "hogged.json"
@@ -165,14 +167,15 @@ def test_a_hog_during_the_profile_marks_and_repeats_its_blocks(tmp_path: Path) -
         hog.stop()
     results = load_raw(out)
     profile = results.profile
-    assert profile is not None and profile.disturbed_load == 0.5
+    assert profile is not None and profile.disturbed_load == LOAD
     costs = [c for p in profile.points for c in [*p.target, *p.draft]]
     disturbed = [c for c in costs if any(c.block_disturbed)]
     loads = [v for c in costs for v in c.block_load if v is not None]
     print(f"{len(disturbed)} of {len(costs)} passes had disturbed blocks; loads "
           f"{min(loads):.2f}-{max(loads):.2f}")
-    # Three busy processes per core for HOG_S: the first round of blocks reads as loaded.
-    assert max(loads) >= 0.5
+    # Three busy processes per core for HOG_S: the rounds of blocks they overlap read as
+    # loaded (measured here: 0.5 and more; less than 6/7 as the hogs start and stop).
+    assert max(loads) >= LOAD
     assert disturbed, "no block was marked disturbed"
     for cost in disturbed:
         # Repeated: each disturbed pass got extra blocks, and its cost is its quiet blocks'.
