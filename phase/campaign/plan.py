@@ -76,15 +76,16 @@ class CampaignPlan:
     # is repeated and left out of the profile's medians). None for disturbed_load: record the
     # load, judge nothing (the slowdown floors included); None for a floor: no such test.
     # Calibration: `.venv/bin/python -m bench.run --only disturbance` (bench/disturbance_bench
-    # .py) measures a fixed decode's slowdown against a CPU hog at 0-50% duty cycle of one
+    # .py) measures a fixed decode's slowdown against a CPU hog at 5-100% duty cycle of one
     # core and the quiet run-to-run spread; its record in bench/results/ is what these
     # defaults rest on. Until it is run on this machine class they rest on the issue's
     # observations and the committed campaigns: 0.25 is far above a quiet machine's load (a
     # few percent of daemons and tick rounding); a run at 0.68x its repeat (7% load) and one
-    # at ~0.5x (5.5%) must be caught, so 0.80x of the condition's median (of the committed
-    # x86_64-2c runs judged so, 3 of 207 fall below it, two of them at 17-18% foreign load);
-    # the same runs' target passes ran at 0.75x-1.32x of the profile's price, so 0.6x leaves
-    # room for a host's drift after profiling and still catches a half-speed first repeat.
+    # at ~0.5x (5.5%) must be caught, so 0.80x of the condition's median (of the 333 runs
+    # of the four committed x86_64-2c campaigns, judged so, 3 fall below it, two of them at
+    # 17-18% foreign load); the target passes of the 207 runs with a profile ran at
+    # 0.75x-1.32x of its price, so 0.6x leaves room for a host's drift after profiling and
+    # still catches a half-speed run in a first repeat.
     # `quiet_check_s`: seconds of sampling before the runs, warning with the busiest
     # processes when the machine is already busy (0: no check).
     disturbed_load: float | None = 0.25
