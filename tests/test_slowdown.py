@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.campaign.ui import console, disturbance_line, print_summary
 from phase.errors import PhaseError
 from phase.models import TEST_MODEL
-from phase.results import PromptSpec, ResultsFile, Run, load_raw
+from phase.results import MergedShard, PromptSpec, ResultsFile, Run, ShardInfo, load_raw
 from phase.results.schedule import planned_schedule, rerun
 from phase.validate import validate_results
 
@@ -146,6 +147,24 @@ def test_load_still_disturbs_a_run_at_full_speed() -> None:
     busy = _add(results, 1.0, repeat=0, load=0.4)
     assert busy.disturbed and busy.disturbed_reason == "foreign load 40% at or over 25%"
 
+
+def test_a_merged_file_keeps_the_ratios_its_shards_judged() -> None:
+    """`phase merge` pools the shards' profiles, so a merged file no longer holds the profile
+    each run was priced with: its recorded ratios stand, and still decide `disturbed`."""
+    results, slow = _campaign()
+    shard = ShardInfo(index=0, count=1, split="repeats", prompts=["p1"], repeats=[0, 1, 2],
+                      source="--shard")
+    merged = replaced(
+        results, status="complete", profile=make_profile(target=lambda b: 40.0 + 5.0 * b),
+        merged_from=[MergedShard(file="a.json", sha256="0" * 64, shard=shard, hostname="h",
+                                 created=datetime(2026, 1, 1, tzinfo=UTC))])
+    assert judge(merged, slow).vs_profile == slow.speed_vs_profile
+    assert judge(merged, slow).disturbed
+    assert not [f for f in validate_results(merged, merged.id).findings
+                if f.rule == "consistency"]
+    hidden = replaced(merged, runs=[*merged.runs[:-1], replaced(slow, disturbed=False)])
+    assert [f.json_path for f in validate_results(hidden, hidden.id).findings
+            if f.rule == "consistency"] == ["$.runs[2].disturbed"]
 
 def test_a_file_without_floors_is_judged_by_load_alone() -> None:
     """Older files (schema 11 and before) record no floors: a slow run there is not
