@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.run
         [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
                 sampling,sampling-native,windows,bandwidth,tg-bandwidth,stream,site,hosts,
-                adaptive,coverage]
+                adaptive,coverage,disturbance]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
@@ -28,7 +28,10 @@ and numpy's triad, and sysbench memory where installed), site
 the cross-host page), adaptive (bench/adaptive_bench.py: a short real campaign with adaptive
 repeats, how many extra runs it took here to pin every ratio to plain within ±5%), coverage
 (bench/coverage_bench.py: by simulation, how often the published ratio intervals hold the true
-ratio, the false "resolved" rate, the family-wise rate after correction; no model). Writes
+ratio, the false "resolved" rate, the family-wise rate after correction; no model),
+disturbance (bench/disturbance_bench.py: a plain decode's slowdown under a CPU hog at several
+duty cycles of one core, and the quiet spread: the calibration the disturbance defaults in
+phase/campaign/plan.py cite). Writes
 bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
 PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
@@ -50,7 +53,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
             "sampler", "sampling", "sampling-native", "windows", "bandwidth", "tg-bandwidth",
-            "stream", "site", "hosts", "adaptive", "coverage")
+            "stream", "site", "hosts", "adaptive", "coverage", "disturbance")
 NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
 # Sections that run bench/native_tools.py's binaries (llama-speculative among them).
 TOOLS_SECTIONS = {"sampling-native", "tg-bandwidth"}
@@ -122,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         batch_noise,
         coverage_bench,
         decode_bench,
+        disturbance_bench,
         evidence_bench,
         hosts_bench,
         native,
@@ -183,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         "windows": windows_bench.run, "bandwidth": bandwidth.run,
         "tg-bandwidth": tg_bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
         "hosts": hosts_bench.run,
-        "adaptive": adaptive_bench.run,
+        "adaptive": adaptive_bench.run, "disturbance": disturbance_bench.run,
         "coverage": coverage_bench.run,
     }
     sections: list[Section] = []

@@ -91,7 +91,7 @@ EXPERIMENT = Experiment(
         idle_window_s=0.1,
         profile_blocks=2,
         profile_min_block_s=0.02,
-        disturbed_load=None,
+        max_reruns=0,
         quiet_check_s=0.5,
     ),
     factors=(TEMPERATURE,),

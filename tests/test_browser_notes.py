@@ -52,7 +52,7 @@ def _measure(out: Path) -> None:
     assert experiment.quick is not None
     plan = replace(experiment.quick, purpose="study", prompts=("code",),
                    strategies=("plain", "draft-2", "draft-4"), tokens=8, repeats=2,
-                   cooldown_s=0.0, idle_window_s=0.0, **SMALL_PROFILE)
+                   cooldown_s=0.0, idle_window_s=0.0, disturbed_load=None, **SMALL_PROFILE)
     campaign = prepare(experiment, plan, Destination(out), discover_sensors(
         SensorOptions(use=False)), QuietObserver())
     with campaign:

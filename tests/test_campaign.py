@@ -42,8 +42,11 @@ pytestmark = pytest.mark.model
 # PROFILED: a whole quick campaign as a user runs it, its cost profile included (~40 s of CPU of
 # the test model's). SMALL skips the profile: the other tests are about runs, resumes, sensors
 # and exits, and the profile's own tests are in test_profile_campaign and test_auto.
+# --no-disturbance: --quick judges disturbance, and a shared test machine's background load
+# must not change what these tests summarise (tests/test_slowdown.py judges it).
 PROFILED = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,draft-2",
-            "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0"]
+            "--tokens", "8", "--repeats", "2", "--cooldown", "0", "--idle-window", "0",
+            "--no-disturbance"]
 SMALL = [*PROFILED, "--no-profile"]
 
 
@@ -147,8 +150,9 @@ SMALL_PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
     purpose="smoke", profile=False,  # as SMALL
-    # --quick's: a shared test machine's background load must not change the run counts.
-    disturbed_load=None, quiet_check_s=0.5,
+    # As SMALL's --no-disturbance: a shared test machine's background load must not change
+    # the run counts.
+    disturbed_load=None, max_reruns=0, quiet_check_s=0.5,
 )
 NO_SENSORS = SensorOptions(use=False)
 

@@ -42,7 +42,10 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ResultsFil
     # Two temperatures are enough to cover greedy and sampled; one repeat keeps it short.
     temps = Factor("temperature", "temperature", (0, 0.7))
     exp = replace(experiment, factors=(temps,), prompts_dir=SHORT_PROMPTS)  # short prompts
-    plan = replace(quick, tokens=8, repeats=1, factors=(temps,), quiet_check_s=0.0)
+    # disturbed_load None: a shared test machine's background load must not leave every run
+    # out of the note these tests build (tests/test_slowdown.py judges disturbance).
+    plan = replace(quick, tokens=8, repeats=1, factors=(temps,), quiet_check_s=0.0,
+                   disturbed_load=None)
     out = tmp_path_factory.mktemp("sampled") / "speculative_sampling-quick.json"
     with prepare(exp, plan, Destination(out),
                  discover_sensors(SensorOptions(use=False))) as c:

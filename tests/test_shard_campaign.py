@@ -20,9 +20,11 @@ pytestmark = pytest.mark.model
 # The installed console script, as a user (or a scheduler) runs it.
 PHASE = [str(Path(sys.executable).with_name("phase"))]
 # Two prompts, two strategies, two repeats, 8 tokens: a few seconds per process.
+# --no-disturbance: --quick judges disturbance, and a shared test machine's background load
+# would add "disturbed" findings to what these tests compare (tests/test_slowdown.py judges it).
 QUICK = ["measure", "speculative", "--quick", "--no-sensor", "--prompts", "code,prose",
          "--strategies", "plain,draft-2", "--tokens", "8", "--repeats", "2", "--cooldown", "0",
-         "--idle-window", "0", "--threads", "1"]
+         "--idle-window", "0", "--threads", "1", "--no-disturbance"]
 SCHEDULER_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
                   "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_JOB_ID", "JOB_COMPLETION_INDEX",
                   "PHASE_SHARD_COUNT", "PHASE_JOB_ID")

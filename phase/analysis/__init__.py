@@ -11,6 +11,8 @@ terminal summary share.
     intervals    95% intervals: order statistics of a median, Student t on log ratios to plain
                  (paired by round), the family's Benjamini-Hochberg correction
     adaptive     adaptive repeats: which conditions need another round, what the rounds bought
+    slowdown     disturbance judged by slowdown: a run's speed against its cost profile's
+                 prediction and its condition's earlier runs
     bench_rows   a row of a benchmark results file (bench/results/), written by bench/ and read
                  by the Benchmarks page alike, its noise the benchmark spread
 

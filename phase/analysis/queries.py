@@ -10,7 +10,8 @@ validation, publishing, the summary (phase.analysis.summary) and the terminal.
     window_tokens                     the tokens a run's energy window holds (every pass's)
     primary_sensors, primary_energy_j which sensors "chip energy" means, and its value in a run
                                       (the sum of those sensors' windows)
-    disturbed_runs, disturbed_note    runs other work disturbed, which every summary leaves out
+    disturbed_runs, disturbed_note    runs other work disturbed (by load or slowdown), which
+                                      every summary leaves out
     is_disturbed                      whether a run's recorded CPU or GPU load disturbed it
 
 A run whose decode was repeated back-to-back inside one energy window (`Run.passes`,
@@ -107,15 +108,27 @@ def disturbed_runs(results: ResultsFile) -> list[Run]:
 
 
 def disturbed_note(results: ResultsFile) -> str | None:
-    """"N disturbed run(s) left out" and why, or None when there are none."""
+    """"N disturbed run(s) left out" and why (other work's load, or a slowdown beyond the
+    noise floor: phase.analysis.slowdown), or None when there are none."""
     left_out = disturbed_runs(results)
     if not left_out:
         return None
     threshold = results.config.disturbed_load
-    at = f" at or over {threshold:.0%}" if threshold is not None else ""
-    worst = max(r.foreign_load or 0.0 for r in left_out)
-    return (f"{len(left_out)} disturbed run(s) left out: other work used{at} of the run's "
-            f"CPU capacity (up to {worst:.0%}); their slots were re-run")
+    by_load = [r for r in left_out if is_disturbed(r.foreign_load, r.gpu_busy_before,
+                                                   threshold)]
+    parts = []
+    if by_load:
+        at = f" at or over {threshold:.0%}" if threshold is not None else ""
+        worst = max(r.foreign_load or 0.0 for r in by_load)
+        parts.append(f"other work used{at} of the run's CPU capacity (up to {worst:.0%})")
+    slow = [r for r in left_out if r not in by_load]
+    if slow:
+        ratios = [v for r in slow for v in (r.speed_vs_profile, r.speed_vs_condition)
+                  if v is not None]
+        worst_speed = f", down to {min(ratios):.2f}x" if ratios else ""
+        parts.append(f"{len(slow)} ran slower than the noise floor allows{worst_speed}")
+    rerun = "; their slots were re-run" if results.config.max_reruns else ""
+    return f"{len(left_out)} disturbed run(s) left out: {'; '.join(parts)}{rerun}"
 
 
 def runs_by_condition(results: ResultsFile) -> dict[Condition, list[Run]]:

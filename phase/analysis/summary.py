@@ -256,7 +256,10 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
         if grouped.get(condition)  # completeness findings say so; a row needs a run
     ]
     if not built:
-        raise PhaseError(f"{raw_name}: no runs yet, so there is nothing to summarize")
+        # Every run left out is not "no runs yet": say what left them out.
+        why = disturbed_note(raw) if raw.runs else None
+        raise PhaseError(f"{raw_name}: {why or 'no runs yet'}, so there is nothing to "
+                         "summarize")
     # Ratios are to plain decoding of the same prompt at the same extra levels.
     plain = {condition_key(row): samples for row, samples in built if row.strategy == PLAIN}
     # Each ratio figure's intervals over the campaign: one family, corrected together.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from phase.campaign.disturbance import Counters, LoadProbe
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
@@ -50,14 +51,35 @@ class SamplerMeter:
         return {w.sensor: w.energy_j for w in windows if w.energy_j is not None}
 
 
+class ProbeLoad:
+    """A `BlockLoad` over the foreign-load probe of phase.campaign.disturbance."""
+
+    def __init__(self, probe: LoadProbe | None = None) -> None:
+        self.probe = probe or LoadProbe()
+        self._before: Counters | None = None
+
+    def start(self) -> None:
+        self._before = self.probe.read()
+
+    def stop(self) -> float | None:
+        load, _ = self.probe.foreign_load(self._before, self.probe.read())
+        return load
+
+
 def settings_for(plan: CampaignPlan, sampler: Sampler | None) -> ProfileSettings:
-    """The plan's profile settings, blocks lengthened for the slowest sensor to update."""
+    """The plan's profile settings, blocks lengthened for the slowest sensor to update; its
+    blocks judged as its runs are (the load threshold, the condition's floor), unless the
+    plan judges nothing."""
     block_s = plan.profile_min_block_s
     if sampler is not None:
         periods = [p.seconds for p in sampler.periods.values() if p.seconds]
         if periods:
             block_s = max(block_s, min(MAX_BLOCK_S, PERIODS_PER_BLOCK * max(periods)))
-    return ProfileSettings(blocks=plan.profile_blocks, min_block_s=block_s)
+    judged = plan.disturbed_load is not None
+    return ProfileSettings(blocks=plan.profile_blocks, min_block_s=block_s,
+                           disturbed_load=plan.disturbed_load,
+                           slow_floor=plan.slow_vs_condition if judged else None,
+                           max_retries=plan.profile_max_retries if judged else 0)
 
 
 def energy_reason(sampler: Sampler | None, unavailable: Sequence[UnavailableBackend]) -> str:
@@ -91,8 +113,9 @@ def measure(engine: Engine, plan: CampaignPlan, prompt_tokens: Mapping[str, list
     """The campaign's cost profile (see the module docstring)."""
     chosen = choose_contexts(contexts(prompt_tokens, continuations, plan.tokens))
     meter = SamplerMeter(sampler) if sampler is not None and sampler.sensors else None
-    return engine.profile(chosen, settings_for(plan, sampler), meter,
-                          energy_reason(sampler, unavailable))
+    settings = settings_for(plan, sampler)
+    loads = ProbeLoad() if settings.disturbed_load is not None else None
+    return engine.profile(chosen, settings, meter, energy_reason(sampler, unavailable), loads)
 
 
 def run_standalone(experiment: Experiment, plan: CampaignPlan, sensors: SensorOptions,
@@ -134,7 +157,22 @@ def summary_line(profile: CostProfile) -> str:
     if 1 in draft:
         parts.append(f"draft token {draft[1]:.1f} ms")
     return (f"cost profile at KV {point.kv_tokens}: " + ", ".join(parts)
-            + f" ({profile.wall_s:.0f} s)")
+            + f" ({profile.wall_s:.0f} s)" + disturbed_text(profile))
+
+
+def disturbed_text(profile: CostProfile) -> str:
+    """"; N disturbed blocks repeated" (and the passes none of whose blocks was quiet), or
+    nothing where no block was disturbed."""
+    costs = [c for p in profile.points for c in [*p.target, *p.draft]]
+    bad = sum(c.block_disturbed.count(True) for c in costs)
+    if not bad:
+        return ""
+    stuck = [c for c in costs if c.block_disturbed and all(c.block_disturbed)]
+    text = f"; {bad} disturbed block(s) repeated and left out of the medians"
+    if stuck:
+        text += (f"; {len(stuck)} pass size(s) had no undisturbed block after the retries: "
+                 "their costs rest on disturbed blocks (profile again on a quiet machine)")
+    return text
 
 
 def table_lines(profile: CostProfile) -> list[str]:

@@ -1,5 +1,10 @@
-"""Which disturbed runs are re-run, and when: at the end of their repeat, in a fresh shuffled
-order (seeded), each slot until an attempt is undisturbed or `max_reruns` attempts are spent.
+"""Which runs are disturbed, and which are re-run when: at the end of their repeat, in a
+fresh shuffled order (seeded), each slot until an attempt is undisturbed or `max_reruns`
+attempts are spent.
+
+A run is judged as it ends (`judge_run`), by its load and by its speed against its cost
+profile and its condition's earlier runs (phase.analysis.slowdown), so the runs of its repeat
+that follow it, and its re-runs, are decided on what the file already holds.
 
 Everything is worked out from the runs already in the file, so a resumed campaign re-runs
 exactly what an uninterrupted one would have.
@@ -11,9 +16,20 @@ import random
 from collections.abc import Sequence
 from itertools import groupby
 
+from phase.analysis import slowdown
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import Rerun, ScheduledRun, rerun
-from phase.results import Run
+from phase.results import ResultsFile, Run
+
+
+def judge_run(results: ResultsFile, run: Run) -> None:
+    """Record on `run` (not yet in `results`) its speed against its profile and its
+    condition's earlier runs, and whether load or slowdown disturbed it, and why."""
+    runs = [*results.runs, run]
+    verdict = slowdown.judge(results, run, runs)
+    run.speed_vs_profile = verdict.vs_profile
+    run.speed_vs_condition = verdict.vs_condition
+    run.disturbed, run.disturbed_reason = slowdown.disturbed(results, run, runs)
 
 
 def repeats_of(runs: Sequence[ScheduledRun]) -> list[list[ScheduledRun]]:

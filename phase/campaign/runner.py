@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Protocol
 
 from phase.analysis import adaptive
-from phase.analysis.queries import is_disturbed
 from phase.campaign import machine, profiling, windows
 from phase.campaign.bandwidth_record import measure_bandwidth
 from phase.campaign.disturbance import LoadProbe, quiet_check
@@ -29,7 +28,7 @@ from phase.campaign.experiment import Experiment
 from phase.campaign.factors import apply_levels
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.references import RefKey, decode_references, first_per_prompt, ref_key
-from phase.campaign.reruns import due_reruns, repeats_of
+from phase.campaign.reruns import due_reruns, judge_run, repeats_of
 from phase.campaign.sampling import sampling_settings
 from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
@@ -240,6 +239,7 @@ class Campaign:
         if self.plan.cooldown_s > 0:
             time.sleep(self.plan.cooldown_s)
         run = self._one_run(scheduled, refs[self._ref_key(scheduled)], size)
+        judge_run(writer.results, run)
         writer.add_run(run)
         self.observer.run_finished(index, run)
 
@@ -378,13 +378,11 @@ class Campaign:
         )
         run.host = machine.hostname()
         run.factors = dict(scheduled.levels)
-        threshold = self.plan.disturbed_load
         run.foreign_load, run.foreign_load_reason = load, load_reason
         if gpu is not None:
             run.gpu_busy_before = gpu.busy
             run.gpu_other_processes = gpu.other_processes
             run.gpu_activity_reason = gpu.reason
-        run.disturbed = is_disturbed(load, run.gpu_busy_before, threshold)
         run.rerun_of = scheduled.of if isinstance(scheduled, Rerun) else None
         return run
 

@@ -25,6 +25,7 @@ from phase.analysis import (
     adaptive,
     condition_key,
     disturbed_note,
+    disturbed_runs,
     row_value,
     runs_by_condition,
     summarize,
@@ -83,7 +84,7 @@ class ProgressObserver:
             task = self.progress.tasks[0]
             accepted = "" if run.acceptance is None else f", {run.acceptance:.0%} accepted"
             if run.disturbed:
-                accepted += f", disturbed ({run.foreign_load:.0%} foreign load): re-run later"
+                accepted += f", disturbed ({run.disturbed_reason}): left out"
             console.print(
                 f"[{int(task.completed)}/{int(task.total or 0)}] {run.id}: "
                 f"{run.tokens_per_s:.1f} tok/s{accepted}"
@@ -106,7 +107,23 @@ def show_start(campaign: Campaign) -> None:
         console.print(f"[yellow]no energy from {escape(backend.backend)}:[/yellow] "
                       f"{escape(backend.reason)}")
     console.print(design_line(campaign.start.config))
+    console.print(disturbance_line(campaign.start.config))
     console.print(f"writing {escape(str(campaign.output))}")
+
+
+def disturbance_line(config: CampaignConfig) -> str:
+    """What marks a run disturbed in this campaign, and what happens to it."""
+    if config.disturbed_load is None:
+        return "disturbance: foreign load recorded, nothing judged"
+    tests = [f"foreign load >= {config.disturbed_load:.0%}"]
+    if config.slow_vs_profile is not None:
+        tests.append(f"target passes < {config.slow_vs_profile:.2f}x the cost profile's "
+                     "price")
+    if config.slow_vs_condition is not None:
+        tests.append(f"speed < {config.slow_vs_condition:.2f}x its condition's earlier runs")
+    then = (f"re-run up to {config.max_reruns} time(s)" if config.max_reruns
+            else "not re-run")
+    return f"disturbance: {' or '.join(tests)}; a disturbed run is left out and {then}"
 
 
 def design_line(config: CampaignConfig) -> str:
@@ -163,12 +180,20 @@ def _width(c: AdaptiveCondition) -> str:
     return f"({'; '.join(parts)}, +{c.runs_added} runs)"
 
 
+def _list_disturbed(results: ResultsFile) -> None:
+    """Each run left out as disturbed, with what disturbed it."""
+    for run in disturbed_runs(results):
+        console.print(f"  {escape(run.id)}: {run.tokens_per_s:.1f} tok/s, "
+                      f"{escape(run.disturbed_reason or 'load')}")
+
+
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
     note = disturbed_note(results)
     if not runs_by_condition(results):
         console.print(f"[yellow]nothing to summarize —[/yellow] {note or 'no runs'}")
+        _list_disturbed(results)
         return
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
@@ -206,6 +231,7 @@ def print_summary(results: ResultsFile) -> None:
         console.print(f"[yellow]chip energy —[/yellow] {reason}")
     if note is not None:
         console.print(f"[yellow]disturbed —[/yellow] {note}")
+        _list_disturbed(results)
     extra = adaptive.bought(results)
     if extra is not None:
         console.print(f"adaptive repeats — {escape(extra)}")

@@ -96,6 +96,8 @@ def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> Cam
         given["chat_template"] = False
     if given.pop("no_profile", False):
         given["profile"] = False
+    if given.pop("no_disturbance", False):
+        given["disturbed_load"] = None
     if "repeats" in given and "target_half_width" not in given:
         # `--repeats N` asks for N repeats: the fixed design, no adaptive rounds after them.
         given["target_half_width"] = None
@@ -320,6 +322,10 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                      f"[default: {plan.auto_objective}]"),
         click.option("--no-profile", is_flag=True, default=None,
                      help="Skip the cost profile before the runs (auto needs it)."),
+        click.option("--no-disturbance", is_flag=True, default=None,
+                     help="Record each run's foreign load but judge nothing: no run or "
+                     "profile block is marked disturbed, left out or re-run (for a machine "
+                     "whose background load is part of what you measure)."),
     ]
 
     def apply(fn: Any) -> Any:

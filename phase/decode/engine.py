@@ -37,7 +37,13 @@ from phase.decode.backend import system_info
 from phase.decode.loops import Decoded, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel
 from phase.decode.placement import ModelPlacement
-from phase.decode.profiler import BlockMeter, ProfileContext, ProfileSettings, profile_models
+from phase.decode.profiler import (
+    BlockLoad,
+    BlockMeter,
+    ProfileContext,
+    ProfileSettings,
+    profile_models,
+)
 from phase.decode.proposers import (
     AdaptiveNgramProposer,
     DraftProposer,
@@ -179,12 +185,14 @@ class Engine:
 
     def profile(self, contexts: Sequence[ProfileContext], settings: ProfileSettings,
                 meter: BlockMeter | None = None,
-                energy_reason: str | None = None) -> CostProfile:
-        """Measure what passes cost at these KV fills (phase.decode.profiler)."""
+                energy_reason: str | None = None,
+                loads: BlockLoad | None = None) -> CostProfile:
+        """Measure what passes cost at these KV fills (phase.decode.profiler); `loads`
+        measures other work, whose disturbed blocks are repeated and left out."""
         for ctx in contexts:
             self.check_fits(max(ctx.kv_tokens, 1), max(settings.target_batches))
         return profile_models(self.target, self.draft, contexts, settings, meter,
-                              energy_reason)
+                              energy_reason, loads)
 
     def use_profile(self, profile: CostProfile, objective: Objective = "time",
                     sensors: Sequence[str] | None = None) -> None:

@@ -11,7 +11,12 @@ that model and size (`target_logits`, `draft_logits`: every row for the target, 
 verification reads them; none for a draft batch, which only mirrors a verified batch into
 the draft's cache) and reads one argmax where it has a row.
 
-Costs are medians over blocks, with (max - min) / median as their spread.
+Costs are medians over blocks, with (max - min) / median as their spread. Where a
+`BlockLoad` measures other work (the campaign's foreign-load probe), each round of blocks
+(one per size, about a second) is a load window, since a 10 ms CPU tick is too coarse for
+one block; a block that load or a slowdown against its size's other blocks disturbed
+(phase.costmodel.blocks) is repeated after the sweep, in retry rounds, and left out of the
+medians, so `auto` never prices a pass from it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from phase.costmodel.blocks import clean, disturbed_blocks
 from phase.decode.native import NativeModel
 from phase.decode.ngram import NgramMatcher
 from phase.results import CostProfile, PassCost, ProfilePoint
@@ -42,12 +48,31 @@ class BlockMeter(Protocol):
         ...
 
 
+class BlockLoad(Protocol):
+    """Other work on the machine over a window: `start` before it, `stop` after it."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> float | None:
+        """Foreign load over the window, a fraction of our cores (None: not measured)."""
+        ...
+
+
 @dataclass(frozen=True)
 class ProfileSettings:
     blocks: int = 3
     min_block_s: float = 0.05
     target_batches: tuple[int, ...] = TARGET_BATCHES
     draft_batches: tuple[int, ...] = DRAFT_BATCHES
+    # Disturbance (phase.costmodel.blocks): None judges nothing. Retry rounds after the
+    # sweep, each after a pause twice the last (from RETRY_PAUSE_S), to let a burst pass.
+    disturbed_load: float | None = None
+    slow_floor: float | None = None
+    max_retries: int = 0
+
+
+RETRY_PAUSE_S = 0.25
+MAX_RETRY_PAUSE_S = 2.0
 
 
 @dataclass
@@ -55,6 +80,11 @@ class _Block:
     passes: int
     seconds: float
     energy_j: dict[str, float] = field(default_factory=dict)
+    load: float | None = None
+
+    @property
+    def ms(self) -> float:
+        return 1e3 * self.seconds / self.passes
 
 
 def spread(values: Sequence[float]) -> float | None:
@@ -111,34 +141,64 @@ def _block(model: NativeModel, tokens: list[int], kv_tokens: int, min_s: float,
     return _Block(passes, seconds, energy)
 
 
-def pass_cost(b: int, blocks: list[_Block], logits: int | None = None) -> PassCost:
-    block_ms = [1e3 * blk.seconds / blk.passes for blk in blocks]
+def _disturbed(blocks: list[_Block], settings: ProfileSettings) -> list[bool]:
+    return disturbed_blocks([b.ms for b in blocks], [b.load for b in blocks],
+                            settings.disturbed_load, settings.slow_floor)
+
+
+def pass_cost(b: int, blocks: list[_Block], logits: int | None = None,
+              settings: ProfileSettings | None = None) -> PassCost:
+    block_ms = [blk.ms for blk in blocks]
+    judged = settings is not None and (settings.disturbed_load is not None
+                                       or settings.slow_floor is not None)
+    bad = _disturbed(blocks, settings) if settings is not None and judged \
+        else [False] * len(blocks)
     per_sensor: dict[str, list[float]] = {}
     for blk in blocks:
         for name, joules in blk.energy_j.items():
             per_sensor.setdefault(name, []).append(joules / blk.passes)
     # A sensor counts only where it read every block: a median of fewer would not compare.
     complete = {n: v for n, v in per_sensor.items() if len(v) == len(blocks)}
+    kept_ms = clean(block_ms, bad)
+    kept_j = {n: clean(v, bad) for n, v in complete.items()}
     return PassCost(
         tokens=b,
         logits=logits,
-        ms=statistics.median(block_ms),
-        ms_spread=spread(block_ms),
+        ms=statistics.median(kept_ms),
+        ms_spread=spread(kept_ms),
         block_ms=block_ms,
         block_passes=[blk.passes for blk in blocks],
-        energy_j={n: statistics.median(v) for n, v in complete.items()},
-        energy_spread={n: s for n, v in complete.items() if (s := spread(v)) is not None},
+        energy_j={n: statistics.median(v) for n, v in kept_j.items()},
+        energy_spread={n: s for n, v in kept_j.items() if (s := spread(v)) is not None},
         block_energy_j=complete,
+        block_load=[blk.load for blk in blocks] if judged else [],
+        block_disturbed=bad if judged else [],
     )
+
+
+def _round(model: NativeModel, history: Sequence[int], kv_tokens: int, sizes: Sequence[int],
+           settings: ProfileSettings, meter: BlockMeter | None, loads: BlockLoad | None,
+           logits: Callable[[int], int]) -> dict[int, _Block]:
+    """One block of each size, back to back, inside one foreign-load window."""
+    if loads is not None:
+        loads.start()
+    out = {b: _block(model, _batch(history, kv_tokens, b), kv_tokens, settings.min_block_s,
+                     meter, logits(b)) for b in sizes}
+    load = loads.stop() if loads is not None else None
+    for blk in out.values():
+        blk.load = load
+    return out
 
 
 def profile_model(model: NativeModel, history: Sequence[int], kv_tokens: int,
                   batches: Sequence[int], settings: ProfileSettings,
                   meter: BlockMeter | None = None,
-                  logits: Callable[[int], int] = target_logits) -> list[PassCost]:
+                  logits: Callable[[int], int] = target_logits,
+                  loads: BlockLoad | None = None) -> list[PassCost]:
     """Pass costs of `model` at fill kv_tokens, for each batch size, each pass computing
     `logits(b)` logits rows (the cache is refilled first; blocks of all sizes are
-    interleaved, so slow drift hits every size alike)."""
+    interleaved, so slow drift hits every size alike). Sizes short of `blocks` undisturbed
+    blocks get retry rounds, at most `max_retries`."""
     if kv_tokens + max(batches) > model.n_ctx:
         raise ValueError(f"a fill of {kv_tokens} plus a batch of {max(batches)} does not fit "
                          f"the context of {model.n_ctx}")
@@ -149,10 +209,21 @@ def profile_model(model: NativeModel, history: Sequence[int], kv_tokens: int,
     _block(model, _batch(history, kv_tokens, max(batches)), kv_tokens, 0.0, None,
            logits(max(batches)))
     for _ in range(settings.blocks):
-        for b in batches:
-            runs[b].append(_block(model, _batch(history, kv_tokens, b), kv_tokens,
-                                  settings.min_block_s, meter, logits(b)))
-    return [pass_cost(b, runs[b], logits(b)) for b in batches]
+        for b, blk in _round(model, history, kv_tokens, batches, settings, meter, loads,
+                             logits).items():
+            runs[b].append(blk)
+    pause = RETRY_PAUSE_S
+    for _ in range(settings.max_retries):
+        short = [b for b in batches
+                 if _disturbed(runs[b], settings).count(False) < settings.blocks]
+        if not short:
+            break
+        time.sleep(pause)
+        pause = min(2 * pause, MAX_RETRY_PAUSE_S)
+        for b, blk in _round(model, history, kv_tokens, short, settings, meter, loads,
+                             logits).items():
+            runs[b].append(blk)
+    return [pass_cost(b, runs[b], logits(b), settings) for b in batches]
 
 
 def lookup_ms(history: Sequence[int], start: int, blocks: int,
@@ -216,7 +287,8 @@ NO_DRAFT = "no draft model was loaded, so there is no draft cost to profile"
 def profile_models(target: NativeModel, draft: NativeModel | None,
                    contexts: Sequence[ProfileContext], settings: ProfileSettings,
                    meter: BlockMeter | None = None,
-                   energy_reason: str | None = None) -> CostProfile:
+                   energy_reason: str | None = None,
+                   loads: BlockLoad | None = None) -> CostProfile:
     """The cost profile at each context: the target's pass costs, the draft's where one is
     loaded, and one n-gram lookup's. `energy_reason` says why no pass has energy where the
     meter measured none (no meter, or no sensor that read)."""
@@ -224,10 +296,10 @@ def profile_models(target: NativeModel, draft: NativeModel | None,
     points: list[ProfilePoint] = []
     for ctx in contexts:
         costs = profile_model(target, ctx.history, ctx.kv_tokens, settings.target_batches,
-                              settings, meter)
+                              settings, meter, loads=loads)
         draft_costs = [] if draft is None else profile_model(
             draft, ctx.history, ctx.kv_tokens, settings.draft_batches, settings, meter,
-            draft_logits)
+            draft_logits, loads)
         points.append(ProfilePoint(prompt=ctx.prompt, kv_tokens=ctx.kv_tokens,
                                    target=costs, draft=draft_costs))
     for model in (target, draft):
@@ -249,4 +321,6 @@ def profile_models(target: NativeModel, draft: NativeModel | None,
         energy_reason=None if has_energy else
         (energy_reason or "no energy sensor was read around the profiled passes"),
         wall_s=time.perf_counter() - t0,
+        disturbed_load=settings.disturbed_load,
+        slow_floor=settings.slow_floor,
     )

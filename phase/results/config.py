@@ -77,6 +77,11 @@ class CampaignConfig(Strict):
     # or a plan that only records the load).
     disturbed_load: NonNegFloat | None = None
     max_reruns: NonNegInt | None = None
+    # A run is also disturbed when it decoded slower than these fractions of the speed its
+    # cost profile predicts, or of its condition's earlier runs' median (schema 12,
+    # phase.analysis.slowdown); None: not judged that way (older files, or not asked).
+    slow_vs_profile: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
+    slow_vs_condition: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
     # Energy windows sized to the primary sensor (phase.campaign.windows): the shortest window
     # that passes the counter-edges and sensor-lag rules for its measured update period and
     # smoothing; a shorter decode repeats back-to-back (Run.passes) until the window is this

@@ -50,9 +50,21 @@ class PassCost(Strict):
     energy_j: dict[str, NonNegFloat] = Field(default_factory=dict)
     energy_spread: dict[str, NonNegFloat] = Field(default_factory=dict)
     block_energy_j: dict[str, NonNegFloatList] = Field(default_factory=dict)
+    # Schema 12: each block's foreign load (that of the round of blocks it ran in; None where
+    # not measured) and whether it was disturbed (phase.costmodel.blocks: by load, or slower
+    # than its size's other blocks allow). A disturbed block was repeated and is left out of
+    # `ms`, `ms_spread` and the energy medians. Empty (unwritten): every block counts.
+    block_load: list[NonNegFloat | None] = Field(default_factory=list,
+                                                 exclude_if=lambda v: not v)
+    block_disturbed: list[bool] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @model_validator(mode="after")
     def _check(self) -> PassCost:
+        for name in ("block_load", "block_disturbed"):
+            values = getattr(self, name)
+            if values and len(values) != len(self.block_ms):
+                raise ValueError(f"{name} has {len(values)} entries but block_ms has "
+                                 f"{len(self.block_ms)}")
         if self.logits is not None and self.logits > self.tokens:
             raise ValueError(f"logits is {self.logits}, more rows than the pass's "
                              f"{self.tokens} tokens")
@@ -87,6 +99,11 @@ class CostProfile(Strict):
     energy_reason: str | None = None
     # Wall seconds the profile took, all of it (KV fill included).
     wall_s: NonNegFloat
+    # Schema 12: what judged its blocks disturbed (phase.costmodel.blocks): the foreign load
+    # threshold and the floor on a block's speed against its size's other blocks; None: no
+    # such test (older files, or a plan that judges nothing).
+    disturbed_load: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
+    slow_floor: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> CostProfile:

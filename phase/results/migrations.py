@@ -136,8 +136,12 @@ def _v10_to_v11(data: dict[str, Any]) -> dict[str, Any]:
 def _v11_to_v12(data: dict[str, Any]) -> dict[str, Any]:
     """Version 12 added, all optional: config.interval_method (absent: the adaptive rounds,
     if any, were decided by the bootstrap, and replay so), each summary interval's method,
-    p-value and adjusted p-value, a confirmation's `confirms`, and the CPU flags and weight
-    buffer types that say which kernels ran (absent: not recorded). Nothing to convert."""
+    p-value and adjusted p-value, a confirmation's `confirms`, the CPU flags and weight
+    buffer types that say which kernels ran (absent: not recorded), disturbance judged by
+    slowdown (Run.speed_vs_profile, speed_vs_condition, disturbed_reason;
+    config.slow_vs_profile, slow_vs_condition) and the profile's disturbed blocks
+    (PassCost.block_load, block_disturbed), whose absence means judged by load alone and
+    every block counted. Nothing to convert."""
     data["schema_version"] = 12
     return data
 

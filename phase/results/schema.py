@@ -91,7 +91,12 @@ from phase.results.provenance import Provenance
 #                provenance.cpu_flags (the CPU flags that select llama.cpp's kernels) and
 #                provenance.weight_buffers (the buffer types the target's weights were loaded
 #                into), so campaigns on different builds are told apart
-#                (phase.analysis.comparable); absent in older files.
+#                (phase.analysis.comparable); absent in older files;
+#                disturbance judged by slowdown: Run.speed_vs_profile,
+#                speed_vs_condition, disturbed_reason; config.slow_vs_profile,
+#                slow_vs_condition (absent: judged by load alone); PassCost.block_load,
+#                block_disturbed (the profile's blocks that other work disturbed, repeated and
+#                left out of its medians; absent: load not measured, every block counts).
 SCHEMA_VERSION = 12
 
 # --- identity and provenance -------------------------------------------------------------
@@ -285,9 +290,18 @@ class Run(Strict):
     gpu_busy_before: Fraction | None = None
     gpu_other_processes: NonNegInt | None = None
     gpu_activity_reason: str | None = None
-    # Foreign load or GPU utilisation at or over config.disturbed_load: kept here, left out of
-    # every summary, and its slot re-run at the end of its repeat. False in older files.
+    # Foreign load or GPU utilisation at or over config.disturbed_load, or a decode slower than
+    # config.slow_vs_profile / slow_vs_condition allow (phase.analysis.slowdown): kept here,
+    # left out of every summary, and its slot re-run at the end of its repeat. False in older
+    # files.
     disturbed: bool = False
+    # The run's speed as judged (schema 12; absent where not judged): predicted over measured
+    # decode time by the cost profile, and its tokens/s over the median of its condition's
+    # earlier runs (None: no such run yet); why it is disturbed, with the numbers.
+    speed_vs_profile: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
+    speed_vs_condition: NonNegFloat | None = Field(default=None,
+                                                   exclude_if=lambda v: v is None)
+    disturbed_reason: str | None = Field(default=None, exclude_if=lambda v: v is None)
     # A re-run: the id of the scheduled run whose slot it fills again (its id is that id
     # plus "-rerunN", its order that slot's plus N x the schedule's length).
     rerun_of: str | None = None
@@ -310,9 +324,11 @@ class Run(Strict):
             raise ValueError(f"accepted ({self.accepted}) exceeds drafted ({self.drafted})")
         if len(self.token_ids) != self.tokens:
             raise ValueError(f"tokens is {self.tokens} but token_ids has {len(self.token_ids)}")
-        if self.disturbed and self.foreign_load is None and self.gpu_busy_before is None:
-            raise ValueError("disturbed is true, so foreign_load or gpu_busy_before must be "
-                             "given")
+        if self.disturbed and all(v is None for v in (
+                self.foreign_load, self.gpu_busy_before, self.speed_vs_profile,
+                self.speed_vs_condition)):
+            raise ValueError("disturbed is true, so foreign_load, gpu_busy_before, "
+                             "speed_vs_profile or speed_vs_condition must be given")
         if self.matches_plain is False and self.first_divergence is None:
             raise ValueError("matches_plain is false, so first_divergence must be given")
         if self.passes and (self.passes[0].tokens, self.passes[0].decode_s) != (

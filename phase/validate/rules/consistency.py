@@ -11,7 +11,9 @@ time fits in `decode_s`; tokens/s is tokens / decode_s; acceptance is accepted /
 more than k (plain proposes nothing; an adaptive `ngram` run no more than the length its
 earlier steps left in force); its prompt and strategy are declared in the config, and its
 prompt_tokens is the length of the prompt's token ids where the reference records them; it is
-disturbed exactly when its recorded CPU or GPU load reaches the file's threshold; its id and
+disturbed exactly when its recorded CPU or GPU load reaches the file's threshold or its speed
+against its cost profile or its condition's earlier runs falls below the file's floors
+(phase.analysis.slowdown, recomputed from the file); its id and
 order are its place in the campaign's schedule (phase.results.schedule), or for a re-run of
 a disturbed run, its slot's re-run place. A file whose runs disagree with themselves cannot
 be published: any figure computed from it would depend on which of two contradicting fields
@@ -22,7 +24,8 @@ from __future__ import annotations
 
 import math
 
-from phase.analysis.queries import Condition, condition_key, is_disturbed
+from phase.analysis import slowdown
+from phase.analysis.queries import Condition, condition_key
 from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.decode.strategy import Strategy, parse_strategy
 from phase.errors import UsageProblem
@@ -85,17 +88,34 @@ def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
 
 
 def _disturbance(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
-    """`disturbed` is what the recorded loads and the file's threshold make it: a quiet run
-    marked disturbed would be left out of every figure, a disturbed one kept would count."""
+    """`disturbed` is what the recorded loads against the file's threshold and the run's
+    speed against its profile and its condition's earlier runs make it (phase.analysis.
+    slowdown): a quiet run marked disturbed would be left out of every figure, a disturbed
+    one kept would count. The recorded speeds are recomputed, never trusted (a merged file
+    keeps its shards' profile ratios: it pools their profiles)."""
+    out = []
+    verdict = slowdown.judge(results, run)
+    for name, recorded, expected in (
+            ("speed_vs_profile", run.speed_vs_profile, verdict.vs_profile),
+            ("speed_vs_condition", run.speed_vs_condition, verdict.vs_condition)):
+        if results.merged_from:
+            break
+        if (recorded is None) != (expected is None) or (
+                recorded is not None and expected is not None
+                and not math.isclose(recorded, expected, rel_tol=1e-6)):
+            out.append((f"{name} is {recorded}, but the file's runs and profile make it "
+                        f"{expected}", name))
+    expected_flag, reason = slowdown.disturbed(results, run)
+    if run.disturbed == expected_flag:
+        return out
     threshold = results.config.disturbed_load
-    expected = is_disturbed(run.foreign_load, run.gpu_busy_before, threshold)
-    if run.disturbed == expected:
-        return []
     loads = f"foreign load {run.foreign_load}, GPU busy {run.gpu_busy_before}"
     at = "no threshold ($.config.disturbed_load is null)" if threshold is None \
         else f"the threshold {threshold}"
-    return [(f"disturbed is {str(run.disturbed).lower()}, but its {loads} against {at} make "
-             f"it {str(expected).lower()}", "disturbed")]
+    why = f" ({reason})" if reason else ""
+    out.append((f"disturbed is {str(run.disturbed).lower()}, but its {loads} against {at} "
+                f"and its speed make it {str(expected_flag).lower()}{why}", "disturbed"))
+    return out
 
 
 def _timing(run: Run, settings: RuleSettings) -> list[tuple[str, str]]:

@@ -6,7 +6,11 @@ profile (phase.results.costs), so what it records is recomputed, never trusted:
 
 - each pass's `ms` is the median of its `block_ms`, `ms_spread` their (max - min) / median,
   one block per `blocks`; likewise each sensor's `energy_j` and `energy_spread` from
-  `block_energy_j`, for declared sensors only, one value per block;
+  `block_energy_j`, for declared sensors only, one value per block; where the profile judged
+  its blocks (schema 12), `block_disturbed` is what their times and loads make it against
+  the profile's thresholds (phase.costmodel.blocks), the medians are over the undisturbed
+  blocks only (the ones `auto` chose from), and repeated blocks may add to `blocks`; a pass
+  every block of which was disturbed is a warning (its cost rests on them);
 - units: every block lasted at least `min_block_s` (block_ms x block_passes; a block timed in
   seconds, or a minimum in ms, fails), and a pass's energy over its time is a power within
   its sensor's bounds (plausibility's bound, frozen's floor: joules in mJ or kJ fail);
@@ -26,6 +30,7 @@ import math
 import statistics
 from collections.abc import Iterator, Sequence
 
+from phase.costmodel.blocks import clean, disturbed_blocks
 from phase.results import PassCost, ProfilePoint, ResultsFile
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -54,6 +59,13 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                     problems.append((f"{role} pass of {cost.tokens} tokens is profiled twice at "
                                      f"fill {point.kv_tokens}", f"{where}.tokens", {}))
                 problems += _blocks(results, cost, where)
+                if cost.block_disturbed and all(cost.block_disturbed):
+                    physics.append((f"the {cost.tokens}-token {role} pass at fill "
+                                    f"{point.kv_tokens}: every one of its "
+                                    f"{len(cost.block_ms)} blocks was disturbed, so its cost "
+                                    "(and what auto chose with it) rests on them",
+                                    f"{where}.block_disturbed",
+                                    {"blocks": len(cost.block_ms)}))
                 problems += _units(results, settings, cost, where)
             physics += _physics(point, role, passes, pi)
     # A profile at odds with its own blocks or units was not recorded as measured: blocking.
@@ -80,20 +92,49 @@ def _differs(recorded: float | None, expected: float | None) -> bool:
     return not math.isclose(recorded, expected, rel_tol=_REL, abs_tol=1e-12)
 
 
+def _judged(results: ResultsFile, cost: PassCost, where: str
+            ) -> tuple[list[bool], list[Problem]]:
+    """The blocks other work disturbed, re-derived from their times and loads with the
+    profile's own thresholds (phase.costmodel.blocks), and what the record says otherwise."""
+    profile = results.profile
+    assert profile is not None
+    judged = profile.disturbed_load is not None or profile.slow_floor is not None
+    if not judged:
+        if cost.block_disturbed and any(cost.block_disturbed):
+            return [False] * len(cost.block_ms), [(
+                f"the {cost.tokens}-token pass at {where} marks blocks disturbed, but the "
+                "profile records no threshold that judges them", f"{where}.block_disturbed",
+                {})]
+        return [False] * len(cost.block_ms), []
+    bad = disturbed_blocks(cost.block_ms, cost.block_load, profile.disturbed_load,
+                           profile.slow_floor)
+    if cost.block_disturbed != bad:
+        return bad, [(f"the {cost.tokens}-token pass at {where} marks blocks disturbed "
+                      f"{cost.block_disturbed}, but their times and loads against the "
+                      f"profile's thresholds make them {bad}", f"{where}.block_disturbed",
+                      {"disturbed": bad.count(True)})]
+    return bad, []
+
+
 def _blocks(results: ResultsFile, cost: PassCost, where: str) -> Iterator[Problem]:
     profile = results.profile
     assert profile is not None
     what = f"the {cost.tokens}-token pass at {where}"
-    if len(cost.block_ms) != profile.blocks:
+    bad, problems = _judged(results, cost, where)
+    yield from problems
+    # A judged pass may have run retry blocks (some of which later judgements cleared).
+    retried = bool(cost.block_disturbed) and len(cost.block_ms) > profile.blocks
+    if len(cost.block_ms) != profile.blocks and not retried:
         yield (f"{what} has {len(cost.block_ms)} blocks; the profile times {profile.blocks}",
                f"{where}.block_ms", {"blocks": len(cost.block_ms)})
-    median = statistics.median(cost.block_ms)
+    kept = clean(cost.block_ms, bad)
+    median = statistics.median(kept)
     if _differs(cost.ms, median):
-        yield (f"{what} records {cost.ms:.6g} ms, but the median of its blocks is "
-               f"{median:.6g} ms", f"{where}.ms", {"ms": cost.ms, "median_ms": median})
-    if _differs(cost.ms_spread, _spread(cost.block_ms)):
-        yield (f"{what} records a spread of {cost.ms_spread}, but its blocks' (max - min) / "
-               f"median is {_spread(cost.block_ms)}", f"{where}.ms_spread", {})
+        yield (f"{what} records {cost.ms:.6g} ms, but the median of its undisturbed blocks "
+               f"is {median:.6g} ms", f"{where}.ms", {"ms": cost.ms, "median_ms": median})
+    if _differs(cost.ms_spread, _spread(kept)):
+        yield (f"{what} records a spread of {cost.ms_spread}, but its undisturbed blocks' "
+               f"(max - min) / median is {_spread(kept)}", f"{where}.ms_spread", {})
     declared = {s.name for s in results.sensors}
     for name in sorted({*cost.energy_j, *cost.block_energy_j, *cost.energy_spread}):
         blocks = cost.block_energy_j.get(name)
@@ -104,14 +145,15 @@ def _blocks(results: ResultsFile, cost: PassCost, where: str) -> Iterator[Proble
             yield (f"{what}: {name!r} has {0 if blocks is None else len(blocks)} block energies "
                    f"for {len(cost.block_ms)} blocks (a sensor counts only where it read every "
                    "block)", f"{where}.block_energy_j", {})
-        elif _differs(cost.energy_j.get(name), statistics.median(blocks)):
+        elif _differs(cost.energy_j.get(name), statistics.median(clean(blocks, bad))):
+            median = statistics.median(clean(blocks, bad))
             yield (f"{what}: {name!r} records {cost.energy_j.get(name)} J per pass, but the "
-                   f"median of its blocks is {statistics.median(blocks):.6g} J",
-                   f"{where}.energy_j", {"median_j": statistics.median(blocks)})
-        elif _differs(cost.energy_spread.get(name), _spread(blocks)):
+                   f"median of its undisturbed blocks is {median:.6g} J",
+                   f"{where}.energy_j", {"median_j": median})
+        elif _differs(cost.energy_spread.get(name), _spread(clean(blocks, bad))):
             yield (f"{what}: {name!r} records an energy spread of "
-                   f"{cost.energy_spread.get(name)}, but its blocks give {_spread(blocks)}",
-                   f"{where}.energy_spread", {})
+                   f"{cost.energy_spread.get(name)}, but its undisturbed blocks give "
+                   f"{_spread(clean(blocks, bad))}", f"{where}.energy_spread", {})
 
 
 def _units(results: ResultsFile, settings: RuleSettings, cost: PassCost,
