@@ -138,7 +138,7 @@ def design_line(config: CampaignConfig) -> str:
     if config.extra_budget_s is not None:
         budget.append(f"{config.extra_budget_s:.0f} s")
     return (f"design: {planned}, then more rounds of each condition whose ratio to plain is "
-            f"not yet within ±{config.target_half_width:.0%} (95% interval), budget "
+            f"not yet within ±{config.target_half_width:.0%} (Student t 95% interval), budget "
             f"{' and '.join(budget) or 'unlimited'}")
 
 

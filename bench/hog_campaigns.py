@@ -1,0 +1,159 @@
+"""Disturbance, shown on real campaigns: two quiet ones, one with a CPU hog during its cost
+profile, one with a hog during its runs; then what each judged and how far their ratios moved.
+
+    .venv/bin/python -m bench.hog_campaigns --out /tmp/hog [--tokens 64] [--repeats 3]
+
+Each campaign is `phase measure speculative` with the same small plan (the edit and code
+prompts; plain, ngram, draft-4 and auto), written under --out (never results/: these are
+demonstrations, not studies). The hog is bench.disturbance_bench's: one process keeping one
+core busy (duty 1.0).
+
+    profile hog   started when the campaign starts and stopped once its cost profile is in the
+                  file: the profile's blocks it hit must be marked and repeated, and `auto`
+                  must choose as it does in a quiet campaign
+    runs hog      started once the profile is in the file, kept on for --hog-s seconds: every
+                  run it slowed beyond the noise floor must be marked and re-run, and the
+                  campaign's ratios must agree with a quiet one's within the noise of two
+                  quiet campaigns
+
+Prints a Markdown report (and writes it to --report when given). Run it on a quiet machine:
+the quiet campaigns are the yardstick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from bench.disturbance_bench import start_hog, stop_hog
+from phase.analysis import summarize
+from phase.analysis.figures import row_value
+from phase.results import ResultsFile, load_raw
+from phase.validate import validate_results
+
+PROMPTS = "edit,code"
+STRATEGIES = "plain,ngram,draft-4,auto"
+
+
+def _campaign(out: Path, tokens: int, repeats: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("phase")), "measure", "speculative", "-o", str(out),
+         "--prompts", PROMPTS, "--strategies", STRATEGIES, "--tokens", str(tokens),
+         "--repeats", str(repeats)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _has_profile(path: Path) -> bool:
+    try:
+        return load_raw(path).profile is not None
+    except Exception:  # not written yet, or mid-write: poll again
+        return False
+
+
+def _wait_profile(path: Path, proc: subprocess.Popen[bytes]) -> None:
+    while proc.poll() is None and not _has_profile(path):
+        time.sleep(0.5)
+
+
+def run(out: Path, name: str, tokens: int, repeats: int, hog: str | None, hog_s: float) -> Path:
+    path = out / f"{name}.json"
+    proc = _campaign(path, tokens, repeats)
+    started = None
+    if hog == "profile":
+        started = start_hog(1.0)
+        _wait_profile(path, proc)
+        stop_hog(started)
+    elif hog == "runs":
+        _wait_profile(path, proc)
+        started = start_hog(1.0)
+        deadline = time.monotonic() + hog_s
+        while proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        stop_hog(started)
+    if proc.wait() != 0:
+        raise SystemExit(f"campaign {name} failed (exit {proc.returncode})")
+    return path
+
+
+def _ratios(raw: ResultsFile, name: str) -> dict[tuple[str, str], float]:
+    summary = summarize(raw, validate_results(raw, name), name)
+    return {(r.prompt, r.strategy): v for r in summary.rows if r.strategy != "plain"
+            if (v := row_value("speed_vs_plain", summary.rows, r)) is not None}
+
+
+def _auto_choices(raw: ResultsFile) -> dict[str, Counter[str]]:
+    out: dict[str, Counter[str]] = {}
+    for run in raw.runs:
+        if run.strategy == "auto" and not run.disturbed:
+            counts = out.setdefault(run.prompt, Counter())
+            counts.update(f"{s.proposer}-{s.proposed}" if s.proposer != "none" else "none"
+                          for s in run.trace)
+    return out
+
+
+def _profile_blocks(raw: ResultsFile) -> tuple[int, int]:
+    assert raw.profile is not None
+    passes = [c for p in raw.profile.points for c in [*p.target, *p.draft]]
+    marked = sum(sum(c.block_disturbed) for c in passes)
+    return marked, sum(len(c.block_ms) for c in passes)
+
+
+def report(paths: dict[str, Path]) -> str:
+    raw = {k: load_raw(p) for k, p in paths.items()}
+    lines = ["# Disturbance on real campaigns", ""]
+    a, b = _ratios(raw["quiet-a"], "a"), _ratios(raw["quiet-b"], "b")
+    noise = {k: abs(a[k] / b[k] - 1) for k in a if k in b}
+    lines += ["| campaign | runs | disturbed (re-run) | profile blocks marked |",
+              "|---|---|---|---|"]
+    for name, r in raw.items():
+        marked, blocks = _profile_blocks(r)
+        lines.append(f"| {name} | {len(r.runs)} | {sum(x.disturbed for x in r.runs)} | "
+                     f"{marked} of {blocks} |")
+    lines += ["", "Disturbed runs and why:", ""]
+    for name, r in raw.items():
+        for x in r.runs:
+            if x.disturbed:
+                lines.append(f"- {name} {x.id}: {x.disturbed_reason or x.foreign_load_reason}")
+    lines += ["", "| condition | quiet A | quiet B | profile hog | runs hog | "
+              "\\|A/B−1\\| (noise) | \\|runs hog/A−1\\| |", "|---|---|---|---|---|---|---|"]
+    hp, hr = _ratios(raw["profile-hog"], "p"), _ratios(raw["runs-hog"], "r")
+    for key in sorted(a):
+        lines.append(f"| {key[0]} × {key[1]} | {a[key]:.3f} | {b.get(key, float('nan')):.3f} | "
+                     f"{hp.get(key, float('nan')):.3f} | {hr.get(key, float('nan')):.3f} | "
+                     f"{noise.get(key, float('nan')):.1%} | "
+                     f"{abs(hr[key] / a[key] - 1) if key in hr else float('nan'):.1%} |")
+    lines += ["", "`auto`'s choices (proposer-k: steps), undisturbed runs:", ""]
+    for name in ("quiet-a", "profile-hog"):
+        for prompt, counts in sorted(_auto_choices(raw[name]).items()):
+            lines.append(f"- {name}, {prompt}: " + ", ".join(
+                f"{c} {n}" for c, n in counts.most_common()))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--hog-s", type=float, default=60.0)
+    p.add_argument("--report", type=Path)
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, hog in (("quiet-a", None), ("profile-hog", "profile"), ("runs-hog", "runs"),
+                      ("quiet-b", None)):
+        print(f"[{name}]", file=sys.stderr, flush=True)
+        paths[name] = run(args.out, name, args.tokens, args.repeats, hog, args.hog_s)
+    text = report(paths)
+    print(text)
+    if args.report:
+        args.report.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
