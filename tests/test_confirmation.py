@@ -21,6 +21,7 @@ from factories import (
 
 from phase.analysis import summarize
 from phase.analysis.selection import RULE, select
+from phase.analysis.slowdown import judge
 from phase.campaign.confirm import confirmation_plan, fresh_seed
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import DEFAULT_PLAN, campaign_config
@@ -119,10 +120,15 @@ def _confirmation(results, plan):  # type: ignore[no-untyped-def]
     runs = campaign_runs([make_sensor()], prompts=("edit",), strategies=("plain", "ngram"),
                          repeats=plan.repeats, decode_s=1.0)
     prompts = [PromptSpec(name="edit", text="fixture prompt edit")]
-    return make_results(runs, prompts=("edit",), strategies=("plain", "ngram"),
-                        repeats=plan.repeats, id="speculative-fixture-confirm",
-                        experiment="speculative", confirms=plan.confirms,
-                        config=campaign_config(plan, prompts))
+    results = make_results(runs, prompts=("edit",), strategies=("plain", "ngram"),
+                           repeats=plan.repeats, id="speculative-fixture-confirm",
+                           experiment="speculative", confirms=plan.confirms,
+                           config=campaign_config(plan, prompts))
+    # The plan judges slowdown against each condition's earlier runs, as `phase confirm` does
+    # while it measures: the runs carry the ratio the validator recomputes.
+    judged = [replaced(r, speed_vs_condition=judge(results, r).vs_condition)
+              for r in results.runs]
+    return replaced(results, runs=judged)
 
 
 def test_the_confirmation_rule_blocks_anything_but_the_confirmed_condition(

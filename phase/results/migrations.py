@@ -13,7 +13,7 @@ from typing import Any
 
 from phase.errors import PhaseError
 from phase.results.covers import covers_of
-from phase.results.schema import SCHEMA_VERSION
+from phase.results.version import SCHEMA_VERSION
 
 
 class ResultsError(PhaseError):
