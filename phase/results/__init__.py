@@ -47,7 +47,6 @@ from phase.results.io import (
 from phase.results.memory import BandwidthMeasurement, BytesEstimate, VariantInfo
 from phase.results.migrations import MIGRATIONS, ResultsError, migrate
 from phase.results.schema import (
-    SCHEMA_VERSION,
     FiniteFloat,
     ModelInfo,
     Pass,
@@ -67,6 +66,7 @@ from phase.results.schema import (
     token_sha256,
 )
 from phase.results.summary import FigureInterval, SummaryFile, SummaryRow
+from phase.results.version import SCHEMA_VERSION
 from phase.results.writing import (
     CampaignWriter,
     WriteFailed,
