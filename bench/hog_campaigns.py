@@ -40,11 +40,12 @@ STRATEGIES = "plain,ngram,draft-4,auto"
 
 
 def _campaign(out: Path, tokens: int, repeats: int) -> subprocess.Popen[bytes]:
+    log = out.with_suffix(".log").open("wb")  # the campaign's terminal output, for a failure
     return subprocess.Popen(
         [str(Path(sys.executable).with_name("phase")), "measure", "speculative", "-o", str(out),
          "--prompts", PROMPTS, "--strategies", STRATEGIES, "--tokens", str(tokens),
          "--repeats", str(repeats)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=log, stderr=subprocess.STDOUT)
 
 
 def _has_profile(path: Path) -> bool:
@@ -54,18 +55,23 @@ def _has_profile(path: Path) -> bool:
         return False
 
 
-def _wait_profile(path: Path, proc: subprocess.Popen[bytes]) -> None:
-    while proc.poll() is None and not _has_profile(path):
+def _wait_profile(path: Path, proc: subprocess.Popen[bytes],
+                  limit_s: float = float("inf")) -> None:
+    deadline = time.monotonic() + limit_s
+    while proc.poll() is None and not _has_profile(path) and time.monotonic() < deadline:
         time.sleep(0.5)
 
 
-def run(out: Path, name: str, tokens: int, repeats: int, hog: str | None, hog_s: float) -> Path:
+def run(out: Path, name: str, tokens: int, repeats: int, hog: str | None, hog_s: float,
+        profile_hog_s: float) -> Path:
     path = out / f"{name}.json"
     proc = _campaign(path, tokens, repeats)
     started = None
     if hog == "profile":
+        # For part of the profile, as other work comes and goes: blocks measured after it
+        # stops are the clean repeats the hit blocks must be replaced by.
         started = start_hog(1.0)
-        _wait_profile(path, proc)
+        _wait_profile(path, proc, profile_hog_s)
         stop_hog(started)
     elif hog == "runs":
         _wait_profile(path, proc)
@@ -75,7 +81,8 @@ def run(out: Path, name: str, tokens: int, repeats: int, hog: str | None, hog_s:
             time.sleep(0.5)
         stop_hog(started)
     if proc.wait() != 0:
-        raise SystemExit(f"campaign {name} failed (exit {proc.returncode})")
+        raise SystemExit(f"campaign {name} failed (exit {proc.returncode}): see "
+                         f"{path.with_suffix('.log')}")
     return path
 
 
@@ -139,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--tokens", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--hog-s", type=float, default=60.0)
+    p.add_argument("--hog-s", type=float, default=60.0,
+                   help="how long the runs hog stays on once the profile is written")
+    p.add_argument("--profile-hog-s", type=float, default=20.0,
+                   help="the profile hog's time from the campaign's start (or to the profile)")
     p.add_argument("--report", type=Path)
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -147,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, hog in (("quiet-a", None), ("profile-hog", "profile"), ("runs-hog", "runs"),
                       ("quiet-b", None)):
         print(f"[{name}]", file=sys.stderr, flush=True)
-        paths[name] = run(args.out, name, args.tokens, args.repeats, hog, args.hog_s)
+        paths[name] = run(args.out, name, args.tokens, args.repeats, hog, args.hog_s,
+                          args.profile_hog_s)
     text = report(paths)
     print(text)
     if args.report:

@@ -124,8 +124,12 @@ def test_campaigns_become_one_versioned_note_per_host_class(tmp_path: Path) -> N
     home = _home(paths)
     assert home.index("speculative-h200") < home.index(SLUG)
     assert "<td>2026-03-02</td>" in home and f"<td>{HOST}</td>" in home
-    assert ("Fastest: draft-4 on code at 1.67× plain decoding&#39;s speed (95% interval "
-            "1.67×–1.67×); energy not measured") in home
+    # The headline names the condition the selection rule chose and says that no fresh runs
+    # have confirmed it; the selection's own 1.67x is labelled as what chose it.
+    assert ("Unconfirmed: draft-4 on code was chosen as the highest speed ratio to plain "
+            "decoding among the campaign&#39;s conditions (of 6; 1.67× plain decoding&#39;s "
+            "speed in the runs that chose it, which are not its evidence)") in home
+    assert "to confirm it: phase confirm speculative-b.json" in home
     # A published version keeps its data: without its campaign in the archive's own results
     # dir the build refuses, naming the version and the file.
     (paths.results_dir / "speculative-a.json").rename(tmp_path / "speculative-a.json")
@@ -161,7 +165,8 @@ def test_an_incomplete_campaign_is_a_draft_without_headline(tmp_path: Path) -> N
     assert "speculative-cut.json: incomplete and superseded" in " ".join(result.lines)
     assert (paths.docs_dir / "raw/speculative-cut.md").is_file()
     home = _home(paths)
-    assert "Fastest: draft-4 on code" in home  # v1's headline, not the draft's
+    assert "Unconfirmed: draft-4 on code" in home  # v1's headline, not the draft's
+    assert "phase confirm speculative-done.json" in home
 
 
 @pytest.mark.slow

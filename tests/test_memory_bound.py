@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from phase.analysis import summarize
-from phase.analysis.figures import FIGURES, memory_reason, memory_value
+from phase.analysis.figures import FIGURES, MEDIAN_OF_RUNS, memory_reason, memory_value
 from phase.analysis.memory import memory_views
 from phase.campaign import (
     Destination,
@@ -176,8 +176,11 @@ def test_the_quick_campaign_publishes_its_note(quick: tuple[Path, ResultsFile],
     # Its finding (the home page's line) is the rule's, escaped.
     assert f"**Finding:** {outcome.headline}\n" in text
     # The table per condition, with its columns and a row per condition linked to its runs.
-    assert ("<th>format</th><th>model</th><th>threads</th><th>fill</th><th>tokens/s</th>"
-            "<th>MB/token</th><th>effective GB/s</th><th>share of measured</th>") in page
+    # Each column names its statistic: a median of runs, or a figure derived from the median.
+    assert ("<th>format</th><th>model</th><th>threads</th><th>fill</th>"
+            f"<th>tokens/s ({MEDIAN_OF_RUNS})</th><th>MB/token (estimate)</th>"
+            "<th>effective GB/s (of the median)</th>"
+            "<th>share of measured (of the median)</th>") in page
     table = page.split('data-kind="memory"')[1].split("</table>")[0]
     assert table.count("<tr><td>") == 4
     assert table.count('href="../../../raw/memory_bound-quick.html#') >= 8

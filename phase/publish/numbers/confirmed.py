@@ -45,8 +45,9 @@ class Confirmed:
                  f"{self.chosen.among}; {times(self.chosen.speed_ratio)} plain decoding's speed "
                  "in the runs that chose it, which are not its evidence)")
         if self.confirmation_file is None:
+            # No Markdown code span: the home page shows the sentence as HTML text.
             return (f"Unconfirmed: {chose}; no confirmation campaign has measured it again "
-                    f"(`phase confirm {self.selection_file}`).")
+                    f"(to confirm it: phase confirm {self.selection_file}).")
         if self.ratio is None or self.interval is None:
             return (f"Not resolved: {chose}; its confirmation {self.confirmation_file} has "
                     "too few paired runs for an interval.")
