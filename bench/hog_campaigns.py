@@ -8,8 +8,9 @@ prompts; plain, ngram, draft-4 and auto), written under --out (never results/: t
 demonstrations, not studies). The hog is bench.disturbance_bench's: one process keeping one
 core busy (duty 1.0).
 
-    profile hog   started when the campaign starts and stopped once its cost profile is in the
-                  file: the profile's blocks it hit must be marked and repeated, and `auto`
+    profile hog   started when the campaign starts and stopped after --profile-hog-s seconds
+                  or once its cost profile is in the file, whichever comes first: the
+                  profile's blocks it hit must be marked and repeated, and `auto`
                   must choose as it does in a quiet campaign
     runs hog      started once the profile is in the file, kept on for --hog-s seconds: every
                   run it slowed beyond the noise floor must be marked and re-run, and the

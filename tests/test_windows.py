@@ -34,6 +34,7 @@ from phase.campaign.windows import (
 )
 from phase.decode import parse_strategy
 from phase.results import SCHEMA_VERSION, Pass, PrimaryEnergy, ResultsFile, load_raw, migrate
+from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler, discover, replay
 from phase.validate import validate_results
 from phase.validate.rules.counter_edges import min_window_s
@@ -268,6 +269,10 @@ def test_quick_campaign_windows_sized_to_a_100ms_counter_pass(
     assert "counter-edges" in (sized.config.window_min_reason or "")
     assert any(line.startswith("energy windows >=") for line in lines)
     assert any(line.split()[:2] == ["code", "plain"] for line in lines)
+    # Before the runs, the time they will take, from plain's reference decode and the passes.
+    planned = len(planned_schedule(sized.config))
+    assert [line for line in lines if line.startswith("time: about ")
+            and f" for {planned} runs (each at plain decoding's expected speed" in line]
     for run in sized.runs:
         (w,) = run.energy
         assert len(run.passes) >= 2

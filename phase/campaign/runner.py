@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from phase.analysis import adaptive
-from phase.campaign import machine, profiling, windows
+from phase.campaign import duration, machine, profiling, windows
 from phase.campaign.bandwidth_record import measure_bandwidth
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.experiment import Experiment
@@ -160,7 +160,9 @@ class Campaign:
             self._quiet_check()
             refs, plain_s = self._references(writer)
             self._profile(writer, refs)
-            size = self._size_windows(writer, plain_s)
+            size, planned = self._size_windows(writer, plain_s)
+            self.observer.message(duration.estimate(runs, planned, writer.results.config,
+                                                    done).line())
             self.observer.campaign_started(len(runs), len(done & {r.run_id for r in runs}))
             index = 0
             for block in repeats_of(runs):
@@ -285,10 +287,10 @@ class Campaign:
                                  self.observer.message, self.output)
 
     def _size_windows(self, writer: CampaignWriter,
-                      plain_s: dict[str, float]) -> windows.WindowSize:
+                      plain_s: dict[str, float]
+                      ) -> tuple[windows.WindowSize, list[windows.PlannedWindow]]:
         """The energy window every run decodes to (phase.campaign.windows), recorded in the
-        file's config, and the passes each condition is expected to need, shown before the
-        runs. A resumed campaign keeps the window its file records."""
+        file's config, and each condition's expected passes. A resumed file keeps its window."""
         results = writer.results
         size = windows.size_window(results.sensors, results.primary_energy,
                                    enabled=self.plan.size_windows)
@@ -307,7 +309,7 @@ class Campaign:
                                        self.plan.max_passes, results.profile, plain_s)
         for line in windows.table_lines(size, planned):
             self.observer.message(line)
-        return size
+        return size, planned
 
     def _profile(self, writer: CampaignWriter, refs: dict[RefKey, PlainReference]) -> None:
         """Measure the cost profile once per file (a resumed campaign keeps the one its
