@@ -8,8 +8,8 @@ prompts; plain, ngram, draft-4 and auto), written under --out (never results/: t
 demonstrations, not studies). The hog is bench.disturbance_bench's: one process keeping one
 core busy (duty 1.0).
 
-    profile hog   started when the campaign starts and stopped after --profile-hog-s seconds
-                  or once its cost profile is in the file, whichever comes first: the
+    profile hog   started when the campaign says its profile starts, stopped after --profile-hog-s
+                  seconds or once its cost profile is in the file, whichever comes first: the
                   profile's blocks it hit must be marked and repeated, and `auto`
                   must choose as it does in a quiet campaign
     runs hog      started once the profile is in the file, kept on for --hog-s seconds: every
@@ -17,6 +17,7 @@ core busy (duty 1.0).
                   campaign's ratios must agree with a quiet one's within the noise of two
                   quiet campaigns
 
+A campaign already complete under --out is kept: a second call measures only what is missing.
 Prints a Markdown report (and writes it to --report when given). Run it on a quiet machine:
 the quiet campaigns are the yardstick.
 """
@@ -24,6 +25,7 @@ the quiet campaigns are the yardstick.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -38,15 +40,17 @@ from phase.validate import validate_results
 
 PROMPTS = "edit,code"
 STRATEGIES = "plain,ngram,draft-4,auto"
+PROFILE_STARTS = "cost profile: timing"  # what `phase measure` prints as its profile begins
 
 
 def _campaign(out: Path, tokens: int, repeats: int) -> subprocess.Popen[bytes]:
-    log = out.with_suffix(".log").open("wb")  # the campaign's terminal output, for a failure
+    # Its terminal output, unbuffered: the profile hog starts when it says the profile starts.
+    log = out.with_suffix(".log").open("wb")
     return subprocess.Popen(
         [str(Path(sys.executable).with_name("phase")), "measure", "speculative", "-o", str(out),
          "--prompts", PROMPTS, "--strategies", STRATEGIES, "--tokens", str(tokens),
          "--repeats", str(repeats)],
-        stdout=log, stderr=subprocess.STDOUT)
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
 def _has_profile(path: Path) -> bool:
@@ -56,6 +60,12 @@ def _has_profile(path: Path) -> bool:
         return False
 
 
+def _wait_profile_start(path: Path, proc: subprocess.Popen[bytes]) -> None:
+    log = path.with_suffix(".log")
+    while proc.poll() is None and PROFILE_STARTS not in log.read_text(errors="replace"):
+        time.sleep(0.2)
+
+
 def _wait_profile(path: Path, proc: subprocess.Popen[bytes],
                   limit_s: float = float("inf")) -> None:
     deadline = time.monotonic() + limit_s
@@ -63,24 +73,36 @@ def _wait_profile(path: Path, proc: subprocess.Popen[bytes],
         time.sleep(0.5)
 
 
+def _complete(path: Path) -> bool:
+    try:
+        return load_raw(path).status == "complete"
+    except Exception:  # absent or unreadable: measure it
+        return False
+
+
 def run(out: Path, name: str, tokens: int, repeats: int, hog: str | None, hog_s: float,
         profile_hog_s: float) -> Path:
     path = out / f"{name}.json"
+    if _complete(path):  # a finished campaign of an earlier call is kept, not measured again
+        return path
     proc = _campaign(path, tokens, repeats)
-    started = None
-    if hog == "profile":
-        # For part of the profile, as other work comes and goes: blocks measured after it
-        # stops are the clean repeats the hit blocks must be replaced by.
-        started = start_hog(1.0)
-        _wait_profile(path, proc, profile_hog_s)
-        stop_hog(started)
-    elif hog == "runs":
-        _wait_profile(path, proc)
-        started = start_hog(1.0)
-        deadline = time.monotonic() + hog_s
-        while proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)
-        stop_hog(started)
+    hog_proc = None
+    try:
+        if hog == "profile":
+            # For part of the profile, as other work comes and goes: blocks measured after
+            # it stops are the clean repeats the hit blocks must be replaced by.
+            _wait_profile_start(path, proc)
+            hog_proc = start_hog(1.0)
+            _wait_profile(path, proc, profile_hog_s)
+        elif hog == "runs":
+            _wait_profile(path, proc)
+            hog_proc = start_hog(1.0)
+            deadline = time.monotonic() + hog_s
+            while proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.5)
+    finally:  # never leave a hog spinning, whatever stopped us
+        if hog_proc is not None:
+            stop_hog(hog_proc)
     if proc.wait() != 0:
         raise SystemExit(f"campaign {name} failed (exit {proc.returncode}): see "
                          f"{path.with_suffix('.log')}")

@@ -6,6 +6,7 @@ test_confirmation_campaign.py."""
 from __future__ import annotations
 
 import hashlib
+import html
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,21 @@ def test_another_machine_cannot_confirm(tmp_path: Path) -> None:
     with pytest.raises(UsageProblem, match="must run where the campaign it confirms ran"):
         confirmation_plan(_experiment(tmp_path, results), path,
                           here=("Some Other CPU", results.provenance.llama_cpp_python_version))
+
+
+def test_another_build_cannot_confirm(tmp_path: Path) -> None:
+    """Same CPU and binding, llama.cpp built with AMX on one side only: other kernels run."""
+    info = "llama-cpp-python 0.3.36 | CPU : AVX2 = 1 | AVX512 = 1 | AMX_INT8 = 1 | REPACK = 1"
+    results = replaced(_selection(), provenance=make_provenance(
+        cpu_model="Fixture CPU 2c", llama_cpp_system_info=info))
+    path = write_results(results, tmp_path / "s.json")
+    without = info.replace(" | AMX_INT8 = 1", "")
+    experiment = _experiment(tmp_path, results)
+    with pytest.raises(UsageProblem, match=r"CPU kernels differ \(AMX_INT8 there only\)"):
+        confirmation_plan(experiment, path, here=("Fixture CPU 2c", None, without))
+    # The same build passes.
+    plan = confirmation_plan(experiment, path, here=("Fixture CPU 2c", None, info))
+    assert plan.confirms is not None
 
 
 def test_the_selection_is_the_highest_ratio_among_all_conditions() -> None:
@@ -157,6 +173,7 @@ def _datasets(tmp_path: Path, *files):  # type: ignore[no-untyped-def]
     from phase.publish.data.datasets import load_dataset
     from phase.validate import RuleSettings
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     out = []
     for results, name in files:
         _, ds = load_dataset(write_results(results, tmp_path / name), RuleSettings())
@@ -187,8 +204,27 @@ def test_the_headline_states_the_confirmation_not_the_selection(tmp_path: Path) 
     sentence = found.sentence()
     assert sentence.startswith("Not confirmed: ngram on edit")
     assert "which are not its evidence" in sentence and "includes 1" in sentence
+    # A note's text states the same sentence through confirmation(), escaped for Markdown.
+    from phase.publish.notes.figures import Figures
+    calls = Figures("fixture", [selection_ds], [], "../", confirmations={name: confirmation_ds})
+    assert html.unescape(str(calls.confirmation())) == sentence
+    alone = str(Figures("fixture", [selection_ds], [], "../").confirmation())
+    assert html.unescape(alone).startswith("Unconfirmed: ngram on edit")
     unconfirmed = confirmed(selection_ds, None)
     assert unconfirmed is not None and unconfirmed.sentence().startswith("Unconfirmed:")
+    # The same weights recorded under another name (a file path rather than the embedded
+    # model's name) confirm as well; other weights do not.
+    renamed = replaced(confirmation, models=[replaced(m, name="test-target-q4.gguf")
+                                             for m in confirmation.models])
+    again, renamed_ds = _datasets(tmp_path / "renamed", (results, name),
+                                  (renamed, "speculative-fixture-confirm.json"))
+    assert attach([again, renamed_ds]) == {name: renamed_ds}
+    other_weights = replaced(confirmation, models=[replaced(m, sha256="1" * 64)
+                                                   for m in confirmation.models])
+    again, other_ds = _datasets(tmp_path / "other", (results, name),
+                                (other_weights, "speculative-fixture-confirm.json"))
+    with pytest.raises(ConfirmationError, match=r"\$\.models: ran other model files"):
+        attach([again, other_ds])
     # A selection whose bytes changed since: the confirmation confirms nothing.
     other = replaced(results, status="complete", id="speculative-fixture-b")
     changed, conf = _datasets(moved, (other, name),

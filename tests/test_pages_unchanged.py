@@ -33,7 +33,11 @@ and so their digests on the raw data pages, and their note templates
 (experiments/memory_bound.md.j2, experiments/speculative_sampling.md.j2,
 temperature_table.html.j2) add template digests to the archive's manifests; no page
 otherwise; then to e4fa1bd, where the temperature tables got their downloads (a new digest of
-temperature_table.html.j2 in the manifests, no page of the committed notes). A change
+temperature_table.html.j2 in the manifests, no page of the committed notes); then to
+REFERENCE_44, after issue 44's claims work: schema 12, Student t intervals on log ratios with
+the Benjamini-Hochberg correction, titles and findings from each experiment's declared rule,
+counts behind every rate, headlines stated with their confirmation, builds compared only where
+comparable, and new versions of three notes with errata on the ones they correct. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """

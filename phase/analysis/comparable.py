@@ -92,9 +92,10 @@ def _extra_buffers(value: bool | None) -> str | None:
     return "used (AMX tiles or repacked weights, as the CPU allows)" if value else "not used"
 
 
-def comparability_key(raw: ResultsFile) -> list[KeyField]:
+def comparability_key(raw: ResultsFile, *, models: bool = True) -> list[KeyField]:
     """What makes this campaign's numbers comparable with another's, in the order pages list
-    it (see the module doc); a field the file lacks is None."""
+    it (see the module doc); a field the file lacks is None. `models`: with the model fields
+    (False where the caller compares the weights by sha256 itself)."""
     p = raw.provenance
     identity = host_identity_of(raw)
     info = p.llama_cpp_system_info
@@ -115,16 +116,18 @@ def comparability_key(raw: ResultsFile) -> list[KeyField]:
         KeyField("weight buffers loaded", "build",
                  None if buffers is None else frozenset(buffers)),
     ]
-    fields += [KeyField(role, "build", text) for role, text in _models(raw).items()]
+    if models:
+        fields += [KeyField(role, "build", text) for role, text in _models(raw).items()]
     return fields
 
 
-def differences(a: ResultsFile, b: ResultsFile) -> list[Difference]:
+def differences(a: ResultsFile, b: ResultsFile, *, models: bool = True) -> list[Difference]:
     """Every field of the key on which `a` and `b` differ, as (field, value in a, value in b);
     a field only one of them has (a draft model, a model level) is "none" on the other, and
-    one a file did not record is "not recorded", which differs from any value."""
-    ka = {f.name: f for f in comparability_key(a)}
-    kb = {f.name: f for f in comparability_key(b)}
+    one a file did not record is "not recorded", which differs from any value. `models`:
+    False leaves the model fields out (see comparability_key)."""
+    ka = {f.name: f for f in comparability_key(a, models=models)}
+    kb = {f.name: f for f in comparability_key(b, models=models)}
     names = list(ka) + [n for n in kb if n not in ka]
     out = []
     for name in names:

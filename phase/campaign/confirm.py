@@ -32,8 +32,10 @@ from phase.campaign.machine import cpu_model, package_version
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
 from phase.errors import UsageProblem
+from phase.models import EMBEDDED
 from phase.results import Confirms, ResultsFile, load_raw
 from phase.results.jsonread import read_regular_bytes
+from phase.results.llama_build import enabled_features
 from phase.validate import validate_results
 
 # Pairs of fresh runs: 8 give a Student t interval with 7 degrees of freedom (its quantile
@@ -64,9 +66,10 @@ def _narrowed(plan: CampaignPlan, levels: dict[str, object], source: str) -> tup
 
 
 def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
-                      here: tuple[str | None, str | None] | None = None) -> CampaignPlan:
+                      here: tuple[str | None, ...] | None = None) -> CampaignPlan:
     """The plan that confirms the headline of the campaign in `path`; `here` is this
-    machine's CPU model and llama-cpp-python version (default: read from it)."""
+    machine's CPU model, llama-cpp-python version and llama.cpp system info (default:
+    read from it)."""
     source = str(path)
     selection = load_raw(path)
     if selection.confirms is not None:
@@ -78,7 +81,10 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
     if selection.experiment != experiment.name:
         raise UsageProblem(f"{source}: a campaign of experiment {selection.experiment}, not "
                            f"{experiment.name}")
-    here = here or (cpu_model(), package_version("llama_cpp_python"))
+    if here is None:
+        from phase.decode.backend import system_info  # loads llama.cpp: only when confirming
+
+        here = (cpu_model(), package_version("llama_cpp_python"), system_info())
     problems = host_problems(selection, *here)
     if problems:
         raise UsageProblem(f"{source}: a confirmation must run where the campaign it confirms "
@@ -124,11 +130,15 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
 
 
 def _model(results: ResultsFile, role: str) -> str | None:
-    """The selection's model file: its path where it is still there, else its name (an
-    embedded model, fetched and checked by sha256 as any campaign does)."""
+    """The selection's model: an embedded model by its name (fetched and checked by sha256 as
+    any campaign does, and recorded under the same name), else its file where it is still
+    there, else its name."""
     found = next((m for m in results.models if m.role == role and m.level is None), None)
     if found is None:
         return None
+    embedded = EMBEDDED.get(found.name)
+    if embedded is not None and embedded.sha256 == found.sha256:
+        return found.name
     return found.path if Path(found.path).is_file() else found.name
 
 
@@ -139,15 +149,25 @@ def _models(selection: ResultsFile) -> dict[str, str | None]:
     return {"target": target, "draft": _model(selection, "draft")}
 
 
-def host_problems(selection: ResultsFile, cpu: str | None, binding: str | None) -> list[str]:
+def host_problems(selection: ResultsFile, cpu: str | None, binding: str | None,
+                  system_info: str | None = None) -> list[str]:
     """Why this machine cannot confirm the selection, known before any model loads: another
-    CPU, or another llama-cpp-python (the site compares the rest of the build afterwards)."""
+    CPU, another llama-cpp-python, or llama.cpp built with other CPU kernels (AMX on one
+    side only: other code runs); the site compares the rest of the build afterwards."""
     p = selection.provenance
     out = []
     if None not in (cpu, p.cpu_model) and p.cpu_model != cpu:
         out.append(f"this machine's CPU is {cpu}, the campaign's was {p.cpu_model}")
     if binding is not None and p.llama_cpp_python_version not in (None, binding):
         out.append(f"llama-cpp-python {binding} here, {p.llama_cpp_python_version} there")
+    if system_info is not None and p.llama_cpp_system_info is not None:
+        here, there = set(enabled_features(system_info)), set(enabled_features(
+            p.llama_cpp_system_info))
+        if here != there:
+            only = [f"{', '.join(sorted(a - b))} {where}" for a, b, where in (
+                (here, there, "here only"), (there, here, "there only")) if a - b]
+            out.append(f"llama.cpp's CPU kernels differ ({'; '.join(only)}); rebuild it as the "
+                       "campaign's was (make setup ACCEL=cpu or ACCEL=cpu-noamx)")
     return out
 
 

@@ -18,6 +18,8 @@ from phase.errors import PhaseError
 from phase.publish.data.datasets import Dataset
 from phase.results import ResultsFile
 
+# The build's attach() result, set on the Jinja environment for the notes' confirmation().
+CONFIRMATIONS_GLOBAL = "phase_confirmations"
 
 class ConfirmationError(PhaseError):
     """A confirmation file that cannot stand beside its selection (exit 1: the build stops)."""
@@ -60,8 +62,9 @@ def attach(datasets: Iterable[Dataset]) -> dict[str, Dataset]:
                                     f"{confirms.file} ({', '.join(sorted(r for r, _ in differ))}"
                                     "); a confirmation must measure the same weights")
         # What both files recorded must agree; a field the older file lacks cannot show a
-        # difference (it is not evidence of one either way).
-        known = [d for d in differences(selection.raw_header, header)
+        # difference (it is not evidence of one either way). The weights were compared by
+        # sha256 above: a draft the confirmed strategy does not load is no difference.
+        known = [d for d in differences(selection.raw_header, header, models=False)
                  if NOT_RECORDED not in (d.a, d.b)]
         if known:
             raise ConfirmationError(

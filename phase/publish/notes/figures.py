@@ -11,6 +11,7 @@
     {{ bench("2026-11-30-vm.json", "plain tg128", "reference", vs="llama-bench") }}
     {{ model_size("draft") }}                                a model file's size from provenance
     {{ baseline_caveats() }}                                 the unstable-baseline paragraph
+    {{ confirmation() }}                                     the headline's confirmation
 
 Each renders as a span whose title says what it is: the median of n runs, their range and
 its 95% interval (phase.analysis.intervals.words), or the median of how many steps. A note
@@ -24,7 +25,7 @@ tests/test_note_figures.py fails when a note types a measured figure outside the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from markupsafe import Markup
@@ -40,6 +41,7 @@ from phase.publish.data.datasets import Dataset
 from phase.publish.notes.source import NoteError
 from phase.publish.numbers.bench import BenchResults
 from phase.publish.numbers.bench import figure as bench_figure
+from phase.publish.numbers.confirmed import confirmed
 from phase.publish.numbers.spreads import (
     ConditionSpread,
     baseline_caveat,
@@ -83,6 +85,8 @@ class Figures:
     caveat_href: str = f"#{CAVEAT_ID}"  # where the unstable-baseline paragraph is
     marked: dict[str, str] = field(default_factory=dict)  # prompt -> caveat, marks rendered
     caveats_placed: bool = False
+    # Every campaign's confirmation campaign, by the campaign's file name (the build's).
+    confirmations: Mapping[str, Dataset] = field(default_factory=dict)
     _spreads: dict[str, dict[tuple[str, str], ConditionSpread]] = field(default_factory=dict)
 
     def _pick(self, file: str | None) -> list[Dataset]:
@@ -194,6 +198,19 @@ class Figures:
             return False
         _, row = self._row("resolved", prompt, strategy, file)
         return resolved(row_interval(fig.name, row))
+
+    def confirmation(self, file: str | None = None) -> Markup:
+        """Per campaign of this version (or the one named `file`): the condition its selection
+        rule chose as the best, and what a confirmation campaign measured of it on fresh runs
+        ("Confirmed", "Not confirmed"), or that none has ("Unconfirmed")."""
+        sentences = []
+        for ds in self._pick(file):
+            if ds.raw_header is None:  # a transcribed summary: nothing chosen, nothing to run
+                continue
+            found = confirmed(ds, self.confirmations.get(ds.name))
+            if found is not None:
+                sentences.append(found.sentence())
+        return Markup(markdown_safe(" ".join(sentences)))
 
     def direction(self, prompts: list[str], strategies: list[str], metric: str,
                   file: str | None = None) -> str:

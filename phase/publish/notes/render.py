@@ -46,6 +46,7 @@ from phase.analysis.queries import Condition
 from phase.escaping import finalize, markdown_safe, markdown_text, safe_url
 from phase.escaping import join as md_join
 from phase.publish.charts.spec import ENERGY_KINDS, STRATEGY_KINDS, Chart
+from phase.publish.data.confirmations import CONFIRMATIONS_GLOBAL
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.islands import island
 from phase.publish.notes.citations import cited_section
@@ -164,7 +165,8 @@ class _Calls:
         self.assets = PageAssets(env, asset_dir, asset_href)
         self.called: set[str] = set()
         self.cited: list[str] = []  # the notes its text links to, for cited_section
-        self.figures = Figures(str(note.path), datasets, env.globals.get(BENCH_GLOBAL, []), root)
+        self.figures = Figures(str(note.path), datasets, env.globals.get(BENCH_GLOBAL, []), root,
+                               confirmations=env.globals.get(CONFIRMATIONS_GLOBAL, {}))
 
     def pick(self, file: str | None) -> list[Dataset]:
         """This version's results files, or the one named `file` (a note error if absent)."""
@@ -260,6 +262,7 @@ class _Calls:
             "interval": f.interval,
             "resolved": f.resolved,
             "direction": f.direction,
+            "confirmation": f.confirmation,
             "value_range": f.value_range,
             "step": f.step,
             "bench": f.bench_value,

@@ -25,6 +25,7 @@ from phase.errors import PhaseError
 from phase.publish.archive.store import Archive, FrozenVersion
 from phase.publish.charts.spec import packages, vega_bundle
 from phase.publish.data.cache import DatasetCache
+from phase.publish.data.confirmations import CONFIRMATIONS_GLOBAL, attach
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.citations import NOTES_GLOBAL
 from phase.publish.notes.generated import generated_notes
@@ -176,6 +177,8 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     bench = load_bench(paths.bench_dir)
     # Notes cite bench figures and link repository files from any page: the templates carry them.
     env.globals.update({BENCH_GLOBAL: bench, ROOT_GLOBAL: paths.root})
+    # A note states its headline with the confirmation campaign that measured it again.
+    env.globals[CONFIRMATIONS_GLOBAL] = attach(by_path.values())
     # A note citing another reads the latest campaigns behind it (notes/citations.py).
     env.globals[NOTES_GLOBAL] = {n.slug: (n.meta.title, v[-1] if v else [])
                                  for n, v in zip(notes, versions, strict=True)}
