@@ -35,6 +35,7 @@ from pathlib import Path
 from bench.disturbance_bench import start_hog, stop_hog
 from phase.analysis import summarize
 from phase.analysis.figures import row_value
+from phase.campaign.profiling import summary_line
 from phase.results import ResultsFile, load_raw
 from phase.validate import validate_results
 
@@ -132,6 +133,23 @@ def _profile_blocks(raw: ResultsFile) -> tuple[int, int]:
     return marked, sum(len(c.block_ms) for c in passes)
 
 
+def _most_hit(raw: ResultsFile) -> str:
+    """The profiled pass whose disturbed blocks ran slowest against the price it kept (the
+    median of its undisturbed blocks): what `auto` would have decided with without them."""
+    assert raw.profile is not None
+    worst, text = 1.0, "none"
+    for point in raw.profile.points:
+        for role, costs in (("target", point.target), ("draft", point.draft)):
+            for c in costs:
+                hit = [ms for ms, bad in zip(c.block_ms, c.block_disturbed, strict=True) if bad]
+                if hit and c.ms > 0 and max(hit) / c.ms > worst:
+                    worst = max(hit) / c.ms
+                    text = (f"{role} {c.tokens}-token pass at KV {point.kv_tokens}: a "
+                            f"disturbed block {max(hit):.1f} ms, {worst:.1f}x the {c.ms:.1f} ms "
+                            "kept")
+    return text
+
+
 def report(paths: dict[str, Path]) -> str:
     raw = {k: load_raw(p) for k, p in paths.items()}
     lines = ["# Disturbance on real campaigns", ""]
@@ -143,6 +161,13 @@ def report(paths: dict[str, Path]) -> str:
         marked, blocks = _profile_blocks(r)
         lines.append(f"| {name} | {len(r.runs)} | {sum(x.disturbed for x in r.runs)} | "
                      f"{marked} of {blocks} |")
+    lines += ["", "The cost profile's prices `auto` decides with, as each campaign kept them "
+              "(median of the undisturbed blocks), and the pass whose disturbed blocks ran "
+              "slowest against that price:",
+              "", "| campaign | profile | most disturbed pass |", "|---|---|---|"]
+    for name, r in raw.items():
+        assert r.profile is not None
+        lines.append(f"| {name} | {summary_line(r.profile)} | {_most_hit(r)} |")
     lines += ["", "Disturbed runs and why:", ""]
     for name, r in raw.items():
         for x in r.runs:
