@@ -81,11 +81,7 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
     if selection.experiment != experiment.name:
         raise UsageProblem(f"{source}: a campaign of experiment {selection.experiment}, not "
                            f"{experiment.name}")
-    if here is None:
-        from phase.decode.backend import system_info  # loads llama.cpp: only when confirming
-
-        here = (cpu_model(), package_version("llama_cpp_python"), system_info())
-    problems = host_problems(selection, *here)
+    problems = host_problems(selection, *(here or _this_machine()))
     if problems:
         raise UsageProblem(f"{source}: a confirmation must run where the campaign it confirms "
                            f"ran: {'; '.join(problems)}")
@@ -147,6 +143,12 @@ def _models(selection: ResultsFile) -> dict[str, str | None]:
     if target is None:
         raise UsageProblem(f"{selection.id}: the campaign records no target model")
     return {"target": target, "draft": _model(selection, "draft")}
+
+
+def _this_machine() -> tuple[str | None, ...]:
+    from phase.decode.backend import system_info  # loads llama.cpp: only when confirming
+
+    return cpu_model(), package_version("llama_cpp_python"), system_info()
 
 
 def host_problems(selection: ResultsFile, cpu: str | None, binding: str | None,

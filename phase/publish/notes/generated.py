@@ -155,6 +155,11 @@ def _revise(groups: dict[str, Group], revisions: Revisions, by_name: dict[str, C
             elif rev.version == len(group.versions) + 1:
                 group.versions.append(campaign)
                 claimed.add(name)
+            elif rev.version == len(group.versions) + 2 and name not in claimed:
+                # Built without the archive that holds the version it revises (a fresh
+                # history): the campaign is shown first as that version, then as this one.
+                group.versions += [campaign, campaign]
+                claimed.add(name)
             else:
                 raise NoteError(f"{where}: the note has {len(group.versions)} version(s); the "
                                 f"next is {len(group.versions) + 1}")
