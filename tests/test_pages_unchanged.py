@@ -34,7 +34,7 @@ and so their digests on the raw data pages, and their note templates
 temperature_table.html.j2) add template digests to the archive's manifests; no page
 otherwise; then to e4fa1bd, where the temperature tables got their downloads (a new digest of
 temperature_table.html.j2 in the manifests, no page of the committed notes); then to
-d4fd82d, after issue 44's claims work: schema 12, Student t intervals on log ratios with
+cb454ab, after issue 44's claims work: schema 12, Student t intervals on log ratios with
 the Benjamini-Hochberg correction, titles and findings from each experiment's declared rule,
 counts behind every rate, headlines stated with their confirmation, builds compared only where
 comparable, and new versions of three notes with errata on the ones they correct. A change
@@ -56,7 +56,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "d4fd82d2d57f6cff9c797163b475c021988fc13f"
+REFERENCE = "cb454ab1a854e404f1611f9a139f628f231f1b8d"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
