@@ -30,7 +30,8 @@ def test_the_estimate_adds_each_run_at_its_prompts_plain_speed() -> None:
     # 6 runs of code at 2 passes of 2 s, 6 of edit at 4 s, each with 1.5 s of waits.
     assert found.estimated_s == 6 * 4.0 + 6 * 4.0 + 12 * 1.5
     line = found.line()
-    assert line.startswith("time: about 66 s for 12 runs")
+    assert line.startswith("time: about 66 s for 12 runs if each decodes at plain decoding")
+    assert "a strategy slower than plain takes longer" in line
     assert "re-run up to 2 time(s)" in line and "adaptive" not in line
     # A resumed campaign estimates what is left.
     done = {r.run_id for r in runs if r.prompt == "edit"}

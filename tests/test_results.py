@@ -174,7 +174,8 @@ def test_a_newer_file_is_refused_with_upgrade_advice(tmp_path: Path) -> None:
 # The committed files not of schema version 1, with the version they were written as.
 WRITTEN_AS = {"speculative-x86_64-2c-2026-11-30-2.json": 3,
               "memory_bound-x86_64-2c-2026-12-03.json": 11,
-              "speculative_sampling-x86_64-2c-2026-12-03.json": 11}
+              "speculative_sampling-x86_64-2c-2026-12-03.json": 11,
+              "speculative_sampling-x86_64-2c-2026-12-03-confirm.json": 12}
 
 
 def test_committed_results_files_still_read() -> None:

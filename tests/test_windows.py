@@ -272,7 +272,7 @@ def test_quick_campaign_windows_sized_to_a_100ms_counter_pass(
     # Before the runs, the time they will take, from plain's reference decode and the passes.
     planned = len(planned_schedule(sized.config))
     assert [line for line in lines if line.startswith("time: about ")
-            and f" for {planned} runs (each at plain decoding's expected speed" in line]
+            and f" for {planned} runs if each decodes at plain decoding's expected speed" in line]
     for run in sized.runs:
         (w,) = run.energy
         assert len(run.passes) >= 2
