@@ -6,12 +6,12 @@ both load the declaration and run it through the same command (phase.cli.measure
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from phase import REPO_ROOT
+from phase.analysis.declared import declared_experiment
 from phase.campaign.factors import Factor, check_factors
 from phase.campaign.plan import CampaignPlan
 from phase.errors import UsageProblem
@@ -74,10 +74,5 @@ def known_experiments(directory: Path = EXPERIMENTS_DIR) -> list[str]:
 
 
 def _declared(path: Path) -> Experiment | None:
-    spec = importlib.util.spec_from_file_location(f"phase_experiment_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        return None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found = getattr(module, "EXPERIMENT", None)
+    found = declared_experiment(path, "phase_experiment")
     return found if isinstance(found, Experiment) else None

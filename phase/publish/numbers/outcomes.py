@@ -11,11 +11,11 @@ template's title and states no verdict).
 
 from __future__ import annotations
 
-import importlib.util
 from functools import cache
 from pathlib import Path
 
 from phase import REPO_ROOT
+from phase.analysis.declared import declared_experiment
 from phase.analysis.rules import Outcome, Question
 from phase.publish.data.datasets import Dataset
 
@@ -24,12 +24,7 @@ EXPERIMENTS_DIR = REPO_ROOT / "experiments"
 
 @cache
 def _declared(path: Path) -> Question | None:
-    spec = importlib.util.spec_from_file_location(f"phase_question_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        return None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found = getattr(getattr(module, "EXPERIMENT", None), "question", None)
+    found = getattr(declared_experiment(path, "phase_question"), "question", None)
     return found if isinstance(found, Question) else None
 
 
