@@ -171,15 +171,3 @@ def host_problems(selection: ResultsFile, cpu: str | None, binding: str | None,
             out.append(f"llama.cpp's CPU kernels differ ({'; '.join(only)}); rebuild it as the "
                        "campaign's was (make setup ACCEL=cpu or ACCEL=cpu-noamx)")
     return out
-
-
-def same_models(selection: ResultsFile, confirmation: ResultsFile) -> list[str]:
-    """Where the confirmation's model files differ from the selection's (by role and level):
-    a confirmation of other weights confirms nothing."""
-    def files(results: ResultsFile) -> dict[tuple[str, str | None], str]:
-        return {(m.role, m.level): m.sha256 for m in results.models}
-
-    mine, theirs = files(confirmation), files(selection)
-    return [f"{role}{'' if level is None else f' ({level})'}: {sha[:12]}… here, "
-            f"{theirs.get((role, level), 'none')[:12]}… in the selection"
-            for (role, level), sha in mine.items() if theirs.get((role, level)) != sha]

@@ -356,17 +356,20 @@ def generated_notes(
     authored: set[str],
     own_results: bool = True,
     revisions: Revisions | None = None,
+    confirmations: Mapping[str, Dataset] | None = None,
 ) -> Generated:
     """The generated notes for every raw campaign no authored note cites (see module doc);
     `cited_by` maps each file an authored note cites to those notes, `authored` holds their
     slugs. `own_results` False: the results dir is not the one that feeds the archive, and
-    archived notes without a campaign in it are left out instead of refused."""
+    archived notes without a campaign in it are left out instead of refused. `confirmations`:
+    the build's attach() of `datasets` (computed here when not given)."""
     lines: list[str] = []
     claimed = {name for versions in _claims(archive, authored).values()
                for names, _ in versions for name in names}
     # Files an archived generated version was published from stay in it, cited or not.
     # A confirmation campaign is evidence for another campaign's headline, not a version.
-    confirmations = attach(datasets)
+    if confirmations is None:
+        confirmations = attach(datasets)
     campaigns = [Campaign(d, d.raw_header, d.path in quick_paths) for d in datasets
                  if d.raw_header is not None and not is_confirmation(d)
                  and (d.path not in cited_by or d.name in claimed)]

@@ -20,7 +20,6 @@ import jinja2
 
 from phase.publish.archive.store import Archive, FrozenVersion
 from phase.publish.data.cache import DatasetCache
-from phase.publish.data.confirmations import attach
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.page import Page
 from phase.publish.notes.source import NoteSource
@@ -50,11 +49,9 @@ class BuildInputs:
     # Whether a cross-host table may show campaigns whose builds differ (phase.publish.pages.
     # builds), whatever the notes say.
     allow_mixed_builds: bool = False
-
-    @cached_property
-    def confirmations(self) -> dict[str, Dataset]:
-        """A campaign's file name -> the confirmation campaign of its headline, if any."""
-        return attach(self.datasets.values())
+    # A campaign's file name -> the confirmation campaign of its headline, if any (the
+    # build's one phase.publish.data.confirmations.attach of `datasets`).
+    confirmations: dict[str, Dataset] = field(default_factory=dict)
 
     @cached_property
     def used_by(self) -> dict[Path, list[tuple[str, str, int]]]:

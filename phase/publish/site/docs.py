@@ -164,10 +164,12 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
             for p in files:
                 cited_by.setdefault(p, []).append(note)
     revisions = load_revisions(paths.notes_dir) if paths.notes_dir.is_dir() else {}
+    # A campaign's file name -> its headline's confirmation campaign, for every page kind.
+    confirmations = attach(by_path.values())
     gen = generated_notes(list(by_path.values()), set(quick), cited_by, archive,
                           paths.templates_dir, {n.slug for n in authored},
                           own_results=not paths.foreign_into_project_archive,
-                          revisions=revisions)
+                          revisions=revisions, confirmations=confirmations)
     notes = authored + gen.notes
     versions = [[[by_path[p] for p in files] for files in per_note] for per_note in cited]
     versions += [[[ds] for ds in g_versions] for g_versions in gen.datasets]
@@ -178,7 +180,7 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     # Notes cite bench figures and link repository files from any page: the templates carry them.
     env.globals.update({BENCH_GLOBAL: bench, ROOT_GLOBAL: paths.root})
     # A note states its headline with the confirmation campaign that measured it again.
-    env.globals[CONFIRMATIONS_GLOBAL] = attach(by_path.values())
+    env.globals[CONFIRMATIONS_GLOBAL] = confirmations
     # A note citing another reads the latest campaigns behind it (notes/citations.py).
     env.globals[NOTES_GLOBAL] = {n.slug: (n.meta.title, v[-1] if v else [])
                                  for n, v in zip(notes, versions, strict=True)}
@@ -186,7 +188,8 @@ def render_docs(paths: SitePaths, docs_dir: Path, settings: RuleSettings,
     build = BuildInputs(env=env, settings=settings, templates_dir=paths.templates_dir,
                         archive=archive, cache=cache, notes=notes, versions=versions,
                         datasets=by_path, cited_by=cited_by, bench=bench, freeze=freeze,
-                        allow_mixed_builds=paths.allow_mixed_builds)
+                        allow_mixed_builds=paths.allow_mixed_builds,
+                        confirmations=confirmations)
     for kind in kinds:
         _write_rendered(docs_dir, kind, kind.render(build), result)
     return result
