@@ -23,7 +23,8 @@ from typing import Any
 from bench.common import REPO, Context, Section, alternate, check_at_least, median, ratio
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.analysis.bench_rows import BenchRow
-from phase.decode import Engine, parse_strategy
+from phase.decode import Engine
+from phase.policy.strategy import parse_strategy
 from phase.sensors import Sampler, discover
 
 FIXTURE = REPO / "tests" / "fixtures" / "sensors" / "sysfs_trees.json"

@@ -24,8 +24,9 @@ from bench import native
 from bench.common import Context, Section, alternate, check_at_least, median, ratio
 from bench.decode_bench import PLAIN_PROMPT, _common, _pct, _skip_without_native, prompt_text
 from phase.analysis.bench_rows import BenchRow
-from phase.decode import Engine, parse_strategy
+from phase.decode import Engine
 from phase.decode.proposers import DraftProposer
+from phase.policy.strategy import parse_strategy
 
 K = 4
 

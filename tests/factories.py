@@ -46,8 +46,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from phase.decode import parse_strategy
 from phase.errors import UsageProblem
+from phase.policy.strategy import parse_strategy
 from phase.results import (
     SCHEMA_VERSION,
     CampaignConfig,

@@ -20,14 +20,13 @@ from phase.decode import (
     Engine,
     IncompatibleVocab,
     Proposer,
-    Strategy,
     VocabInfo,
     check_compatible,
     compare_to_plain,
-    parse_strategy,
 )
 from phase.decode.ngram_length import START, lengths
 from phase.errors import PhaseError, UsageProblem
+from phase.policy.strategy import Strategy, parse_strategy
 
 pytestmark = pytest.mark.model
 

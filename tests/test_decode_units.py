@@ -5,17 +5,13 @@ from __future__ import annotations
 import pytest
 
 from phase.decode import (
-    NGRAM_K,
-    NGRAM_N_MAX,
-    NGRAM_N_MIN,
     NgramProposer,
-    Strategy,
     compare_to_plain,
-    parse_strategy,
 )
 from phase.decode.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
 from phase.decode.proposers import AdaptiveNgramProposer
 from phase.errors import UsageProblem
+from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN, Strategy, parse_strategy
 
 
 @pytest.mark.parametrize(

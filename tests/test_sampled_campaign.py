@@ -19,10 +19,11 @@ from phase.campaign import (
     prepare,
 )
 from phase.campaign.factors import check_factors
-from phase.decode import Engine, parse_strategy
+from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
 from phase.decode.sampling import SamplingSettings
 from phase.errors import UsageProblem
+from phase.policy.strategy import parse_strategy
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths
 from phase.results import ResultsFile, load_raw

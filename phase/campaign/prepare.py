@@ -32,13 +32,14 @@ from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.costmodel import OBJECTIVES
-from phase.decode import Engine, Strategy, parse_strategy
+from phase.decode import Engine
 from phase.decode.cores import usable_cpus
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
 from phase.models import ResolvedModel, resolve
+from phase.policy.strategy import Strategy, parse_strategy
 from phase.results import (
     Claim,
     ModelInfo,

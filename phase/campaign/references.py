@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from phase.decode import Engine, parse_strategy
+from phase.decode import Engine
 from phase.errors import PhaseError
+from phase.policy.strategy import parse_strategy
 from phase.results import (
     CampaignConfig,
     Level,

@@ -5,10 +5,9 @@ reference per prompt, then the shuffled schedule) -> write (each finished run at
     with campaign:
         results = campaign.run()
 
-The campaign loads the models once and generates a plain reference per prompt (which also warms
-the caches) before the measured runs. Each finished run is written to disk at once (see
-`results.CampaignWriter`), so an interruption loses at most the run in progress and
-`Destination(path, resume=True)` picks up where it stopped.
+Models load once; a plain reference per prompt (which also warms the caches) precedes the
+measured runs. Each finished run is written at once (`results.CampaignWriter`): an interruption
+loses at most the run in progress, and `Destination(path, resume=True)` picks up from there.
 """
 
 from __future__ import annotations
@@ -33,9 +32,10 @@ from phase.campaign.sampling import sampling_settings
 from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
-from phase.decode import Engine, Strategy
+from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
 from phase.errors import PhaseError
+from phase.policy.strategy import Strategy
 from phase.results import (
     CampaignWriter,
     Claim,

@@ -4,7 +4,7 @@ beside the timed loops, sampled decoding: phase.decode.sampled).
 This package is the only place in phase that imports `llama_cpp`.
 
 The names below are looked up on first use (PEP 562), not imported with the package: a light
-module of it (`phase.decode.ngram_length`, `phase.decode.strategy`) that validation or the
+module of it (`phase.decode.ngram_length`) that validation or the
 site needs then loads without llama.cpp and jinja2 (about a tenth of a second of CPU of every
 `phase validate` start). tests/test_cli_lazy.py checks that it stays so.
 """
@@ -21,14 +21,6 @@ if TYPE_CHECKING:
     from phase.decode.placement import Device, ModelPlacement, this_build
     from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
     from phase.decode.result import DecodeResult, compare_to_plain
-    from phase.decode.strategy import (
-        DEFAULT_DRAFT_KS,
-        NGRAM_K,
-        NGRAM_N_MAX,
-        NGRAM_N_MIN,
-        Strategy,
-        parse_strategy,
-    )
     from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
     from phase.decode.vocab_file import VocabFile, check_fit
 
@@ -39,8 +31,6 @@ _WHERE = {
     "Device": "placement", "ModelPlacement": "placement", "this_build": "placement",
     "DraftProposer": "proposers", "NgramProposer": "proposers", "Proposer": "proposers",
     "DecodeResult": "result", "compare_to_plain": "result",
-    "DEFAULT_DRAFT_KS": "strategy", "NGRAM_K": "strategy", "NGRAM_N_MAX": "strategy",
-    "NGRAM_N_MIN": "strategy", "Strategy": "strategy", "parse_strategy": "strategy",
     "IncompatibleVocab": "vocab", "VocabInfo": "vocab", "check_compatible": "vocab",
     "VocabFile": "vocab_file", "check_fit": "vocab_file",
 }
@@ -50,10 +40,6 @@ __getattr__, __dir__ = exports(__name__, _WHERE)
 
 
 __all__ = [
-    "DEFAULT_DRAFT_KS",
-    "NGRAM_K",
-    "NGRAM_N_MAX",
-    "NGRAM_N_MIN",
     "DecodeResult",
     "Device",
     "DraftProposer",
@@ -62,13 +48,11 @@ __all__ = [
     "ModelPlacement",
     "NgramProposer",
     "Proposer",
-    "Strategy",
     "VocabFile",
     "VocabInfo",
     "check_compatible",
     "check_fit",
     "compare_to_plain",
-    "parse_strategy",
     "system_info",
     "this_build",
 ]

@@ -52,12 +52,12 @@ from phase.decode.proposers import (
 )
 from phase.decode.reference_loop import plain_on_reference, speculate_on_reference
 from phase.decode.result import DecodeResult
-from phase.decode.strategy import Strategy
 from phase.decode.template import format_prompt
 from phase.decode.timed import Timed, decode_result, timed_decode
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
+from phase.policy.strategy import Strategy
 from phase.results import CostProfile, Pass, token_sha256
 
 Callback = Callable[[], object] | None

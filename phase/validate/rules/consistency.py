@@ -27,8 +27,8 @@ import math
 from phase.analysis import slowdown
 from phase.analysis.queries import Condition, condition_key
 from phase.decode.ngram_length import GROW, SHRINK, START, lengths
-from phase.decode.strategy import Strategy, parse_strategy
 from phase.errors import UsageProblem
+from phase.policy.strategy import Strategy, parse_strategy
 from phase.results import ResultsFile, Run
 from phase.results.levels import reference_for, run_tokens
 from phase.results.schedule import ScheduledRun, planned_schedule, rerun
