@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from phase.sensors import Sampler, discover, replay, snapshot
+from phase.sensors import Sampler, discover
+from phase.sensors.replay import replay, snapshot
 from phase.sensors.report import format_survey, survey
 
 LOAD = """

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from phase.sensors.clock import Clock, Ticker
+from phase.sensors.core.clock import Clock, Ticker
 
 
 @dataclass

@@ -10,10 +10,11 @@ from typing import Any
 from manual_clock import ManualClock
 
 from phase.campaign import DEFAULT_PLAN
-from phase.sensors import discover, replay
-from phase.sensors.clock import SYSTEM_CLOCK, Clock
+from phase.sensors import discover
+from phase.sensors.core.clock import SYSTEM_CLOCK, Clock
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary
 from phase.sensors.discovery import Discovery
-from phase.sensors.primary import GpuUse, Placement, choose_primary
+from phase.sensors.replay import replay
 from phase.sensors.report import survey_snapshot
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
@@ -22,7 +23,7 @@ MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"
 def driven_clock(data: dict[str, Any]) -> Clock:
     """The clock to replay `data` on: a ManualClock, so a probe or a sampled window passes
     without waiting, except where powermetrics was recorded: its stream is read by a thread
-    of its own that stamps each plist on the real clock (phase.sensors.apple)."""
+    of its own that stamps each plist on the real clock (phase.sensors.apple.apple)."""
     if data.get("apple", {}).get("powermetrics"):
         return SYSTEM_CLOCK
     return ManualClock()

@@ -24,8 +24,9 @@ from phase.publish.pages.builds import MixedBuildsError
 from phase.publish.pages.crosshost import build_pages, render_pages
 from phase.publish.site.build import SitePaths, build_site
 from phase.results import HostIdentity, HostInfo, PrimaryEnergy, ResultsFile, SensorInfo, load_raw
-from phase.sensors import discover, replay
-from phase.sensors.primary import Placement, choose_primary
+from phase.sensors import discover
+from phase.sensors.core.primary import Placement, choose_primary
+from phase.sensors.replay import replay
 from phase.validate import RuleSettings
 
 REPO = Path(__file__).resolve().parent.parent

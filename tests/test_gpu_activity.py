@@ -12,9 +12,9 @@ import pytest
 from factories import make_results, replaced
 
 from phase.analysis.queries import is_disturbed
-from phase.sensors import replay
 from phase.sensors.discovery import discover
-from phase.sensors.gpu_activity import describe, gpu_activity
+from phase.sensors.nvidia.gpu_activity import describe, gpu_activity
+from phase.sensors.replay import replay
 from phase.validate import validate_results
 
 H200 = Path(__file__).parent / "fixtures/sensors/machines/h200-device-run.json"

@@ -13,8 +13,9 @@ from phase.analysis import board_sensor, primary_energy_j, primary_sensors
 from phase.decode.placement import parse
 from phase.errors import UsageProblem
 from phase.results import PrimaryEnergy
-from phase.sensors import discover, replay
-from phase.sensors.primary import GpuUse, Placement, choose_primary, override_primary, pci_key
+from phase.sensors import discover
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary, override_primary, pci_key
+from phase.sensors.replay import replay
 from phase.validate import validate_results
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"

@@ -15,9 +15,13 @@ from pathlib import Path
 import pytest
 
 from phase.errors import PhaseError, UsageProblem
-from phase.sensors import amd_energy, apple, discover, jetson, nvml, parse_meter_spec, rapl
-from phase.sensors.meter import MeterSpec, MeterTrace, load_meter
-from phase.sensors.primary import Placement, choose_primary
+from phase.sensors import discover, parse_meter_spec
+from phase.sensors.apple import apple
+from phase.sensors.core.primary import Placement, choose_primary
+from phase.sensors.cpu import amd_energy, rapl
+from phase.sensors.jetson import jetson
+from phase.sensors.meter.meter import MeterSpec, MeterTrace, load_meter
+from phase.sensors.nvidia import nvml
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sensors"
 

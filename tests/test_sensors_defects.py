@@ -17,12 +17,14 @@ import pytest
 from manual_clock import ManualClock
 
 from phase.cli import run_cli
-from phase.sensors import Sampler, Sensor, apple, rapl
-from phase.sensors.clock import SYSTEM_CLOCK, Clock
-from phase.sensors.edges import EdgePower, read_edge
-from phase.sensors.energy import Series, WindowSpec, counter_window
-from phase.sensors.meter import MeterSpec, load_meter, parse_meter_spec
-from phase.sensors.meter_format import MeterError
+from phase.sensors import Sampler, Sensor
+from phase.sensors.apple import apple
+from phase.sensors.core.clock import SYSTEM_CLOCK, Clock
+from phase.sensors.core.edges import EdgePower, read_edge
+from phase.sensors.core.energy import Series, WindowSpec, counter_window
+from phase.sensors.cpu import rapl
+from phase.sensors.meter.meter import MeterSpec, load_meter, parse_meter_spec
+from phase.sensors.meter.meter_format import MeterError
 
 # --- 1: the RAPL bound ---------------------------------------------------------------------
 
@@ -78,7 +80,7 @@ class TickingCounter(Sensor):
 @pytest.mark.parametrize("real", [False, pytest.param(True, marks=pytest.mark.serial)],
                          ids=["manual", "real"])
 def test_coarse_counter_window_is_within_its_edge_error_of_the_truth(real: bool) -> None:
-    from phase.sensors.base import UNIX_OFFSET
+    from phase.sensors.core.base import UNIX_OFFSET
 
     clock: Clock = SYSTEM_CLOCK if real else ManualClock()
     counter = TickingCounter(period_s=0.1, idle_w=70.0, load_w=400.0, clock=clock)

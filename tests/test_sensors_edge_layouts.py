@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from phase.results import sensor_covers
-from phase.sensors import amdgpu, discover, replay
-from phase.sensors.nvml import Gpu
-from phase.sensors.primary import GpuUse, Placement, choose_primary
+from phase.sensors import discover
+from phase.sensors.amd import amdgpu
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary
+from phase.sensors.nvidia.nvml import Gpu
+from phase.sensors.replay import replay
 from tests.replayed import MACHINES, choose, primary, replay_json
 
 
@@ -178,7 +180,7 @@ def test_epyc_with_one_rapl_zone_for_two_sockets_takes_amd_energy() -> None:
 
 def test_recording_a_grace_module_keeps_its_c2c_mode(tmp_path: Path) -> None:
     # The recorder run against the replay's NVML stand-in: what it writes replays the same.
-    from phase.sensors import snapshot
+    from phase.sensors.replay import snapshot
 
     roots = {k: tmp_path / k for k in ("rapl", "hwmon", "iio")}
     recorded = {}

@@ -13,8 +13,11 @@ import pytest
 
 from phase.decode.placement import parse
 from phase.results import sensor_covers
-from phase.sensors import amdgpu, amdsmi_gpu, discover, intel_gpu, replay
-from phase.sensors.primary import GpuUse, Placement, choose_primary
+from phase.sensors import discover
+from phase.sensors.amd import amdgpu, amdsmi_gpu
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary
+from phase.sensors.intel import intel_gpu
+from phase.sensors.replay import replay
 from phase.sensors.report import survey
 from tests.replayed import choose, found_on, primary, replay_json
 
@@ -256,7 +259,7 @@ def test_survey_of_a_replay_has_rocm_sycl_and_vulkan_rows() -> None:
 
 
 def test_snapshot_records_gpu_hwmon_files_and_replays_them(tmp_path: Path) -> None:
-    from phase.sensors import snapshot
+    from phase.sensors.replay import snapshot
 
     hwmon = tmp_path / "hwmon"
     _card(hwmon, "hwmon1", "amdgpu", "0000:03:00.0", {"power1_input": "95000000"})

@@ -13,8 +13,9 @@ import pytest
 
 from phase.cli import run_cli
 from phase.errors import PhaseError
-from phase.sensors import assert_publishable, discover, replay
-from phase.sensors.primary import GpuUse, Placement, choose_primary
+from phase.sensors import assert_publishable, discover
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary
+from phase.sensors.replay import replay
 from phase.sensors.report import survey
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"

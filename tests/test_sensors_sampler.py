@@ -32,12 +32,12 @@ from phase.sensors import (
     WindowEdges,
     align_post_hoc,
     assert_publishable,
-    jetson,
-    rapl,
 )
-from phase.sensors.base import UNIX_OFFSET
-from phase.sensors.clock import SYSTEM_CLOCK, Clock
-from phase.sensors.energy import WindowSpec, counter_energy, power_energy, window_result
+from phase.sensors.core.base import UNIX_OFFSET
+from phase.sensors.core.clock import SYSTEM_CLOCK, Clock
+from phase.sensors.core.energy import WindowSpec, counter_energy, power_energy, window_result
+from phase.sensors.cpu import rapl
+from phase.sensors.jetson import jetson
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sensors"
 QUICK = {"probe_s": 0.05}  # the update-period probe; these tests do not need its answer

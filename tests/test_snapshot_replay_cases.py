@@ -15,9 +15,11 @@ import pytest
 from replayed import driven_clock
 
 from phase.cli import run_cli
-from phase.sensors import cuda_devices, discover, replay, snapshot
-from phase.sensors.clock import SYSTEM_CLOCK, Clock
-from phase.sensors.primary import GpuUse, Placement, choose_primary
+from phase.sensors import discover
+from phase.sensors.core.clock import SYSTEM_CLOCK, Clock
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary
+from phase.sensors.nvidia import cuda_devices
+from phase.sensors.replay import replay, snapshot
 from phase.sensors.report import survey
 
 MACHINES = Path(__file__).parent / "fixtures" / "sensors" / "machines"

@@ -1,5 +1,5 @@
 """Issue 31, class 5: a sensors snapshot is checked against its schema
-(phase.sensors.snapshot_schema) before a replay uses any of it.
+(phase.sensors.replay.snapshot_schema) before a replay uses any of it.
 
 The class, not the examples: every field of real snapshots (one per backend: RAPL and NVML,
 Jetson IIO, Apple's zeus and powermetrics) is replaced in turn by a value of every other JSON
@@ -22,7 +22,8 @@ from replayed import driven_clock
 from sandbox import TRACEBACK, assert_one_line_error, run_phase
 
 from phase.errors import PhaseError
-from phase.sensors import discover, replay
+from phase.sensors import discover
+from phase.sensors.replay import replay
 from phase.sensors.report import survey
 
 # slow (not in `make test-fast`): each wrong snapshot replayed by a separate `phase` process.

@@ -22,7 +22,7 @@ from phase.campaign.merge import read_shard
 from phase.errors import PhaseError
 from phase.publish.numbers.bench import load_bench
 from phase.results import load, load_raw
-from phase.sensors.meter import load_meter
+from phase.sensors.meter.meter import load_meter
 
 # slow (not in `make test-fast`): every command on every bad file, each a separate `phase` process.
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ def _meter(path: Path) -> Any:
 
 
 def _replay(path: Path) -> Any:
-    from phase.sensors.replay import load as load_snapshot
+    from phase.sensors.replay.replay import load as load_snapshot
 
     return load_snapshot(path)
 

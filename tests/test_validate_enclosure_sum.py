@@ -3,7 +3,7 @@
 RAPL psys physically includes every package and DRAM zone; a Jetson module input (VDD_IN)
 every rail of its module. A psys at 20 J over a window in which two packages read 12 J each
 passes every pairwise enclosure check (20 > 12) and is still broken. Files are factory
-campaigns with the sensors named and declared as phase.sensors.rapl and .jetson declare them.
+campaigns with the sensors named and declared as phase.sensors.cpu.rapl and .jetson declare them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ RAPL = [PKG0, PKG1, DRAM, PSYS]
 
 
 def _rail(label: str, **kw: object) -> object:
-    # As phase.sensors.jetson declares a rail: power readings, the INA3221's 6.6 ms window.
+    # As phase.sensors.jetson.jetson declares a rail: power readings, the INA3221's 6.6 ms window.
     return make_sensor(f"ina3221:{label}", backend="jetson-ina3221", kind="power",
                        smoothing_s=0.0066, **kw)
 

@@ -35,7 +35,8 @@ from phase.campaign.windows import (
 from phase.policy.strategy import parse_strategy
 from phase.results import SCHEMA_VERSION, Pass, PrimaryEnergy, ResultsFile, load_raw, migrate
 from phase.results.schedule import planned_schedule
-from phase.sensors import Sampler, discover, replay
+from phase.sensors import Sampler, discover
+from phase.sensors.replay import replay
 from phase.validate import validate_results
 from phase.validate.rules.counter_edges import min_window_s
 from phase.validate.settings import DEFAULT_SETTINGS, RuleSettings

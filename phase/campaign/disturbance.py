@@ -12,7 +12,7 @@ affinity count: another process on a core we cannot run on does not compete with
 the counters come from, per operating system (/proc on Linux, the Mach host's CPU ticks on
 macOS), is phase.campaign.cpu_counters; elsewhere the load is None with the reason.
 
-Other work on an NVIDIA GPU is read by phase.sensors.gpu_activity (utilisation while this
+Other work on an NVIDIA GPU is read by phase.sensors.nvidia.gpu_activity (utilisation while this
 process is idle, and other compute processes); `disturbed` judges both.
 """
 

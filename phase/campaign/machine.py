@@ -16,7 +16,7 @@ from phase import REPO_ROOT, __version__
 from phase.errors import env_value
 from phase.hosts import accelerator_build, ram_gib
 from phase.results import HostIdentity, HostInfo, Provenance
-from phase.sensors.nvml import gpu_driver_version, gpu_names
+from phase.sensors.nvidia.nvml import gpu_driver_version, gpu_names
 
 if TYPE_CHECKING:  # types only: both load llama.cpp, which `phase measure --help` never needs
     from phase.decode.cpu_buffers import ExtraBuffers

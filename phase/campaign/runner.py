@@ -51,8 +51,8 @@ from phase.results import (
 from phase.results.levels import fill_tokens, filled, level_of, reference_levels, run_tokens
 from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler
-from phase.sensors.gpu_activity import describe as describe_gpu
-from phase.sensors.gpu_activity import gpu_activity
+from phase.sensors.nvidia.gpu_activity import describe as describe_gpu
+from phase.sensors.nvidia.gpu_activity import gpu_activity
 
 
 class Observer(Protocol):

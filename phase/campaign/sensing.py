@@ -9,8 +9,11 @@ from typing import TYPE_CHECKING
 
 from phase.errors import UsageProblem
 from phase.results import PrimaryEnergy, SensorTrace, SensorWindow, UnavailableBackend
-from phase.sensors import Discovery, Window, discover, jetson, meter, rapl
-from phase.sensors.primary import GpuUse, Placement, choose_primary, override_primary
+from phase.sensors import Discovery, Window, discover
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary, override_primary
+from phase.sensors.cpu import rapl
+from phase.sensors.jetson import jetson
+from phase.sensors.meter import meter
 
 if TYPE_CHECKING:  # a type only: the decode package loads llama.cpp, `phase sensors` need not
     from phase.decode import ModelPlacement

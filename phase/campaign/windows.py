@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from phase.costmodel import CostTable, NoCost, cost_table
 from phase.policy.strategy import Strategy
 from phase.results import CostProfile, PrimaryEnergy, SensorInfo
-from phase.sensors.sampler import FOLLOW_MIN_PERIOD_S
+from phase.sensors.core.sampler import FOLLOW_MIN_PERIOD_S
 from phase.validate.lag import min_window
 from phase.validate.rules.counter_edges import min_window_s as counter_edges_min_window_s
 from phase.validate.settings import DEFAULT_SETTINGS, RuleSettings

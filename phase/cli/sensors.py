@@ -12,8 +12,8 @@ import click
 from phase.campaign import DEFAULT_PLAN, SensorOptions, discover_sensors
 from phase.errors import UsageProblem
 from phase.results.outputs import NewFile
-from phase.sensors import snapshot
-from phase.sensors.meter import parse_meter_spec
+from phase.sensors.meter.meter import parse_meter_spec
+from phase.sensors.replay import snapshot
 from phase.sensors.report import format_survey, survey, survey_snapshot
 
 REPLAY_SAMPLE_S = 1.0

@@ -227,7 +227,7 @@ class Run(Strict):
     foreign_load: NonNegFloat | None = None
     foreign_load_reason: str | None = None
     # Other work on the NVIDIA GPUs the sensors read, just before decoding (after the idle
-    # window, phase.sensors.gpu_activity): the largest utilisation among them, 0..1, and the
+    # window, phase.sensors.nvidia.gpu_activity): the largest utilisation among them, 0..1, and the
     # compute processes on them other than this one. None: no NVIDIA GPU, or older files.
     gpu_busy_before: Fraction | None = None
     gpu_other_processes: NonNegInt | None = None

@@ -12,16 +12,16 @@ A replayed snapshot stands in for the machine: `m, roots = replay.machine(replay
 then `discover(roots["rapl"], roots["hwmon"], iio_root=roots["iio"], machine=m)`.
 """
 
-from phase.sensors.base import PostHocSensor, Probe, ReadError, Reading, Sensor, now
-from phase.sensors.discovery import Discovery, Machine, assert_publishable, discover
-from phase.sensors.energy import Limits, Series
-from phase.sensors.meter import MeterSpec, MeterTrace, parse_meter_spec
-from phase.sensors.post_hoc import WindowEdges, align_post_hoc
-from phase.sensors.sampler import (
+from phase.sensors.core.base import PostHocSensor, Probe, ReadError, Reading, Sensor, now
+from phase.sensors.core.energy import Limits, Series
+from phase.sensors.core.post_hoc import WindowEdges, align_post_hoc
+from phase.sensors.core.sampler import (
     Sampler,
     UpdatePeriod,
     Window,
 )
+from phase.sensors.discovery import Discovery, Machine, assert_publishable, discover
+from phase.sensors.meter.meter import MeterSpec, MeterTrace, parse_meter_spec
 
 __all__ = [
     "Discovery",

@@ -9,28 +9,24 @@ from typing import Any
 
 from phase.errors import PhaseError
 from phase.results import UnavailableBackend
-from phase.sensors import (
-    amd_energy,
-    amdgpu,
-    amdsmi_gpu,
-    apple,
-    intel_gpu,
-    jetson,
-    meter,
-    nvml,
-    rapl,
-)
-from phase.sensors.apple import AppleHost
-from phase.sensors.base import Probe, Sensor
-from phase.sensors.fs import REAL_FS, Fs
-from phase.sensors.meter import MeterSpec, parse_meter_spec
-from phase.sensors.pci import pci_key
+from phase.sensors.amd import amdgpu, amdsmi_gpu
+from phase.sensors.apple import apple
+from phase.sensors.apple.apple import AppleHost
+from phase.sensors.core.base import Probe, Sensor
+from phase.sensors.core.fs import REAL_FS, Fs
+from phase.sensors.core.pci import pci_key
+from phase.sensors.cpu import amd_energy, rapl
+from phase.sensors.intel import intel_gpu
+from phase.sensors.jetson import jetson
+from phase.sensors.meter import meter
+from phase.sensors.meter.meter import MeterSpec, parse_meter_spec
+from phase.sensors.nvidia import nvml
 
 
 @dataclass(frozen=True)
 class Machine:
     """Where discovery looks: this machine (the defaults) or a replayed snapshot
-    (phase.sensors.replay), whose sensors are `synthetic`: never recorded as measurements."""
+    (phase.sensors.replay.replay), whose sensors are `synthetic`: never recorded as measurements."""
 
     fs: Fs = REAL_FS
     nvml: Any | None = None  # a stand-in for the pynvml module; None imports pynvml

@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from phase.sensors import replay
-from phase.sensors.base import PostHocSensor, ReadError
-from phase.sensors.clock import SYSTEM_CLOCK, Clock
+from phase.sensors.core.base import PostHocSensor, ReadError
+from phase.sensors.core.clock import SYSTEM_CLOCK, Clock
+from phase.sensors.core.periods import DEFAULT_PROBE_S, SLOW_PROBE_S
+from phase.sensors.core.primary import GpuUse, Placement, choose_primary
+from phase.sensors.core.sampler import Sampler
 from phase.sensors.discovery import Discovery, discover
-from phase.sensors.periods import DEFAULT_PROBE_S, SLOW_PROBE_S
-from phase.sensors.primary import GpuUse, Placement, choose_primary
-from phase.sensors.sampler import Sampler
+from phase.sensors.replay import replay
 
 
 def placements_for(found: Discovery, build: str,

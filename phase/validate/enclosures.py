@@ -20,7 +20,7 @@ from __future__ import annotations
 from phase.results import ResultsFile, SensorInfo
 
 USER_METER_BACKEND = "meter"
-RAPL_BACKEND = "rapl"  # the backend name results files record (phase.sensors.rapl.BACKEND)
+RAPL_BACKEND = "rapl"  # the backend name results files record (phase.sensors.cpu.rapl.BACKEND)
 
 
 def _derived(big: SensorInfo, small: SensorInfo) -> bool:

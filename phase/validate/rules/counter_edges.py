@@ -2,7 +2,7 @@
 
 An energy counter is only known at its updates (NVML every 20-100 ms, Apple IOReport about
 every 2 s). Where a window's edges fall between updates, its energy can be off by up to the
-window's recorded `edge_error_j` (phase.sensors.edges), most of one update's energy at the
+window's recorded `edge_error_j` (phase.sensors.core.edges), most of one update's energy at the
 end edge. Like the under-read of a lagged power reading (sensor-lag), that value is rejected
 when the error exceeds `lag_bias_max` of the energy, so short windows on coarse counters
 are rejected instead of published. A window without a recorded edge error (older files, a
@@ -11,7 +11,7 @@ period gives: the read at each edge may be up to one period stale, and the two e
 cancel but for the difference in power across them, so the energy is uncertain by at most
 one period's energy at the highest power near the edges (the sampler's own edge bound: a
 margin over the window's and the idle window's mean power, capped by the sensor's maximum;
-phase.sensors.energy.edge_power). Power sensors, and counters that declare no period, are
+phase.sensors.core.energy.edge_power). Power sensors, and counters that declare no period, are
 not judged here.
 
 `min_window_s` turns the same bound around: the shortest window this rule passes for a
@@ -25,7 +25,7 @@ import math
 
 from phase.analysis import measured_windows, sensors_by_name, window_s
 from phase.results import ResultsFile, SensorInfo, SensorWindow
-from phase.sensors.energy import EDGE_POWER_MARGIN, WindowSpec, edge_power
+from phase.sensors.core.energy import EDGE_POWER_MARGIN, WindowSpec, edge_power
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -90,7 +90,7 @@ def min_window_s(period_s: float, settings: RuleSettings, *, edges: int = 1) -> 
     the edge bound (EDGE_POWER_MARGIN x the window's mean power: the bound `_edge_error` judges
     a window without a recorded edge error by). With energy = mean power x T, the share is
     edges x margin x period / T, so T >= edges x margin x period / lag_bias_max. One edge
-    where the window starts on one of the counter's updates (phase.sensors.sampler aligns it)
+    where the window starts on one of the counter's updates (phase.sensors.core.sampler aligns it)
     and the end is bracketed by reading the counter until its next update; two otherwise."""
     if period_s <= 0:
         return 0.0

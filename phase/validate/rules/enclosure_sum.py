@@ -11,7 +11,7 @@ What is summed: the enclosed sensors of the enclosing sensor's own backend that 
 enclosed sensor encloses (a wall meter around psys around the packages sums psys, never
 psys and the packages). Only its own backend, because that is what knows its domains are
 disjoint: RAPL's package and DRAM domains are separate counters of separate supplies, and a
-Jetson module's INA3221 rails are separate shunts (phase.sensors.jetson); across backends
+Jetson module's INA3221 rails are separate shunts (phase.sensors.jetson.jetson); across backends
 phase cannot tell that two sensors do not overlap. At least two must be left (one is the
 enclosure rule's pair), each with a standing value: a value an earlier rule rejected is
 not summed, and the run is then not checked for that sensor.

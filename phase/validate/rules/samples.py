@@ -2,7 +2,7 @@
 
 A run keeps every sensor's timestamped samples (`samples[].t_s`: seconds since the idle
 window began; `values` in the sensor's unit). The window's energy is recomputed from them
-the way the sampler computed it (phase.sensors.energy), never trusted:
+the way the sampler computed it (phase.sensors.core.energy), never trusted:
 
 - The window is found in the trace by its edges: live sensors are read exactly at the
   window's start and end, so two samples lie exactly `end - start` apart (the pair nearest
@@ -35,7 +35,7 @@ from itertools import pairwise
 
 from phase.analysis import sensors_by_name
 from phase.results import ResultsFile, Run, SensorInfo, SensorTrace, SensorWindow
-from phase.sensors.energy import Series, WindowSpec, counter_window, edge_power, power_energy
+from phase.sensors.core.energy import Series, WindowSpec, counter_window, edge_power, power_energy
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 

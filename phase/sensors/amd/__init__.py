@@ -1,0 +1,1 @@
+"""AMD GPUs: amdgpu hwmon power and amdsmi's energy accumulator."""

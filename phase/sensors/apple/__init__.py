@@ -1,0 +1,1 @@
+"""Apple silicon: powermetrics' rails."""

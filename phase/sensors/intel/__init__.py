@@ -1,0 +1,1 @@
+"""Intel discrete GPUs: i915/xe hwmon energy."""

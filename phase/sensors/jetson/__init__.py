@@ -1,0 +1,1 @@
+"""NVIDIA Jetson modules: INA3221 rails."""

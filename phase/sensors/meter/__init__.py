@@ -1,0 +1,1 @@
+"""External meters: a wall or bench meter's recorded file."""

@@ -1,0 +1,1 @@
+"""Sensor snapshots: recording a machine's sensors, and replaying them."""
