@@ -382,11 +382,12 @@ def test_a_fixture_backend_is_blocking_whatever_its_role() -> None:
 
 
 def test_every_real_backend_is_publishable() -> None:
-    # Every module of phase.sensors that declares a BACKEND: a new backend that is not on the
-    # allow-list would measure campaigns that can never be published.
+    # Every module of phase.sensors, in any family's subpackage, that declares a BACKEND: a new
+    # backend that is not on the allow-list would measure campaigns that can never be published.
     real = set()
-    for info in pkgutil.iter_modules(sensor_backends.__path__):
-        module = importlib.import_module(f"{sensor_backends.__name__}.{info.name}")
+    prefix = f"{sensor_backends.__name__}."
+    for info in pkgutil.walk_packages(sensor_backends.__path__, prefix):
+        module = importlib.import_module(info.name)
         if isinstance(getattr(module, "BACKEND", None), str):
             real.add(module.BACKEND)
     assert {"rapl", "nvml", "amdgpu", "intel_gpu", "amd_energy"} <= real
