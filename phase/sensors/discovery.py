@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +12,7 @@ from phase.results import UnavailableBackend
 from phase.sensors.amd import amdgpu, amdsmi_gpu
 from phase.sensors.apple import apple
 from phase.sensors.apple.apple import AppleHost
-from phase.sensors.core.base import Probe, Sensor
+from phase.sensors.core.base import Declared, Probe, Sensor
 from phase.sensors.core.fs import REAL_FS, Fs
 from phase.sensors.core.pci import pci_key
 from phase.sensors.cpu import amd_energy, rapl
@@ -49,6 +49,74 @@ class Discovery:
             sensor.close()
 
 
+@dataclass(frozen=True)
+class Where:
+    """What every probe is given: the roots to look under, the machine, the meters named, the
+    backends the user turned off, and what the backends probed before it found."""
+
+    rapl_root: Path
+    hwmon_root: Path
+    iio_root: Path
+    machine: Machine
+    meters: tuple[MeterSpec, ...]
+    found: dict[str, Probe]
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A backend as discovery knows it: its declaration, and how to probe it from a Where
+    (None: nothing to probe here, and nothing to report either)."""
+
+    declared: Declared
+    probe: Callable[[Where], Probe | None]
+
+
+def _amdsmi(where: Where) -> Probe | None:
+    hwmon = where.found.get(amdgpu.BACKEND, Probe(amdgpu.BACKEND))
+    amd_parts = {pci_key(s.pci_bus_id): s.part for s in hwmon.sensors}
+    if not amd_parts or (where.machine.amdsmi is None and where.machine.synthetic):
+        return None
+    found = amdsmi_gpu.probe(amd_parts, where.machine.amdsmi)
+    # amdsmi's counter on an MI250X primary die covers both dies, as hwmon's figure does
+    siblings = {pci_key(s.pci_bus_id): getattr(s, "sibling_slots", ()) for s in hwmon.sensors}
+    for s in found.sensors:
+        s.sibling_slots = siblings.get(pci_key(s.pci_bus_id), ())  # type: ignore[attr-defined]
+    return found
+
+
+# Every backend phase has, in no particular order: discovery orders them by their declarations.
+REGISTERED: frozenset[Registered] = frozenset({
+    Registered(rapl.DECLARED, lambda w: rapl.probe(w.rapl_root, w.machine.fs)),
+    Registered(amd_energy.DECLARED, lambda w: amd_energy.probe(w.hwmon_root, w.machine.fs)),
+    Registered(nvml.DECLARED, lambda w: nvml.probe(w.machine.nvml)),
+    Registered(amdgpu.DECLARED, lambda w: amdgpu.probe(w.hwmon_root, w.machine.fs)),
+    Registered(amdsmi_gpu.DECLARED, _amdsmi),
+    Registered(intel_gpu.DECLARED, lambda w: intel_gpu.probe(w.hwmon_root, w.machine.fs)),
+    Registered(jetson.DECLARED,
+               lambda w: jetson.probe(w.hwmon_root, w.iio_root, w.machine.fs)),
+    Registered(apple.DECLARED, lambda w: apple.probe(w.machine.apple)),
+    Registered(meter.DECLARED, lambda w: meter.probe(list(w.meters)) if w.meters else None),
+})
+
+
+def ordered(backends: Iterable[Registered]) -> list[Registered]:
+    """Highest declared priority first (ties by name), each after the backends it declares it
+    reads; how `backends` was listed plays no part."""
+    pending = sorted(backends, key=lambda r: (-r.declared.priority, r.declared.backend))
+    names = {r.declared.backend for r in pending}
+    out: list[Registered] = []
+    while pending:
+        done = {r.declared.backend for r in out}
+        ready = next((r for r in pending
+                      if all(a in done or a not in names for a in r.declared.after)), None)
+        if ready is None:
+            raise PhaseError("sensor backends declare a cycle of `after`: "
+                             f"{', '.join(r.declared.backend for r in pending)}")
+        pending.remove(ready)
+        out.append(ready)
+    return out
+
+
 def discover(
     rapl_root: Path | str = rapl.DEFAULT_ROOT,
     hwmon_root: Path | str = jetson.DEFAULT_ROOT,
@@ -58,33 +126,26 @@ def discover(
     nvml_enabled: bool = True,
     apple_enabled: bool = True,
     machine: Machine | None = None,
+    backends: Iterable[Registered] = REGISTERED,
 ) -> Discovery:
-    """Probe every backend. A backend that finds nothing becomes an UnavailableBackend with
-    its reason; one that finds some sensors but not others reports the rest the same way.
-    Every sensor's `encloses` is declared once all are known."""
+    """Probe every backend, in the order their declarations give. A backend that finds nothing
+    becomes an UnavailableBackend with its reason; one that finds some sensors but not others
+    reports the rest the same way. Every sensor's `encloses` is declared once all are known."""
     machine = machine or Machine()
-    specs = [parse_meter_spec(m) if isinstance(m, str) else m for m in meters]
-    probes: list[Probe] = [rapl.probe(Path(rapl_root), machine.fs)]
-    probes.append(nvml.probe(machine.nvml) if nvml_enabled
-                  else Probe(nvml.BACKEND, problems=["disabled"]))
-    probes.append(jetson.probe(Path(hwmon_root), Path(iio_root), machine.fs))
-    probes.append(amd_energy.probe(Path(hwmon_root), machine.fs))
-    probes.append(amdgpu.probe(Path(hwmon_root), machine.fs))
-    probes.append(intel_gpu.probe(Path(hwmon_root), machine.fs))
-    amd_parts = {pci_key(s.pci_bus_id): s.part for s in probes[-2].sensors}
-    if amd_parts and (machine.amdsmi is not None or not machine.synthetic):
-        probes.append(amdsmi_gpu.probe(amd_parts, machine.amdsmi))
-        # amdsmi's counter on an MI250X primary die covers both dies, as hwmon's figure does
-        siblings = {pci_key(s.pci_bus_id): getattr(s, "sibling_slots", ())
-                    for s in probes[-3].sensors}
-        for s in probes[-1].sensors:
-            s.sibling_slots = siblings.get(pci_key(s.pci_bus_id), ())  # type: ignore[attr-defined]
-    probes.append(apple.probe(machine.apple) if apple_enabled
-                  else Probe(apple.BACKEND, problems=["disabled"]))
-    if specs:
-        probes.append(meter.probe(specs))
+    specs = tuple(parse_meter_spec(m) if isinstance(m, str) else m for m in meters)
+    disabled = {nvml.BACKEND} if not nvml_enabled else set()
+    disabled |= {apple.BACKEND} if not apple_enabled else set()
+    where = Where(Path(rapl_root), Path(hwmon_root), Path(iio_root), machine, specs, {})
     found = Discovery()
-    for p in probes:
+    for backend in ordered(backends):
+        name = backend.declared.backend
+        p = (Probe(name, problems=["disabled"]) if name in disabled
+             else backend.probe(where))
+        if p is None:
+            continue
+        where.found[name] = p
+        for s in p.sensors:
+            s.priority = backend.declared.priority
         found.sensors.extend(p.sensors)
         found.notes.extend(p.notes)
         found.unavailable.extend(UnavailableBackend(backend=p.backend, reason=r)

@@ -42,11 +42,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from phase.sensors.core.base import Probe, Sensor
+from phase.sensors.core.base import Declared, Probe, Sensor
 from phase.sensors.core.fs import REAL_FS, Fs, ValueFile, open_counter
 from phase.sensors.core.pci import hwmon_devices, pci_id, pci_key, pci_slot, read_uw_max
 
 BACKEND = "amdgpu"
+DECLARED = Declared(BACKEND, measures="gpu", priority=50)
 DRIVER = "amdgpu"
 DEFAULT_ROOT = Path("/sys/class/hwmon")
 AVERAGED_POWER_S = 1.0

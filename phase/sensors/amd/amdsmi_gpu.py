@@ -21,10 +21,12 @@ import io
 import time
 from typing import Any
 
-from phase.sensors.core.base import Probe, ReadError, Sensor
+from phase.sensors.core.base import Declared, Probe, ReadError, Sensor
 from phase.sensors.core.pci import pci_key
 
 BACKEND = "amdsmi"
+# After amdgpu: it reads the counters of the GPUs amdgpu's hwmon found, no others.
+DECLARED = Declared(BACKEND, measures="gpu", priority=30, after=("amdgpu",))
 CHECK_S = 0.3
 
 

@@ -27,9 +27,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from phase.results import Scope
-from phase.sensors.core.base import Probe, ReadError, Reading, Sensor, now
+from phase.sensors.core.base import Declared, Probe, ReadError, Reading, Sensor, now
 
 BACKEND = "apple"
+DECLARED = Declared(BACKEND, measures="soc", priority=20)
 POWERMETRICS_INTERVAL_S = 0.1
 FIRST_PLIST_TIMEOUT_S = 3.0
 _ZEUS_FIELDS: tuple[tuple[str, str, Scope, str], ...] = (

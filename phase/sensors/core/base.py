@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from phase.errors import PhaseError
 from phase.results import Scope, SensorKind
@@ -54,6 +54,28 @@ class Reading:
 #   meter         an external meter's trace
 
 
+# What a backend measures, its scope among the families: CPU packages (RAPL, amd_energy), GPUs
+# (NVML, amdgpu, amdsmi, i915/xe), a SoC's rails (Jetson, Apple) or the wall (an external meter).
+Measures = Literal["package", "gpu", "soc", "wall"]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a backend declares about itself, as data: discovery orders backends by it.
+
+    `backend` is the name results files record. `priority`: discovery probes and lists the
+    backends highest first, and where two backends that measure the same scope both read one
+    device (RAPL and amd_energy read a CPU's same MSRs) the primary-energy choice prefers the
+    higher. `after` names backends whose findings the probe reads (amdsmi checks the GPUs
+    amdgpu found), which are probed before it whatever their priority.
+    """
+
+    backend: str
+    measures: Measures
+    priority: int
+    after: tuple[str, ...] = ()
+
+
 class Sensor(ABC):
     """A named energy or power source with a declared scope, kind and smoothing.
 
@@ -66,6 +88,9 @@ class Sensor(ABC):
     """
 
     backend: ClassVar[str] = "?"
+    # The priority its backend declares (Declared.priority); discovery sets it per sensor from
+    # the registration it probed with.
+    priority: int = 0
     synthetic: bool = False
     # True when read() returns the time the value applies to (a powermetrics plist's own
     # interval) rather than the time of the read; the sampler then keeps that time.

@@ -95,10 +95,15 @@ def _cpu_choice(sensors: Sequence[Sensor]) -> tuple[list[Sensor], str] | None:
 
 
 def _rapl_or_amd_energy(rapl: list[Sensor], amd: list[Sensor]) -> tuple[list[Sensor], str]:
-    """Both drivers read an AMD CPU's energy MSRs (Linux 5.11-5.12 can load both): RAPL, the
-    kernel's maintained interface, unless it shows fewer package zones than amd_energy shows
-    sockets (a kernel that gives several sockets one package zone), where only amd_energy
-    counts every socket."""
+    """Both drivers read an AMD CPU's energy MSRs (Linux 5.11-5.12 can load both): the one
+    whose backend declares the higher priority (RAPL, the kernel's maintained interface),
+    unless it shows fewer sockets than the other (a kernel that gives several sockets one
+    package zone), where only the other counts every socket."""
+    if amd[0].priority > rapl[0].priority and len(amd) >= len(rapl):
+        summed = (f"the amd_energy socket counters of all {len(amd)} sockets, summed"
+                  if len(amd) > 1 else "the amd_energy socket counter")
+        return amd, (f"{summed}; RAPL's package zones read the same MSRs, so they are not "
+                     "added (amd_energy's backend declares the higher priority here)")
     if len(amd) > len(rapl):
         return amd, (f"the amd_energy socket counters of all {len(amd)} sockets, summed; "
                      f"RAPL shows only {len(rapl)} package zone(s) for them (a kernel that "

@@ -18,10 +18,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from phase.sensors.core.base import Probe, Sensor
+from phase.sensors.core.base import Declared, Probe, Sensor
 from phase.sensors.core.fs import REAL_FS, Fs, ValueFile, open_counter
 
 BACKEND = "amd_energy"
+# Below RAPL: both read the same MSRs, and RAPL is the kernel's maintained driver.
+DECLARED = Declared(BACKEND, measures="package", priority=60)
 DEFAULT_ROOT = Path("/sys/class/hwmon")
 DRIVER = "amd_energy"
 _LABEL = re.compile(r"^energy(\d+)_label$")

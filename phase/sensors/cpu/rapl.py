@@ -25,10 +25,11 @@ import re
 from pathlib import Path
 
 from phase.results import Scope
-from phase.sensors.core.base import Probe, Sensor
+from phase.sensors.core.base import Declared, Probe, Sensor
 from phase.sensors.core.fs import REAL_FS, Fs, ValueFile, open_counter, read_number
 
 BACKEND = "rapl"
+DECLARED = Declared(BACKEND, measures="package", priority=90)
 DEFAULT_ROOT = Path("/sys/class/powercap")
 # Hexadecimal ids (powercap_sys.c names zones "%s:%x"): a decimal pattern would drop the
 # packages from the eleventh on, and the CPU total would silently miss them.

@@ -32,11 +32,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from phase.results import Scope
-from phase.sensors.core.base import Probe, Sensor
+from phase.sensors.core.base import Declared, Probe, Sensor
 from phase.sensors.core.fs import REAL_FS, Fs, ValueFile, open_counter
 from phase.sensors.core.pci import hwmon_devices, pci_slot, read_uw_max
 
 BACKEND = "intel_gpu"
+DECLARED = Declared(BACKEND, measures="gpu", priority=40)
 DRIVERS = ("i915", "xe")
 DEFAULT_ROOT = Path("/sys/class/hwmon")
 _TRANSIENT_HEADROOM = 1.25

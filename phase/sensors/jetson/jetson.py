@@ -38,10 +38,11 @@ import re
 from pathlib import Path
 
 from phase.results import Scope
-from phase.sensors.core.base import Probe, ReadError, Sensor
+from phase.sensors.core.base import Declared, Probe, ReadError, Sensor
 from phase.sensors.core.fs import REAL_FS, Fs, ValueFile, open_checked, read_number
 
 BACKEND = "jetson-ina3221"
+DECLARED = Declared(BACKEND, measures="soc", priority=70)
 DEFAULT_ROOT = Path("/sys/class/hwmon")
 DEFAULT_IIO_ROOT = Path("/sys/bus/iio/devices")
 DEFAULT_UPDATE_INTERVAL_S = 3 * 1 * (1.1e-3 + 1.1e-3)

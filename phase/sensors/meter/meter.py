@@ -28,12 +28,13 @@ from typing import get_args
 
 from phase.errors import PhaseError, UsageProblem
 from phase.results import Scope
-from phase.sensors.core.base import PostHocSensor, Probe, ReadError, Reading, Sensor
+from phase.sensors.core.base import Declared, PostHocSensor, Probe, ReadError, Reading, Sensor
 from phase.sensors.core.energy import Series
 from phase.sensors.meter import meter_format as fmt
 from phase.sensors.meter.meter_format import MeterData, MeterError
 
 BACKEND = "meter"
+DECLARED = Declared(BACKEND, measures="wall", priority=10)
 _EXAMPLE = "e.g. wall.csv:wall:1.0 or plug.csv:wall:1.0,unit=kWh,offset=-2.5"
 
 

@@ -39,9 +39,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from phase.sensors.core.base import Probe, ReadError, Sensor
+from phase.sensors.core.base import Declared, Probe, ReadError, Sensor
 
 BACKEND = "nvml"
+DECLARED = Declared(BACKEND, measures="gpu", priority=80)
 AVERAGED_POWER_S = 1.0
 _TRANSIENT_HEADROOM = 1.25
 _AMPERE = 7  # NVML_DEVICE_ARCH_AMPERE
