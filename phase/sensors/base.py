@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from phase.errors import PhaseError
 from phase.results import Scope, SensorKind
@@ -98,7 +98,7 @@ class Sensor(ABC):
         self.encloses: list[str] | None = None
 
     @property
-    def unit(self) -> str:
+    def unit(self) -> Literal["J", "W"]:
         return "J" if self.kind == "counter" else "W"
 
     @abstractmethod

@@ -82,7 +82,7 @@ def discover(
         siblings = {pci_key(s.pci_bus_id): getattr(s, "sibling_slots", ())
                     for s in probes[-3].sensors}
         for s in probes[-1].sensors:
-            s.sibling_slots = siblings.get(pci_key(s.pci_bus_id), ())  # type: ignore[attr-defined]
+            s.sibling_slots = siblings.get(pci_key(s.pci_bus_id), ())  # type: ignore[attr-defined]  # amdsmi sensors only
     probes.append(apple.probe(machine.apple) if apple_enabled
                   else Probe(apple.BACKEND, problems=["disabled"]))
     if specs:
