@@ -101,9 +101,10 @@ $(VENV)/.phase-bytecode: $(STAMP)
 bench: setup ## performance benchmarks (not tests) -> bench/results/
 	$(PY) -m bench.run
 
-lint: setup ## ruff, and the import layers (lint-imports; contracts in pyproject.toml)
+lint: setup ## ruff, the import layers (lint-imports) and the types (mypy); settings in pyproject.toml
 	$(VENV)/bin/ruff check phase tests bench experiments
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 clean: ## remove generated pages and the built site (never results/ nor published/)
 	rm -rf site docs/notes docs/raw docs/bench docs/hosts docs/assets/vendor .pytest_cache .ruff_cache

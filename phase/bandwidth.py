@@ -29,6 +29,7 @@ cannot be built, saying why in the method.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import statistics
 import time
@@ -163,9 +164,9 @@ def _parts(kernel: str, arrays: list[np.ndarray], threads: int) -> list[Callable
     for lo, hi in itertools.pairwise(int(b) for b in bounds):
         views = [x[lo:hi] for x in arrays]
         if kernel == "copy":
-            out.append(lambda v=views: copy_part(v[0], v[1]))
+            out.append(functools.partial(copy_part, views[0], views[1]))
         else:
-            out.append(lambda v=views: triad_part(v[0], v[1], v[2]))
+            out.append(functools.partial(triad_part, views[0], views[1], views[2]))
     return out
 
 

@@ -211,7 +211,7 @@ def check_sha(path: Path, expected: str) -> str:
     return actual
 
 
-def unknown_name(name: str) -> ModelError:
+def unknown_name(name: str) -> UsageProblem:
     known = ", ".join(EMBEDDED)
     return UsageProblem(
         f"unknown model '{name}': known models are {known}; "
@@ -316,7 +316,7 @@ def _fetch_hf(spec: str, progress: Progress) -> ResolvedModel:
         raise UsageProblem(f"'{spec}': a hub model is hf:OWNER/REPO/FILE.gguf")
     repo, filename = "/".join(parts[:2]), "/".join(parts[2:])
     try:
-        from huggingface_hub import hf_hub_download  # type: ignore[import-not-found]
+        from huggingface_hub import hf_hub_download  # type: ignore[import-not-found]  # optional extra
     except ImportError:
         raise ModelError(
             f"'{spec}' needs huggingface_hub: `uv pip install huggingface_hub` "

@@ -248,7 +248,7 @@ def break_even_rows(results: ResultsFile, ks: tuple[int, ...] = (1, 2, 4, 8, 16)
     """α* per prompt (its own KV fill) and k, for the draft model and n-gram proposals."""
     if results.profile is None:
         return []
-    rows = []
+    rows: list[BreakEven] = []
     for prompt in results.config.prompts:
         fill = prompt_fill(results, prompt.name)
         if fill is None:
@@ -275,7 +275,7 @@ def best_k_rows(results: ResultsFile) -> list[BestK]:
     """Per prompt and proposer: the k the measured per-position acceptance makes best."""
     if results.profile is None:
         return []
-    out = []
+    out: list[BestK] = []
     for prompt in results.config.prompts:
         fill = prompt_fill(results, prompt.name)
         if fill is None:
@@ -315,7 +315,7 @@ class AutoShare:
 
 def auto_choices(results: ResultsFile) -> list[AutoShare]:
     """What `auto` chose per prompt: share of its steps by proposer and k."""
-    out = []
+    out: list[AutoShare] = []
     for prompt in results.config.prompts:
         steps = [s for r in results.runs if r.prompt == prompt.name and r.strategy == "auto"
                  for s in r.trace if s.proposer is not None]

@@ -84,7 +84,7 @@ def test_damaged_headers_are_refused_with_the_file_named(tmp_path: Path, damage:
 
 @pytest.mark.model
 def test_loaded_models_report_the_header_file_type(test_model_path: Path) -> None:
-    from phase.decode.native import ftype_name
+    from phase.decode.model_text import ftype_name
     from phase.decode.vocab_file import VocabFile
 
     with VocabFile(test_model_path) as vocab:
@@ -117,7 +117,7 @@ def _first_part(name: str) -> Path:
 @pytest.mark.model
 @pytest.mark.parametrize("name", sorted(EMBEDDED))
 def test_every_embedded_model_is_stored_as_its_table_says(name: str) -> None:
-    from phase.decode.native import ftype_name
+    from phase.decode.model_text import ftype_name
 
     header = gguf.read_header(_first_part(name))
     assert ftype_name(header.file_type() or -1) == EMBEDDED[name].quant

@@ -132,7 +132,9 @@ def differences(a: ResultsFile, b: ResultsFile, *, models: bool = True) -> list[
     out = []
     for name in names:
         fa, fb = ka.get(name), kb.get(name)
-        kind = (fa or fb).kind  # type: ignore[union-attr]  # one of them has it
+        either = fa or fb
+        assert either is not None  # every name comes from one of the two keys
+        kind = either.kind
         va = fa.value if fa is not None else "none"
         vb = fb.value if fb is not None else "none"
         if va == vb and va is not None:

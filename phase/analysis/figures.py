@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, cast
 
 from phase.analysis.formatting import count, fmt, pct, pct1, ratio, times
 from phase.analysis.memory import MemoryView
@@ -38,6 +38,7 @@ from phase.analysis.queries import PLAIN, condition_key, cpu_ms_per_token
 from phase.analysis.relative import vs_plain
 from phase.results import FigureInterval, Run, SummaryRow
 from phase.results.schedule import Levels
+from phase.results.summary import IntervalFigure
 
 Show = Callable[[float | None], str]
 RowGetter = Callable[[Sequence[SummaryRow], SummaryRow], float | None]
@@ -168,7 +169,8 @@ def _j_per_gb(v: MemoryView) -> float | None:
 
 def memory_reason(name: str, v: MemoryView) -> str | None:
     """Why a memory figure of this condition is null, or None where it has a value."""
-    if FIGURES[name].of_memory is None or FIGURES[name].of_memory(v) is not None:  # type: ignore[misc]
+    of_memory = FIGURES[name].of_memory
+    if of_memory is None or of_memory(v) is not None:
         return None
     if v.model is None or v.model.bytes_per_token is None:
         return "the results file records no bytes-per-token estimate for this model"
@@ -304,7 +306,8 @@ def row_value(name: str, rows: Sequence[SummaryRow], row: SummaryRow) -> float |
 def row_interval(name: str, row: SummaryRow) -> FigureInterval | None:
     """A condition figure's 95% interval (None: fewer than two runs, or a file that
     records none, such as a transcribed summary)."""
-    return row.intervals.get(name)
+    # Any figure's name may be asked; those that keep no interval are simply absent.
+    return row.intervals.get(cast(IntervalFigure, name))
 
 
 def run_value(name: str, view: RunView, plain: SummaryRow | None) -> float | None:

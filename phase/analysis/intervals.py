@@ -40,7 +40,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -52,7 +52,7 @@ TARGET_HALF_WIDTH = 0.05
 # 1 - 2 * 0.5**6 = 96.9% at n = 6, but 1 - 2 * 0.5**5 = 93.75% at n = 5.
 MEDIAN_MIN_N = 6
 # What config.interval_method records for the methods of this module.
-METHOD = "t-log"
+METHOD: Final = "t-log"
 # What each figure's centre and interval are, as the pages name them.
 RATIO_STATISTIC = "geometric mean of the per-round ratios to plain, Student t 95% interval"
 UNPAIRED_STATISTIC = "ratio of geometric means (unpaired), Welch t 95% interval"
@@ -216,11 +216,14 @@ def adjust(family: Sequence[Interval | None]) -> list[Interval | None]:
     tested = [i for i, iv in enumerate(family) if iv is not None and iv.p_value is not None]
     if not tested:
         return list(family)
-    p = np.array([family[i].p_value for i in tested], dtype=float)  # type: ignore[union-attr]
+    p = np.array([p for iv in family if iv is not None and (p := iv.p_value) is not None],
+                 dtype=float)
     adjusted = stats.false_discovery_control(p, method="bh")
     out = list(family)
     for i, q in zip(tested, adjusted, strict=True):
-        out[i] = replace(family[i], p_adjusted=float(q))  # type: ignore[type-var]
+        member = family[i]
+        assert member is not None  # `tested` holds members with a p-value only
+        out[i] = replace(member, p_adjusted=float(q))
     return out
 
 

@@ -19,7 +19,7 @@ from phase.analysis.intervals import CONFIDENCE, Interval
 RESAMPLES = 4000
 
 
-def _rng(*samples: Sequence[float]) -> np.random.Generator:
+def _rng(*samples: Sequence[float] | np.ndarray) -> np.random.Generator:
     digest = hashlib.sha256(repr([[float(v) for v in s] for s in samples]).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "big"))
 

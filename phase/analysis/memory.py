@@ -49,7 +49,8 @@ def _model_of(results: ResultsFile, row: SummaryRow, factor: str | None) -> Mode
     if factor is None:
         return next((m for m in targets if m.level is None), None)
     spec = next(f for f in results.config.factors if f.name == factor)
-    label = dict(zip(spec.levels, spec.labels, strict=True)).get(row.factors.get(factor))
+    level = row.factors.get(factor)
+    label = None if level is None else dict(zip(spec.levels, spec.labels, strict=True)).get(level)
     return next((m for m in targets if m.level == label), None)
 
 

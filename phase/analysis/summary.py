@@ -73,6 +73,7 @@ from phase.results import (
     SummaryFile,
     SummaryRow,
 )
+from phase.results.summary import IntervalFigure
 
 
 class Judgement(Protocol):
@@ -169,7 +170,7 @@ def _stored(interval: Interval | None) -> FigureInterval | None:
     if interval is None:
         return None
     return FigureInterval(low=interval.low, high=interval.high, n=interval.n,
-                          paired=interval.paired, method=interval.method,  # type: ignore[arg-type]
+                          paired=interval.paired, method=interval.method,  # type: ignore[arg-type]  # pydantic checks it
                           p_value=_p(interval.p_value), p_adjusted=_p(interval.p_adjusted))
 
 
@@ -198,10 +199,11 @@ def _row(
     )
     chip_values = [v for _, v in chip_pairs]
     board_values = [v for _, v in board_pairs]
-    intervals = {name: stored for name, values in (
+    named: tuple[tuple[IntervalFigure, Sequence[float]], ...] = (
         ("tokens_per_s", speeds), ("acceptance", accepts), ("chip_mj_per_token", chip_values),
         ("board_mj_per_token", board_values), ("cpu_ms_per_token", cpus))
-        if (stored := _stored(median_interval(values))) is not None}
+    intervals = {name: stored for name, values in named
+                 if (stored := _stored(median_interval(values))) is not None}
     ks = {r.k for r in runs}
     row = SummaryRow(
         prompt=condition[0],
@@ -232,8 +234,9 @@ def _row(
 
 
 # Each ratio to plain a summary row holds, and the figure it divides.
-RATIOS = {"speed_vs_plain": "tokens_per_s", "cpu_vs_plain": "cpu_ms_per_token",
-          "energy_ratio_vs_plain": "chip_mj_per_token"}
+RATIOS: dict[IntervalFigure, str] = {
+    "speed_vs_plain": "tokens_per_s", "cpu_vs_plain": "cpu_ms_per_token",
+    "energy_ratio_vs_plain": "chip_mj_per_token"}
 
 
 def _ratio(values: Mapping[int, float], baseline: Mapping[int, float]
@@ -263,7 +266,7 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
     # Ratios are to plain decoding of the same prompt at the same extra levels.
     plain = {condition_key(row): samples for row, samples in built if row.strategy == PLAIN}
     # Each ratio figure's intervals over the campaign: one family, corrected together.
-    families: dict[str, list[tuple[SummaryRow, Interval]]] = defaultdict(list)
+    families: dict[IntervalFigure, list[tuple[SummaryRow, Interval]]] = defaultdict(list)
     for row, samples in built:
         base = plain.get(plain_key(condition_key(row)))
         for name, figure in RATIOS.items():

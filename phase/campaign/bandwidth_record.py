@@ -35,7 +35,7 @@ def measure_bandwidth(factors: Sequence[Factor], default_threads: int, repeats: 
             say(f"memory bandwidth: {kernel}, {threads} thread(s): best {rec.best_gb_s:.1f} "
                 f"GB/s, median {rec.median_gb_s:.1f} GB/s")
             out.append(BandwidthMeasurement(
-                kernel=rec.kernel, threads=rec.threads,  # type: ignore[arg-type]
+                kernel=rec.kernel, threads=rec.threads,  # type: ignore[arg-type]  # str kernel: pydantic checks the Literal
                 array_bytes=rec.array_bytes, repeats=rec.repeats,
                 bytes_per_pass=rec.bytes_per_pass, best_gb_s=rec.best_gb_s,
                 median_gb_s=rec.median_gb_s, times_s=list(rec.times_s),

@@ -20,8 +20,10 @@ the selection's.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from phase.analysis import summarize
 from phase.analysis.queries import PLAIN
@@ -50,7 +52,8 @@ def fresh_seed(selection: ResultsFile) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def _narrowed(plan: CampaignPlan, levels: dict[str, object], source: str) -> tuple[Factor, ...]:
+def _narrowed(plan: CampaignPlan, levels: Mapping[str, object], source: str
+              ) -> tuple[Factor, ...]:
     out = []
     for factor in plan.factors:
         if factor.name not in levels:
@@ -59,7 +62,7 @@ def _narrowed(plan: CampaignPlan, levels: dict[str, object], source: str) -> tup
         if level not in factor.levels:
             raise UsageProblem(f"{source}: level {level!r} of factor {factor.name} is not one "
                                f"of the experiment's ({', '.join(map(str, factor.levels))})")
-        index = factor.levels.index(level)  # type: ignore[arg-type]
+        index = factor.levels.index(level)
         out.append(Factor(factor.name, factor.kind, (factor.levels[index],),
                           (factor.label_of(index),)))
     return tuple(out)
@@ -105,6 +108,9 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
         selected_from=chosen.among, selection_speed_ratio=chosen.speed_ratio)
     base = experiment.plan
     sampling = config.sampling
+    sample: dict[str, Any] = ({} if sampling is None else {
+        "sample_top_k": sampling.top_k, "sample_top_p": sampling.top_p,
+        "sample_min_p": sampling.min_p})
     return replace(
         base, **_models(selection),
         prompts=(chosen.prompt,), strategies=(PLAIN, chosen.strategy),
@@ -118,9 +124,7 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
         ngram_adaptive=bool(config.ngram_adaptive),
         auto_objective=config.auto_objective or base.auto_objective,
         factors=_narrowed(base, chosen.factors, source),
-        **({} if sampling is None else {"sample_top_k": sampling.top_k,
-                                        "sample_top_p": sampling.top_p,
-                                        "sample_min_p": sampling.min_p}),
+        **sample,
         confirms=confirms,
     )
 
@@ -138,7 +142,7 @@ def _model(results: ResultsFile, role: str) -> str | None:
     return found.path if Path(found.path).is_file() else found.name
 
 
-def _models(selection: ResultsFile) -> dict[str, str | None]:
+def _models(selection: ResultsFile) -> dict[str, Any]:
     target = _model(selection, "target")
     if target is None:
         raise UsageProblem(f"{selection.id}: the campaign records no target model")

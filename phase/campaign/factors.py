@@ -77,6 +77,7 @@ class Factor:
 
     def spec(self) -> FactorSpec:
         """The factor as the results file records it (config.factors)."""
+        # kind is a str here; FactorSpec's Literal is checked by pydantic when it is built.
         return FactorSpec(name=self.name, kind=self.kind,  # type: ignore[arg-type]
                           levels=list(self.levels),
                           labels=[self.label_of(i) for i in range(len(self.levels))])
@@ -84,10 +85,10 @@ class Factor:
 
 def _level_problem(factor: Factor, level: Level) -> str | None:
     """Why a level does not suit its factor's kind, or None."""
-    is_int = isinstance(level, int) and not isinstance(level, bool)
-    if factor.kind in ("threads", "tokens") and not (is_int and level >= 1):
+    count = level if isinstance(level, int) and not isinstance(level, bool) else None
+    if factor.kind in ("threads", "tokens") and not (count is not None and count >= 1):
         return "must be a whole number of at least 1"
-    if factor.kind == "context_fill" and not (is_int and level >= 0):
+    if factor.kind == "context_fill" and not (count is not None and count >= 0):
         return "must be a whole number of tokens, 0 or more"
     if factor.kind == "temperature" and not (
             isinstance(level, (int, float)) and not isinstance(level, bool)
@@ -97,7 +98,7 @@ def _level_problem(factor: Factor, level: Level) -> str | None:
         return ("must be a model spec (an embedded name, a .gguf path, hf:OWNER/REPO/FILE or "
                 "variant:SOURCE:FORMAT)")
     if factor.kind == "model":
-        return _variant_problem(level)  # type: ignore[arg-type]
+        return _variant_problem(level)  # type: ignore[arg-type]  # a str: checked above
     if isinstance(level, bool) or not isinstance(level, (str, int, float)):
         return "must be text or a number"
     return None

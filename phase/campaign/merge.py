@@ -103,8 +103,7 @@ def _sensors(files: Sequence[ShardFile]) -> list[SensorInfo]:
     out = []
     differ = _devices_differ(files)
     for i, sensor in enumerate(files[0].results.sensors):
-        periods = [f.results.sensors[i].update_period_s for f in files
-                   if f.results.sensors[i].update_period_s is not None]
+        periods = [p for f in files if (p := f.results.sensors[i].update_period_s) is not None]
         if periods:
             sensor = sensor.model_copy(update={"update_period_s": max(periods),
                                                "update_period_reason": None})

@@ -9,6 +9,7 @@ part, sensors matched by place) is defined once in phase.validate.sharding, whic
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,13 +84,15 @@ def config(files: Sequence[ShardFile]) -> list[str]:
     return out
 
 
+def _model_sha(f: ShardFile, role: str) -> str | None:
+    return next((m.sha256 for m in f.results.models if m.role == role), None)
+
+
 def models(files: Sequence[ShardFile]) -> list[str]:
     roles = sorted({m.role for f in files for m in f.results.models})
     out = []
     for role in roles:
-        out += _differ(files, f"{role} model sha256",
-                       lambda f, r=role: next((m.sha256 for m in f.results.models
-                                               if m.role == r), None),
+        out += _differ(files, f"{role} model sha256", functools.partial(_model_sha, role=role),
                        lambda sha: str(sha)[:12])
     return out
 
@@ -198,6 +201,11 @@ def planned(files: Sequence[ShardFile]) -> list[str]:
     return out
 
 
+def _reference_sha(f: ShardFile, key: Callable[[PlainReference], tuple[str, str]],
+                   wanted: tuple[str, str]) -> str:
+    return next(r.output_sha256 for r in f.results.references if key(r) == wanted)
+
+
 def references(files: Sequence[ShardFile]) -> list[str]:
     """Shards that decoded the same prompt's plain reference must agree on it."""
     def key(ref: PlainReference) -> tuple[str, str]:
@@ -210,9 +218,7 @@ def references(files: Sequence[ShardFile]) -> list[str]:
         out += _differ([f for f in files
                         if any(key(r) == (prompt, levels) for r in f.results.references)],
                        f"plain reference of prompt {prompt!r}{at}",
-                       lambda f, k=(prompt, levels): next(r.output_sha256
-                                                          for r in f.results.references
-                                                          if key(r) == k),
+                       functools.partial(_reference_sha, key=key, wanted=(prompt, levels)),
                        lambda sha: sha[:12])
     return out
 

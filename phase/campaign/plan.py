@@ -203,4 +203,4 @@ def sampling_config(plan: CampaignPlan) -> SamplingConfig | None:
     if not any(f.kind == "temperature" for f in plan.factors):
         return None
     return SamplingConfig(top_k=plan.sample_top_k, top_p=plan.sample_top_p,
-                          min_p=plan.sample_min_p, seed_rule=SEED_RULE)  # type: ignore[arg-type]
+                          min_p=plan.sample_min_p, seed_rule=SEED_RULE)  # type: ignore[arg-type]  # pydantic checks the numbers' ranges

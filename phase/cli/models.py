@@ -3,8 +3,11 @@ checks, and variants re-stored in another format by llama.cpp's quantizer."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -22,7 +25,7 @@ def models() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def models_list(as_json: bool) -> None:
     """List the embedded models and whether each is in the cache."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for m in EMBEDDED.values():
         path = cached_path(m.name)
         rows.append(
@@ -48,6 +51,10 @@ def models_list(as_json: bool) -> None:
         )
 
 
+def _say_as(say_: Callable[[str], None], name: str, message: str) -> None:
+    say_(f"[{name}] {message}")
+
+
 @models.command("fetch", epilog="Exit status: 0 fetched and verified; 1 download or sha256 "
                 "failed, or the disk is full; 2 an unknown name, a path that is not a GGUF "
                 "file, or a model cache (PHASE_CACHE) that is a file or cannot be written when "
@@ -63,7 +70,7 @@ def models_fetch(names: tuple[str, ...]) -> None:
     """
     for name in names:
         start = time.perf_counter()
-        resolved = resolve(name, progress=lambda m, n=name: say(f"[{n}] {m}"))
+        resolved = resolve(name, progress=functools.partial(_say_as, say, name))
         took = time.perf_counter() - start
         say(f"{name}: verified sha256 {resolved.sha256[:16]}… ({took:.1f} s)")
         click.echo(resolved.path)

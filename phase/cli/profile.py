@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -45,7 +46,7 @@ def profile_command(experiment: str, target: str | None, draft: str | None, no_d
     base = exp.quick if quick else exp.plan
     if base is None:
         raise click.UsageError(f"experiment {exp.name} declares no quick campaign")
-    given = {"target": target, "draft": draft, "tokens": tokens, "threads": threads,
+    given: dict[str, Any] = {"target": target, "draft": draft, "tokens": tokens, "threads": threads,
              "n_ctx": n_ctx, "profile_blocks": blocks, "profile_min_block_s": min_block_s}
     plan = replace(base, **{k: v for k, v in given.items() if v is not None})
     if prompts is not None:

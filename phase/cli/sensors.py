@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -69,7 +70,7 @@ def sensors(as_json: bool, sample_s: float | None, probe_s: float, rapl_root: st
         parse_meter_spec(spec)
     # A sampled window is taken at the rate a campaign samples at; --probe bounds the slow
     # probe, the first probe takes at most a second of it.
-    sampling = {"hz": DEFAULT_PLAN.sample_hz, "probe_s": min(1.0, probe_s),
+    sampling: dict[str, Any] = {"hz": DEFAULT_PLAN.sample_hz, "probe_s": min(1.0, probe_s),
                 "slow_probe_s": probe_s}
     if replay_from is not None:
         result = survey_snapshot(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -31,7 +31,8 @@ BLOCKED = ("Exit status: 0 built; 1 a results file has a blocking finding, or a 
 def _paths(into_project_archive: bool = False, allow_mixed_builds: bool = False,
            **dirs: str | None) -> SitePaths:
     """Relative directories are taken from the working directory (for mkdocs too)."""
-    paths = SitePaths.default(**{k: v for k, v in dirs.items() if v is not None})
+    given: dict[str, Any] = {k: v for k, v in dirs.items() if v is not None}
+    paths = SitePaths.default(**given)
     return replace(paths, archive_foreign=into_project_archive,
                    allow_mixed_builds=allow_mixed_builds)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -43,7 +44,7 @@ def validate(files: tuple[str, ...], as_json: bool, strict: bool, variance_max: 
       2  a file cannot be read as a results file: missing, not JSON, or
          not matching the schema (reported as a blocking schema finding)
     """
-    given = {"variance_max": variance_max, "lag_bias_max": lag_bias_max,
+    given: dict[str, Any] = {"variance_max": variance_max, "lag_bias_max": lag_bias_max,
              "confound_r": confound_r, "confound_min_runs": confound_min_runs,
              "near_tie_gap": near_tie_gap, "repeats": repeats, "chip_sensor": chip_sensor}
     settings = RuleSettings(**{k: v for k, v in given.items() if v is not None})

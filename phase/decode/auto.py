@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from phase.costmodel import CostTable
 from phase.decode.estimates import NgramEstimates, PositionEstimate
@@ -47,7 +47,7 @@ class Decision:
     expected_gain: float
     match_tokens: int
 
-    def step_fields(self) -> dict[str, object]:
+    def step_fields(self) -> dict[str, Any]:
         """What a results Step records of this decision."""
         return {"proposer": self.proposer, "expected_tokens": self.expected_tokens,
                 "expected_gain": self.expected_gain, "match_tokens": self.match_tokens}

@@ -19,7 +19,7 @@ RawStep = tuple[int, int, float, float]
 class Divergence(NamedTuple):
     """Where a run first left its reference, and the top-2 logit gap of the pass there."""
 
-    index: int
+    at: int  # not `index`, which would shadow tuple.index
     gap: float
 
 

@@ -23,31 +23,11 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from phase import gguf
 from phase.decode import backend, cpu_buffers, placement
 from phase.decode.cores import physical_cores
 from phase.decode.logits import top2_gap
-from phase.decode.vocab import VocabInfo
+from phase.decode.model_text import ModelText
 from phase.errors import PhaseError
-
-# File-type names from the binding's own constants (LLAMA_FTYPE_MOSTLY_Q4_K_M -> Q4_K_M), so
-# a new llama.cpp quant type is named without a table here going stale.
-_FTYPE_NAMES: dict[int, str] = {
-    value: name.removeprefix("LLAMA_FTYPE_").removeprefix("MOSTLY_").removeprefix("ALL_")
-    for name, value in vars(llama_cpp).items()
-    if name.startswith("LLAMA_FTYPE_") and isinstance(value, int) and name != "LLAMA_FTYPE_GUESSED"
-}
-_FTYPE_GUESSED = getattr(llama_cpp, "LLAMA_FTYPE_GUESSED", 1024)
-_GGML_TYPE_NAMES: dict[int, str] = {
-    value: name.removeprefix("GGML_TYPE_") for name, value in vars(llama_cpp).items()
-    if name.startswith("GGML_TYPE_") and isinstance(value, int) and name != "GGML_TYPE_COUNT"
-}
-
-
-def ftype_name(ftype: int) -> str:
-    guessed = bool(ftype & _FTYPE_GUESSED)
-    name = _FTYPE_NAMES.get(ftype & ~_FTYPE_GUESSED, f"ftype {ftype & ~_FTYPE_GUESSED}")
-    return f"{name} (guessed)" if guessed else name
 
 _FLASH_ATTN = {
     "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,
@@ -72,7 +52,7 @@ class ContextOptions:
     verbose: bool = False
 
 
-class NativeModel:
+class NativeModel(ModelText):
     """A GGUF model with one context (sequence 0) and a reusable batch.
 
     The KV cache holds positions 0..n_past-1 of one sequence. Callers decode tokens at explicit
@@ -175,35 +155,6 @@ class NativeModel:
     def n_batch(self) -> int:  # the largest llama_decode call (see vocab_file.check_fit)
         return int(llama_cpp.llama_n_batch(self._ctx))
 
-    # -- metadata -------------------------------------------------------------------------
-    def meta(self, key: str) -> str | None:
-        size = 256
-        while True:
-            buf = ctypes.create_string_buffer(size)
-            n = llama_cpp.llama_model_meta_val_str(self._model, key.encode(), buf, size)
-            if n < 0:
-                return None
-            if n < size:
-                return buf.value.decode("utf-8", errors="replace")
-            size = n + 1
-
-    def chat_template(self) -> str | None:
-        raw = llama_cpp.llama_model_chat_template(self._model, None)
-        return raw.decode("utf-8", errors="replace") if raw else None
-
-    def quant(self) -> str:
-        """The file's storage format as its GGUF header records it (`general.file_type`),
-        else the tensor type that stores most of its weights. `llama_model_ftype` is the last
-        resort only: in the pinned binding it answers 0 ("all F32") for Q4_K_M files."""
-        recorded = self.meta("general.file_type")
-        if recorded is not None and recorded.strip().isdigit():
-            return ftype_name(int(recorded))
-        dominant = gguf.read_header(self.path).dominant_tensor_type()
-        if dominant is not None:
-            name = _GGML_TYPE_NAMES.get(dominant, f"ggml type {dominant}")
-            return f"mostly {name} (no file type in the header)"
-        return ftype_name(int(llama_cpp.llama_model_ftype(self._model)))
-
     def info(self) -> dict[str, object]:
         buf = ctypes.create_string_buffer(256)
         llama_cpp.llama_model_desc(self._model, buf, 256)
@@ -217,63 +168,6 @@ class NativeModel:
             "n_ctx_train": int(llama_cpp.llama_model_n_ctx_train(self._model)),
             "description": buf.value.decode("utf-8", errors="replace"),
         }
-
-    def token_text(self, token: int) -> bytes:
-        return llama_cpp.llama_vocab_get_text(self._vocab, token) or b""
-
-    def vocab_info(self) -> VocabInfo:
-        v = self._vocab
-        return VocabInfo(
-            vocab_type=int(llama_cpp.llama_vocab_type(v)),
-            n_vocab=self.n_vocab,
-            bos=int(llama_cpp.llama_vocab_bos(v)),
-            eos=int(llama_cpp.llama_vocab_eos(v)),
-            add_bos=bool(llama_cpp.llama_vocab_get_add_bos(v)),
-            add_eos=bool(llama_cpp.llama_vocab_get_add_eos(v)),
-            token_text=self.token_text,
-        )
-
-    @property
-    def bos_text(self) -> str:
-        bos = llama_cpp.llama_vocab_bos(self._vocab)
-        return self.token_text(bos).decode("utf-8", errors="replace") if bos >= 0 else ""
-
-    @property
-    def eos_text(self) -> str:
-        eos = llama_cpp.llama_vocab_eos(self._vocab)
-        return self.token_text(eos).decode("utf-8", errors="replace") if eos >= 0 else ""
-
-    # -- text <-> tokens ------------------------------------------------------------------
-
-    def tokenize(self, text: str, *, add_special: bool, parse_special: bool) -> list[int]:
-        data = text.encode("utf-8")
-        cap = len(data) + 16
-        buf = (llama_cpp.llama_token * cap)()
-        n = llama_cpp.llama_tokenize(self._vocab, data, len(data), buf, cap, add_special,
-                                     parse_special)
-        if n < 0:  # buffer too small: llama.cpp returns minus the size it needs
-            cap = -n
-            buf = (llama_cpp.llama_token * cap)()
-            n = llama_cpp.llama_tokenize(self._vocab, data, len(data), buf, cap, add_special,
-                                         parse_special)
-        if n < 0:
-            raise PhaseError(f"tokenization failed ({n})")
-        return list(buf[:n])
-
-    def detokenize(self, tokens: list[int]) -> str:
-        """Text of `tokens` with special tokens rendered (generation ignores end-of-sequence,
-        so a generated <|im_end|> is part of what the model produced and stays visible)."""
-        if not tokens:
-            return ""
-        arr = (llama_cpp.llama_token * len(tokens))(*tokens)
-        cap = max(64, 8 * len(tokens))
-        for _ in range(2):
-            buf = ctypes.create_string_buffer(cap)
-            n = llama_cpp.llama_detokenize(self._vocab, arr, len(tokens), buf, cap, False, True)
-            if n >= 0:
-                return buf.raw[:n].decode("utf-8", errors="replace")
-            cap = -n + 1
-        raise PhaseError("detokenization failed")
 
     # -- KV cache and forward passes ------------------------------------------------------
 
@@ -296,12 +190,13 @@ class NativeModel:
         if n == 0 or n > self._capacity:
             raise DecodeFailed(f"cannot decode a batch of {n} tokens (capacity {self._capacity})")
         b = self._batch
+        assert b is not None, "decoding with a closed model"
         first_out = n - n_logits
         tok, pos, lg = b.token, b.pos, b.logits
         for i in range(n):
             tok[i] = tokens[i]
-            pos[i] = pos0 + i
-            lg[i] = i >= first_out
+            pos[i] = pos0 + i  # type: ignore[call-overload]  # the binding types pos as an array of arrays
+            lg[i] = int(i >= first_out)
         b.n_tokens = n
         rc = self._decode(self._ctx, b)
         if rc != 0:
@@ -314,8 +209,9 @@ class NativeModel:
     def decode_one(self, token: int, pos: int) -> int:
         """The hot path of plain decoding: one token in, the greedy next token out."""
         b = self._batch
+        assert b is not None, "decoding with a closed model"
         b.token[0] = token
-        b.pos[0] = pos
+        b.pos[0] = pos  # type: ignore[call-overload]  # the binding types pos as an array of arrays
         b.logits[0] = 1
         b.n_tokens = 1
         rc = self._decode(self._ctx, b)

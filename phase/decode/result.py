@@ -101,8 +101,10 @@ class DecodeResult:
         if self.overridden is not None:
             raise PhaseError("a run that followed a reference text is not greedy decoding "
                              "and cannot be recorded as a results-file run")
+        matches: bool | None
         matches, divergence = compare_to_plain(self.token_ids, reference)
-        gap_verify = gap_reference = None
+        gap_verify: float | None = None
+        gap_reference: float | None = None
         matches_reason = None
         if sampled_seed is not None:
             matches, divergence, matches_reason = None, None, SAMPLED_REASON

@@ -156,7 +156,7 @@ class _TargetRows(Sequence[np.ndarray]):
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]
+    def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]  # int indices only
         if not 0 <= i < self.n:
             raise IndexError(i)
         if i not in self._rows:

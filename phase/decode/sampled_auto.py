@@ -46,7 +46,7 @@ class SampledAuto:
 
     def __init__(self, table: CostTable, draft: DraftSampler | None, k_max: int) -> None:
         self._draft = _DraftForAuto(draft) if draft is not None else None
-        self.auto = AutoProposer(table, self._draft, k_max=k_max,  # type: ignore[arg-type]
+        self.auto = AutoProposer(table, self._draft, k_max=k_max,  # type: ignore[arg-type]  # duck-typed draft (_DraftForAuto)
                                  mirrors=False)
 
     @property

@@ -100,11 +100,13 @@ def _id_paired_residual(p_row: np.ndarray, q_row: np.ndarray) -> np.ndarray:
 def llama_speculative(p: Rows, q: Rows | None, proposal: Sequence[int],
                       rng: np.random.Generator) -> Verdict:
     """examples/speculative's stochastic verification with one draft sequence."""
-    if q is None and proposal:
+    if not proposal:
+        return _bonus(p, proposal, rng)
+    if q is None:
         raise ValueError("the llama-speculative rule needs the draft's distributions")
     for i, token in enumerate(proposal):
         r = rng.random()
-        p_x, q_x = float(p[i][token]), float(q[i][token])  # type: ignore[index]
+        p_x, q_x = float(p[i][token]), float(q[i][token])
         if q_x > 0 and r <= p_x / q_x:
             continue
         return Verdict(i, [*proposal[:i], draw(_id_paired_residual(p[i], q[i]), rng)])

@@ -47,7 +47,8 @@ def decode_result(strategy: Strategy, prompt: list[int], timed: Timed, started_u
                   threads: tuple[int, int]) -> DecodeResult:
     """The DecodeResult of one timed decode: its trace with auto's decisions, acceptance (or
     why there is none), and the timings."""
-    made: list[Decision | None] = list(decisions or [None] * len(timed.raw_trace))
+    made: list[Decision | None] = (list(decisions) if decisions
+                                   else [None] * len(timed.raw_trace))
     trace = [Step(proposed=p, accepted=a, propose_ms=p_ms, verify_ms=v_ms,
                   **(d.step_fields() if d is not None else {}))
              for (p, a, p_ms, v_ms), d in zip(timed.raw_trace, made, strict=True)]
@@ -83,7 +84,7 @@ def decode_result(strategy: Strategy, prompt: list[int], timed: Timed, started_u
         n_threads=threads[0],
         n_threads_batch=threads[1],
         top2_gaps=timed.gaps,
-        divergence_index=timed.divergence.index if timed.divergence else None,
+        divergence_index=timed.divergence.at if timed.divergence else None,
         divergence_gap=timed.divergence.gap if timed.divergence else None,
         overridden=timed.overridden,
     )

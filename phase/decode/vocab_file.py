@@ -15,24 +15,13 @@ from pathlib import Path
 import llama_cpp
 
 from phase.decode import backend
-from phase.decode.native import NativeModel
+from phase.decode.model_text import ModelText
 from phase.errors import PhaseError, UsageProblem
 
 
-class VocabFile:
+class VocabFile(ModelText):
     """Tokenizer and metadata of a GGUF file (no weights, no context). Use as a context
-    manager, or `close` it."""
-
-    # The same code as a loaded model's: these read only the model's metadata and vocabulary.
-    meta = NativeModel.meta
-    chat_template = NativeModel.chat_template
-    quant = NativeModel.quant
-    token_text = NativeModel.token_text
-    vocab_info = NativeModel.vocab_info
-    bos_text = NativeModel.bos_text
-    eos_text = NativeModel.eos_text
-    tokenize = NativeModel.tokenize
-    detokenize = NativeModel.detokenize
+    manager, or `close` it. It reads metadata and tokens as a loaded model does (ModelText)."""
 
     def __init__(self, path: str | Path) -> None:
         backend.init(verbose=False)

@@ -154,6 +154,9 @@ def covers_words(parts: Iterable[str]) -> str:
     return ", ".join(PART_WORDS.get(p, p) for p in parts)
 
 
+def _unknown_parts() -> list[CoveredPart]:
+    return ["unknown"]
+
 class PrimaryEnergy(Strict):
     """Which sensors "chip energy" means in this file: the energy of the device that ran the
     model, as the sum of these sensors' windows (two GPUs, two CPU sockets, two compute
@@ -165,4 +168,4 @@ class PrimaryEnergy(Strict):
     chosen_by: Literal["auto", "override"]
     # The parts of the machine these sensors' energy covers, in phase.results.covers.PARTS
     # order; ["unknown"] where a sensor's parts cannot be told from its backend and name.
-    covers: list[CoveredPart] = Field(default_factory=lambda: ["unknown"], min_length=1)
+    covers: list[CoveredPart] = Field(default_factory=_unknown_parts, min_length=1)

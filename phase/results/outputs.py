@@ -46,7 +46,7 @@ class NewFile:
     """A new file phase will create at `path`, held (locked, name free) until written."""
 
     def __init__(self, claim: Claim) -> None:
-        self.claim = claim
+        self.held = claim
         self.path = claim.path
 
     @classmethod
@@ -58,17 +58,17 @@ class NewFile:
     def write(self, text: str) -> None:
         """Create the file with `text` (never replacing anything), then give up the claim."""
         try:
-            create_exclusive(self.claim.target, text)
+            create_exclusive(self.held.target, text)
         except ResultsError as exc:
-            raise type(exc)(_as_named(str(exc), self.claim.target, self.path),
+            raise type(exc)(_as_named(str(exc), self.held.target, self.path),
                             exit_code=exc.exit_code) from None
         except UsageProblem as exc:
-            raise UsageProblem(_as_named(str(exc), self.claim.target, self.path)) from None
+            raise UsageProblem(_as_named(str(exc), self.held.target, self.path)) from None
         finally:
-            self.claim.release()
+            self.held.release()
 
     def release(self) -> None:
-        self.claim.release()
+        self.held.release()
 
     def __enter__(self) -> NewFile:
         return self
@@ -104,7 +104,7 @@ def _as_named(message: str, target: Path, shown: Path) -> str:
     return message.replace(str(target), str(shown), 1)
 
 
-def _libc_renameat2() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+def _libc_renameat2() -> Callable[..., int] | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         return libc.renameat2  # glibc >= 2.28

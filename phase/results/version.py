@@ -5,6 +5,8 @@ Kept apart from schema.py so the models stay readable and the history can grow.
 
 from __future__ import annotations
 
+from typing import Final
+
 # Schema history (bump SCHEMA_VERSION and add a step to migrations.MIGRATIONS when the shape
 # changes; the Literal of each file model's schema_version follows it, in schema.py's
 # ResultsFile and summary.py's SummaryFile; the adaptive record lives in adaptive.py):
@@ -61,4 +63,4 @@ from __future__ import annotations
 #                slow_vs_condition (absent: judged by load alone); PassCost.block_load,
 #                block_disturbed (the profile's blocks that other work disturbed, repeated and
 #                left out of its medians; absent: load not measured, every block counts).
-SCHEMA_VERSION = 12
+SCHEMA_VERSION: Final = 12

@@ -84,7 +84,7 @@ class Report:
         return bool(self.findings)
 
     def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(SEVERITIES, 0)
+        out: dict[str, int] = dict.fromkeys(SEVERITIES, 0)
         for f in self.findings:
             out[f.severity] += 1
         return out

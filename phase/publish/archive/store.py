@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -37,7 +37,7 @@ from phase.results.jsonread import read_json
 from phase.results.outputs import place_dir, staging_dir
 from phase.results.safepath import FILE_NAME_PATTERN, REL_PATH_PATTERN, confined
 
-FORMAT = 1
+FORMAT: Final = 1
 MANIFEST = "manifest.json"
 PAGE = "index.md"
 LATEST = "latest.md"

@@ -233,7 +233,9 @@ def per_k(rows: list[SummaryRow], counts: CountsText | None = None) -> Chart:
                 .mark_rule(strokeDash=[4, 4])
                 .encode(y=f"{field}:Q", color=color)
             )
-        return alt.layer(*layers).properties(width=260, height=220)
+        chart = alt.layer(*layers).properties(width=260, height=220)
+        assert isinstance(chart, alt.LayerChart)  # properties() keeps the chart's kind
+        return chart
 
     with_energy = [r for r in drafts if r.chip_mj_per_token is not None]
     panels = [panel("tokens_per_s", FIGURES["tokens_per_s"].axis, drafts, plain)]

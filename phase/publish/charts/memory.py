@@ -31,12 +31,11 @@ def _line(gb_s: float, lo: float, hi: float, threads: int) -> list[dict[str, Any
 
 
 def roofline(views: Sequence[MemoryView]) -> Chart:
-    points = [{"mb": mb, "tps": v.row.tokens_per_s, "format": v.label,
-               "threads": f"{v.threads}", "fill": f"fill {v.fill}",
-               "share": memory_value("bandwidth_share", v)}
-              for v in views
-              if (mb := memory_value("mb_per_token", v)) is not None
-              and v.row.tokens_per_s is not None]
+    points: list[dict[str, Any]] = [
+        {"mb": mb, "tps": v.row.tokens_per_s, "format": v.label, "threads": f"{v.threads}",
+         "fill": f"fill {v.fill}", "share": memory_value("bandwidth_share", v)}
+        for v in views
+        if (mb := memory_value("mb_per_token", v)) is not None and v.row.tokens_per_s is not None]
     if not points:
         return Chart("roofline", TITLE, None, "Not drawn: no condition has both tokens/s and "
                      "a bytes-per-token estimate (a campaign without measure_bandwidth).", "")

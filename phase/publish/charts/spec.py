@@ -101,8 +101,10 @@ def vega_bundle() -> str:
         f"vega {vlc.get_vega_version()}, vega-lite {vl_version() or 'latest'}, "
         f"vega-embed {vlc.get_vega_embed_version()}"
     )
-    body = vlc.javascript_bundle(vl_version=vl_version())
-    header = f"/* {versions}: bundled by vl-convert {vlc.__version__} */"
+    # The stub requires `snippet`; the library's own signature defaults it to None (no snippet).
+    body = vlc.javascript_bundle(None, vl_version=vl_version())  # type: ignore[arg-type]
+    # The module sets __version__ at runtime; its stub does not declare it.
+    header = f"/* {versions}: bundled by vl-convert {vlc.__version__} */"  # type: ignore[attr-defined]
     return f"{header}\n(function () {{\n{body}\n}})();\n"
 
 

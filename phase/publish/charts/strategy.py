@@ -20,7 +20,7 @@ from typing import Any
 
 import altair as alt
 
-from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
+from phase.analysis import FIGURES, PLAIN, Condition, Figure, condition_key, row_value
 from phase.analysis.counts import row_acceptance_counts
 from phase.analysis.figures import STATISTICS, row_interval
 from phase.publish.charts.spec import STRATEGY_KINDS, Chart, energy_reason, overlaid_levels
@@ -60,7 +60,7 @@ def _interval_fields(prefix: str, name: str, rows: list[SummaryRow], row: Summar
             f"{prefix}_spread": per_run.relative if per_run is not None else None}
 
 
-def _n_text(spreads: dict[tuple[str, str], ConditionSpread]) -> str:
+def _n_text(spreads: dict[Condition, ConditionSpread]) -> str:
     ns = sorted({c.n for c in spreads.values() if c.n is not None})
     if not ns:
         return "n not given"
@@ -87,7 +87,9 @@ def _bars(records: list[dict[str, Any]], field: str, fig: Figure, prompts: list[
     if with_range:
         layers.append(base.mark_rule(color="black").encode(
             y=f"{field}_low:Q", y2=f"{field}_high:Q", tooltip=tooltip))
-    return alt.layer(*layers).properties(width=330, height=220)
+    chart = alt.layer(*layers).properties(width=330, height=220)
+    assert isinstance(chart, alt.LayerChart)  # properties() keeps the chart's kind
+    return chart
 
 
 def cost_per_token(ds: Dataset) -> Chart:

@@ -10,6 +10,7 @@ note's page can read the note it cites without the page kinds knowing of each ot
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import jinja2
 from markupsafe import Markup
@@ -46,7 +47,9 @@ def cited_pairs(own: Sequence[Dataset], cited: Sequence[str],
 
 def cited_section(env: jinja2.Environment, own: Sequence[Dataset], cited: Sequence[str]) -> Markup:
     """The "Compared with other notes" section, or nothing where no cited note differs."""
-    pairs, unrecorded = cited_pairs(own, cited, env.globals.get(NOTES_GLOBAL, {}))
+    # The site build puts every note's datasets there (phase.publish.site.docs).
+    notes = cast("Mapping[str, tuple[str, Sequence[Dataset]]]", env.globals.get(NOTES_GLOBAL, {}))
+    pairs, unrecorded = cited_pairs(own, cited, notes)
     if not pairs and not unrecorded:
         return Markup("")
     html = env.get_template("build_differences.html.j2").render(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
-from phase.analysis import FIGURES, PLAIN, Figure, condition_key, row_value
+from phase.analysis import FIGURES, PLAIN, Condition, Figure, condition_key, row_value
 from phase.analysis.counts import rate_with_counts, row_acceptance_counts
 from phase.analysis.figures import STATISTICS, row_interval
 from phase.analysis.formatting import span
@@ -87,7 +87,7 @@ class Figures:
     caveats_placed: bool = False
     # Every campaign's confirmation campaign, by the campaign's file name (the build's).
     confirmations: Mapping[str, Dataset] = field(default_factory=dict)
-    _spreads: dict[str, dict[tuple[str, str], ConditionSpread]] = field(default_factory=dict)
+    _spreads: dict[str, dict[Condition, ConditionSpread]] = field(default_factory=dict)
 
     def _pick(self, file: str | None) -> list[Dataset]:
         picked = [d for d in self.datasets if file is None or d.name == file]

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 from markupsafe import Markup, escape
@@ -57,7 +58,7 @@ from phase.publish.notes.memory_section import memory_calls
 from phase.publish.notes.page import Page, PageAssets
 from phase.publish.notes.source import NoteError, NoteSource, VersionMeta
 from phase.publish.notes.temperature_section import temperature_calls
-from phase.publish.numbers.bench import BENCH_GLOBAL
+from phase.publish.numbers.bench import BENCH_GLOBAL, BenchResults
 from phase.publish.numbers.builds import versus
 from phase.publish.numbers.changes import compare
 from phase.publish.numbers.downloads import findings_frame, results_frame
@@ -165,8 +166,10 @@ class _Calls:
         self.assets = PageAssets(env, asset_dir, asset_href)
         self.called: set[str] = set()
         self.cited: list[str] = []  # the notes its text links to, for cited_section
-        self.figures = Figures(str(note.path), datasets, env.globals.get(BENCH_GLOBAL, []), root,
-                               confirmations=env.globals.get(CONFIRMATIONS_GLOBAL, {}))
+        # The site build sets both globals (phase.publish.site.docs); a bare env has neither.
+        bench = cast("list[BenchResults]", env.globals.get(BENCH_GLOBAL, []))
+        confirmations = cast("Mapping[str, Dataset]", env.globals.get(CONFIRMATIONS_GLOBAL, {}))
+        self.figures = Figures(str(note.path), datasets, bench, root, confirmations=confirmations)
 
     def pick(self, file: str | None) -> list[Dataset]:
         """This version's results files, or the one named `file` (a note error if absent)."""

@@ -63,7 +63,7 @@ def versus(previous: Sequence[Dataset], current: Sequence[Dataset],
         same = [d for d in before if d.name == new.name]
         kin = [d for d in before if d.raw_header is not None
                and d.raw_header.experiment == header.experiment]
-        old = (same or kin or before or [None])[0]
+        old = next(iter(same or kin or before), None)
         if old is None or old.name == new.name:
             continue
         out += compare_sides([Side(label_a, old), Side(label_b, new)])

@@ -208,7 +208,7 @@ def build_raw_page(
     downloads = {"findings": frame_files(findings_frame(findings), f"{ds.stem}-findings", "",
                                          f"the findings ({ds.name})"),
                  "runs" if ds.raw is not None else "rows": data_table(ds)}
-    common = {
+    common: dict[str, Any] = {
         "dataset": ds.name,
         "download": download,
         "summary_download": summary_download,

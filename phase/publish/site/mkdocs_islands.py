@@ -15,7 +15,7 @@ from phase.escaping import active_markup
 from phase.publish.markup.islands import PATTERN
 
 
-class IslandsPlugin(BasePlugin):  # type: ignore[type-arg]
+class IslandsPlugin(BasePlugin):
     def __init__(self) -> None:
         super().__init__()
         # A placeholder no page can hold by chance: data is HTML-escaped, so "<!--" never

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from phase import REPO_ROOT
 from phase.publish.pages import PAGE_KINDS
@@ -71,7 +72,7 @@ class SitePaths:
             published_dir=root / "published",
             bench_dir=root / "bench" / "results",
         )
-        given = {k: absolute(v) for k, v in overrides.items() if v is not None}
+        given: dict[str, Any] = {k: absolute(v) for k, v in overrides.items() if v is not None}
         return replace(paths, **given)
 
     @property

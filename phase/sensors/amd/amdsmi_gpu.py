@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from phase.sensors.core.base import Declared, Probe, ReadError, Sensor
@@ -32,11 +33,12 @@ CHECK_S = 0.3
 
 def load(module: Any | None = None) -> tuple[Any | None, str | None]:
     """(the initialised amdsmi module, None), or (None, why not). `module` is a stand-in."""
-    lib = module
+    lib: Any = module
     if lib is None:
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # it prints when the .so is missing
-                import amdsmi as lib  # type: ignore[import-not-found]
+                import amdsmi
+            lib = amdsmi
         except Exception as exc:  # OSError, KeyError, AttributeError as well as ImportError
             return None, (f"amdsmi does not import ({type(exc).__name__}): ROCm's Python "
                           "binding is optional; AMD GPUs are read through hwmon power instead")
@@ -104,7 +106,8 @@ def _checked(lib: Any, gpus: list[tuple[str, Any]], found: Probe) -> list[tuple[
     return kept
 
 
-def probe(parts: dict[tuple[int, int, int, int], str], module: Any | None = None) -> Probe:
+def probe(parts: Mapping[tuple[int, int, int, int] | None, str], module: Any | None = None
+          ) -> Probe:
     """Energy counters of the AMD GPUs amdgpu's hwmon found (`parts`: PCI key -> part)."""
     found = Probe(BACKEND)
     lib, why = load(module)

@@ -14,6 +14,7 @@ a key the first plist actually carries.
 
 from __future__ import annotations
 
+import io
 import os
 import platform
 import plistlib
@@ -58,7 +59,9 @@ def _live_powermetrics(interval_s: float) -> tuple[Source, Callable[[], None]]:
     )
 
     def chunks() -> Source:
-        assert proc.stdout is not None
+        # Popen's default buffering makes stdout a BufferedReader, whose read1 returns what
+        # has arrived instead of waiting for a full 64 KiB.
+        assert isinstance(proc.stdout, io.BufferedReader)
         while chunk := proc.stdout.read1(65536):
             yield chunk
 
@@ -73,7 +76,7 @@ def _live_powermetrics(interval_s: float) -> tuple[Source, Callable[[], None]]:
 
 
 def _live_zeus() -> Any:
-    from zeus_apple_silicon import AppleEnergyMonitor  # type: ignore[import-not-found]
+    from zeus_apple_silicon import AppleEnergyMonitor
 
     return AppleEnergyMonitor()
 

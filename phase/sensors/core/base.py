@@ -123,7 +123,7 @@ class Sensor(ABC):
         self.encloses: list[str] | None = None
 
     @property
-    def unit(self) -> str:
+    def unit(self) -> Literal["J", "W"]:
         return "J" if self.kind == "counter" else "W"
 
     @abstractmethod

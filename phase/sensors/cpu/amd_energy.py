@@ -63,7 +63,7 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
             label = fs.read_text(device / entry) if m else None
             if m is None or label is None or _CORE.match(label):
                 continue  # core counters sit inside their socket's: never read with it
-            if not _SOCKET.match(label):
+            if not (socket := _SOCKET.match(label)):
                 found.notes.append(f"{device / entry}: label {label!r} is neither Esocket nor "
                                    "Ecore; left out")
                 continue
@@ -72,7 +72,7 @@ def probe(root: Path = DEFAULT_ROOT, fs: Fs = REAL_FS) -> Probe:
             handle = open_counter(fs, path, label, denied, found.problems)
             if handle is None:
                 continue
-            found.sensors.append(AmdSocket(f"amd_energy:socket-{_SOCKET.match(label)[1]}",
+            found.sensors.append(AmdSocket(f"amd_energy:socket-{socket[1]}",
                                            handle))
         if sockets == 0:
             found.problems.append(f"{device} is an amd_energy device with no Esocket* "

@@ -86,7 +86,7 @@ def parse_meter_spec(text: str) -> MeterSpec:
     if time_unit is not None and time_unit not in fmt.TIME_UNITS:
         raise UsageProblem(f"--meter {text!r}: time must be one of s, ms, us, ns")
     offset = _number(found["offset"], "offset (seconds)", text) if "offset" in found else 0.0
-    return MeterSpec(Path(path), scope, tau_s, unit, time_unit, offset)  # type: ignore[arg-type]
+    return MeterSpec(Path(path), scope, tau_s, unit, time_unit, offset)  # type: ignore[arg-type]  # unit checked above
 
 
 def _time_unit(key: str, spec: MeterSpec, first: float, where: str) -> tuple[str, str | None]:

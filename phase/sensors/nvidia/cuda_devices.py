@@ -44,7 +44,7 @@ def _devices(lib: Any) -> dict[str, Any]:
     failed = _check("cuDeviceGetCount", lib.cuDeviceGetCount(ctypes.byref(count)))
     if failed:
         return failed
-    devices = []
+    devices: list[dict[str, Any]] = []
     for index in range(count.value):
         device = ctypes.c_int(0)
         bus = ctypes.create_string_buffer(64)

@@ -254,12 +254,13 @@ def load(module: Any | None = None) -> tuple[Any, str | None]:
     """The one place phase opens NVML: (the pynvml module, None) after nvmlInit, or (None,
     why not). Every successful call needs one nvmlShutdown (NVML counts them). `module` is a
     stand-in for pynvml (a snapshot replay)."""
-    nvml = module
+    nvml: Any = module
     if nvml is None:
         try:
-            import pynvml as nvml
+            import pynvml
         except ImportError:
             return None, "nvidia-ml-py is not installed: `pip install nvidia-ml-py`"
+        nvml = pynvml
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as exc:

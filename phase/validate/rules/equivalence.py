@@ -66,15 +66,15 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 run=run, json_path=f"{where}.seed",
             ))
         wanted = reference_levels(results.config, run.factors)
-        ref = references.get((run.prompt, tuple(wanted.items())))
-        if ref is None:
+        its_reference = references.get((run.prompt, tuple(wanted.items())))
+        if its_reference is None:
             out.append(ctx.finding(
                 "equivalence", "blocking",
                 "no plain reference for this prompt, so the output cannot be checked",
                 run=run, json_path=f"{where}.prompt",
             ))
             continue
-        out += _run(run, ref, where, settings, ctx)
+        out += _run(run, its_reference, where, settings, ctx)
     return out
 
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 
 from phase.costmodel.blocks import clean, disturbed_blocks
 from phase.results import PassCost, ProfilePoint, ResultsFile
-from phase.validate.report import Context, Finding
+from phase.validate.report import Context, Finding, Severity
 from phase.validate.settings import RuleSettings
 
 _REL = 1e-9  # float round-off between the profiler's arithmetic and the recomputation
@@ -72,9 +72,11 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     # One at odds with physics was measured on a host that changed speed beyond the noise its
     # blocks state (a shared machine does): its predictions cannot be trusted, said as a
     # warning, while the runs themselves stand.
+    ranked: tuple[tuple[Severity, list[Problem]], ...] = (("blocking", problems),
+                                                           ("warning", physics))
     return [ctx.finding("profile", severity, f"cost profile: {message}", numbers=numbers,
                         json_path=f"$.profile.{path}")
-            for severity, found in (("blocking", problems), ("warning", physics))
+            for severity, found in ranked
             for message, path, numbers in found]
 
 
