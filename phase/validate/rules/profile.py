@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 
 from phase.costmodel.blocks import clean, disturbed_blocks
 from phase.results import PassCost, ProfilePoint, ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -229,3 +230,6 @@ def _physics(point: ProfilePoint, role: str, passes: list[PassCost],
                    "spreads state: a pass over more tokens is never cheaper",
                    f"points[{pi}].{role}[{ci}].{field.split('.')[0]}",
                    {"cost": b, "smaller_pass_cost": s, "noise": noise})
+
+
+RULE = Rule(order=60, check=check)
