@@ -69,6 +69,9 @@ def _sysbench(size_bytes: int, threads: int) -> float | None:
 
 
 def run(ctx: Context) -> Section:
+    """The stream section. Long because its arms (phase's kernels, numpy's, sysbench)
+    alternate in one loop and every row reads the same runs and arrays; a benchmark script,
+    run only by hand (bench/run.py), so it is kept as measured rather than split untested."""
     section = Section("stream")
     llc = llc_bytes()
     size = QUICK_ARRAY if ctx.quick else default_array_bytes(llc)

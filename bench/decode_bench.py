@@ -108,6 +108,9 @@ def _skip_without_native(ctx: Context, section: Section) -> bool:
 
 
 def run_plain(ctx: Context) -> Section:
+    """The plain section. Long because phase's and the native tool's runs alternate in one
+    loop and their rows read the same locals; a benchmark script, run only by hand
+    (bench/run.py), so it is kept as measured rather than split untested."""
     section = Section("plain")
     if _skip_without_native(ctx, section):
         return section

@@ -92,6 +92,9 @@ def _crosshost_s(paths: SitePaths) -> float:
 
 
 def run(ctx: Context) -> Section:
+    """The hosts section. Long because each count builds, times and describes one site in
+    one pass, and the growth rows read every count's totals; a benchmark script, run only
+    by hand (bench/run.py), so it is kept as measured rather than split untested."""
     section = Section("hosts")
     f = _factories()
     base_paths = SitePaths.default(REPO)

@@ -73,10 +73,6 @@ def source_dir(version: str) -> Path:
     return native_root() / f"llama_cpp_python-{version}" / "vendor" / "llama.cpp"
 
 
-def bin_dir() -> Path:
-    return native_root() / "build" / "bin"
-
-
 def _configured_source(build: Path) -> Path | None:
     cache = build / "CMakeCache.txt"
     if not cache.is_file():

@@ -1,39 +1,13 @@
 """phase benchmarks: speed against native llama.cpp, and the overheads phase adds.
 
     .venv/bin/python -m bench.run
-        [--only plain,draft,ngram,auto,ngram-native,selfdraft,evidence,noise,sampler,
-                sampling,sampling-native,windows,bandwidth,tg-bandwidth,stream,site,hosts,
-                adaptive,coverage,disturbance]
+        [--only SECTION,...] [--list]
         [--repeats N] [--tokens N] [--spec-tokens N] [--model NAME] [--draft NAME]
         [--threads T] [--quick] [--out DIR] [--strict]
 
-Sections (each its own module): plain, draft and ngram (bench/decode_bench.py, against the
-native tools built by bench/native.py), auto and ngram-native (bench/spec_bench.py: auto vs
-the fixed strategies with the cost model's predictions; phase's n-gram strategies vs
-llama.cpp's), selfdraft (bench/self_draft.py: the target as its own draft, phase's acceptance
->= llama-speculative-simple's), evidence (bench/evidence_bench.py: what recording the top-2
-logit gaps costs), noise (bench/batch_noise.py: how far one-token and batched passes move a
-greedy choice, against the validator's near_tie_gap), sampler (bench/sampler_bench.py),
-sampling (bench/sampling_bench.py: draft-4 acceptance of speculative sampling's rejection rule
-against phase's implementations of the two llama.cpp tools' verification rules at three
-temperatures), sampling-native (bench/native_sampling.py: the same against the tools'
-binaries, llama-speculative and llama-speculative-simple, at the same temperatures),
-windows (bench/windows_bench.py: a quiet campaign's wall time with energy windows sized to
-the sensor and without),
-bandwidth (bench/bandwidth.py), tg-bandwidth (bench/tg_bandwidth.py: phase's plain decoding
-and llama-bench's tg as effective bandwidth, tok/s x bytes/token, on the 0.5B model),
-stream (bench/bandwidth_bench.py: phase's STREAM-style C kernels against numpy's bare copy
-and numpy's triad, and sysbench memory where installed), site
-(bench/site_bench.py), hosts (bench/hosts_bench.py: many campaigns over many host classes,
-the cross-host page), adaptive (bench/adaptive_bench.py: a short real campaign with adaptive
-repeats, how many extra runs it took here to pin every ratio to plain within ±5%), coverage
-(bench/coverage_bench.py: by simulation, how often the published ratio intervals hold the true
-ratio, the false "resolved" rate, the family-wise rate after correction; no model),
-disturbance (bench/disturbance_bench.py: a plain decode's slowdown under a CPU hog at several
-duty cycles of one core, and the quiet spread: the calibration the disturbance defaults in
-phase/campaign/plan.py cite). Writes
-bench/results/<date>-<host>.json and a Markdown table beside it, and prints a table with
-PASS/FAIL against the project's targets.
+The sections, what each measures and the module that runs it are registered once, in
+bench/sections.py (`--list` prints them). Writes bench/results/<date>-<host>.json and a
+Markdown table beside it, and prints a table with PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
 site counts: a smoke run of every section in a few minutes.
 The native tools of sampling-native and tg-bandwidth are built once from the llama.cpp that
@@ -49,29 +23,27 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from bench.common import Context, Section
+from bench.sections import BY_NAME, SECTIONS, BenchSection
 
-SECTIONS = ("plain", "draft", "ngram", "auto", "ngram-native", "selfdraft", "evidence", "noise",
-            "sampler", "sampling", "sampling-native", "windows", "bandwidth", "tg-bandwidth",
-            "stream", "site", "hosts", "adaptive", "coverage", "disturbance")
-NATIVE_SECTIONS = {"plain", "draft", "ngram", "ngram-native", "selfdraft"}
-# Sections that run bench/native_tools.py's binaries (llama-speculative among them).
-TOOLS_SECTIONS = {"sampling-native", "tg-bandwidth"}
-# Sections that load the draft model as well as the target.
-DRAFT_SECTIONS = {"draft", "auto", "ngram-native", "selfdraft", "sampling", "sampling-native",
-                  "adaptive"}
+REPO = Path(__file__).resolve().parent.parent
+NAMES = ",".join(s.name for s in SECTIONS)
 
 
 def _csv(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip()]
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from phase.campaign.plan import DEFAULT_PLAN
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", default=",".join(SECTIONS),
-                   help=f"comma-separated sections (default: all of {','.join(SECTIONS)})")
+    p.add_argument("--only", default=NAMES,
+                   help=f"comma-separated sections (default: all of {NAMES})")
+    p.add_argument("--list", action="store_true",
+                   help="print each section, what it measures and its module, and exit")
     p.add_argument("--repeats", type=int, default=None, help="repeats per arm (default 3)")
     p.add_argument("--tokens", type=int, default=None, help="tokens per run (default 128)")
     p.add_argument("--spec-tokens", type=int, default=None,
@@ -94,11 +66,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results",
                    help="directory for the JSON and Markdown files")
     p.add_argument("--strict", action="store_true", help="exit 1 when any target fails")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from phase.campaign.plan import DEFAULT_PLAN
+
+    p = _parser()
     args = p.parse_args(argv)
     args.only = _csv(args.only)
-    unknown = [s for s in args.only if s not in SECTIONS]
+    unknown = [s for s in args.only if s not in BY_NAME]
     if unknown:
-        p.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+        p.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(BY_NAME)}")
     quick = args.quick
     args.model = args.model or ("smollm2-135m" if quick else "qwen2.5-coder-1.5b")
     args.draft = args.draft or (args.model if quick else "qwen2.5-coder-0.5b")
@@ -117,106 +96,69 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    from bench import (
-        adaptive_bench,
-        bandwidth,
-        bandwidth_bench,
-        batch_noise,
-        coverage_bench,
-        decode_bench,
-        disturbance_bench,
-        evidence_bench,
-        hosts_bench,
-        native,
-        native_sampling,
-        native_tools,
-        report,
-        sampler_bench,
-        sampling_bench,
-        self_draft,
-        site_bench,
-        spec_bench,
-        tg_bandwidth,
-        windows_bench,
-    )
-    from bench.common import Context, Section
-    from phase.decode.cores import physical_cores
-    from phase.errors import PhaseError
-    from phase.models import resolve
+def section_list() -> str:
+    """What `--list` prints: one line per section, in the order they run."""
+    width = max(len(s.name) for s in SECTIONS)
+    return "\n".join(f"{s.name:<{width}}  {s.measures} (bench/{s.module}.py:{s.function})"
+                     for s in SECTIONS)
 
-    args = parse_args(argv)
-    threads = args.threads or physical_cores()
-    print(f"phase bench: {', '.join(args.only)}; target {args.model}, draft {args.draft}, "
-          f"{args.tokens} tokens ({args.spec_tokens} for auto and ngram-native), "
-          f"{args.repeats} repeats, {threads} threads", file=sys.stderr)
 
-    bin_path, problem, build = None, None, None
-    if NATIVE_SECTIONS & set(args.only):
-        try:
-            bin_path = native.ensure_built(lambda m: print(f"  native: {m}", file=sys.stderr))
-            build = native.build_info(bin_path)
-        except (native.NativeError, OSError) as exc:
-            problem = str(exc)
-            print(f"native llama.cpp unavailable: {problem}", file=sys.stderr)
+def _chosen(args: argparse.Namespace) -> list[BenchSection]:
+    return [s for s in SECTIONS if s.name in args.only]
 
-    tools_bin, tools_problem = None, "no section asked for them"
-    if TOOLS_SECTIONS & set(args.only):
-        try:
-            tools_bin = native_tools.ensure_tools(lambda m: print(f"  tools: {m}",
-                                                                  file=sys.stderr))
-            tools_problem = None
-        except (native.NativeError, OSError) as exc:
-            tools_problem = str(exc)
-            print(f"native llama.cpp tools unavailable: {tools_problem}", file=sys.stderr)
 
-    needs_models = set(args.only) - {"site", "hosts", "stream", "coverage"}
+def _native(chosen: list[BenchSection]) -> tuple[Path | None, str | None, str | None]:
+    """The native llama.cpp build, when a section compares with it: (bin, problem, build)."""
+    from bench import native
+
+    if not any(s.native for s in chosen):
+        return None, None, None
     try:
-        target = resolve(args.model) if needs_models else None
-        draft = resolve(args.draft) if DRAFT_SECTIONS & set(args.only) else target
-    except PhaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        bin_path = native.ensure_built(lambda m: _log(f"  native: {m}"))
+        return bin_path, None, native.build_info(bin_path)
+    except (native.NativeError, OSError) as exc:
+        _log(f"native llama.cpp unavailable: {exc}")
+        return None, str(exc), None
 
-    runners = {
-        "plain": decode_bench.run_plain, "draft": decode_bench.run_draft,
-        "ngram": decode_bench.run_ngram, "auto": spec_bench.run_auto,
-        "ngram-native": spec_bench.run_ngram_native, "selfdraft": self_draft.run,
-        "evidence": evidence_bench.run, "noise": batch_noise.run, "sampler": sampler_bench.run,
-        "sampling": sampling_bench.run, "sampling-native": native_sampling.run,
-        "windows": windows_bench.run, "bandwidth": bandwidth.run,
-        "tg-bandwidth": tg_bandwidth.run, "stream": bandwidth_bench.run, "site": site_bench.run,
-        "hosts": hosts_bench.run,
-        "adaptive": adaptive_bench.run, "disturbance": disturbance_bench.run,
-        "coverage": coverage_bench.run,
-    }
-    sections: list[Section] = []
-    started = time.time()
-    with tempfile.TemporaryDirectory(prefix="phase-bench-") as tmp:
-        ctx = Context(
-            repeats=args.repeats, tokens=args.tokens, spec_tokens=args.spec_tokens,
-            threads=threads, n_ctx=args.ctx,
-            target_name=args.model, draft_name=args.draft,
-            target_path=target.path if target else Path(),
-            draft_path=draft.path if draft else Path(),
-            ks=tuple(args.ks), quick=args.quick, native_bin=bin_path, native_problem=problem,
-            workdir=Path(tmp), site_counts=tuple(args.site_counts),
-            host_counts=tuple(args.host_counts),
-            sampler_hz=(20.0, 100.0), tools_bin=tools_bin, tools_problem=tools_problem,
-        )
-        for name in SECTIONS:
-            if name not in args.only:
-                continue
-            print(f"[{name}]", file=sys.stderr, flush=True)
-            t0 = time.perf_counter()
-            try:
-                sections.append(runners[name](ctx))
-            except (PhaseError, native.NativeError, OSError, RuntimeError) as exc:
-                # One broken section (a tool that crashed, a missing file) must not cost the
-                # others' measurements; the reason is recorded in place of its rows.
-                print(f"  {name} failed: {exc}", file=sys.stderr)
-                sections.append(Section(name, skipped=f"failed: {exc}"))
-            print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+def _tools(chosen: list[BenchSection]) -> tuple[Path | None, str | None]:
+    """The native llama.cpp tools, when a section runs them: (bin, problem)."""
+    from bench import native, native_tools
+
+    if not any(s.tools for s in chosen):
+        return None, "no section asked for them"
+    try:
+        return native_tools.ensure_tools(lambda m: _log(f"  tools: {m}")), None
+    except (native.NativeError, OSError) as exc:
+        _log(f"native llama.cpp tools unavailable: {exc}")
+        return None, str(exc)
+
+
+def _run_sections(chosen: list[BenchSection], ctx: Context) -> list[Section]:
+    """Each chosen section in order; one that fails is recorded as skipped, with why."""
+    from bench import native
+    from phase.errors import PhaseError
+
+    runners = {s.name: s.runner() for s in chosen}  # every module imported before any runs
+    sections = []
+    for section in chosen:
+        _log(f"[{section.name}]")
+        t0 = time.perf_counter()
+        try:
+            sections.append(runners[section.name](ctx))
+        except (PhaseError, native.NativeError, OSError, RuntimeError) as exc:
+            # One broken section (a tool that crashed, a missing file) must not cost the
+            # others' measurements; the reason is recorded in place of its rows.
+            _log(f"  {section.name} failed: {exc}")
+            sections.append(Section(section.name, skipped=f"failed: {exc}"))
+        print(f"  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    return sections
+
+
+def _record(args: argparse.Namespace, argv: list[str] | None, threads: int, started: float,
+            build: str | None, tools_bin: Path | None, sections: list[Section]) -> int:
+    """Write the JSON and Markdown files, print the table; the exit status."""
+    from bench import native_tools, report
 
     data = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -243,6 +185,44 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print(f"FAIL: {', '.join(failed)}")
     return 1 if failed and args.strict else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from phase.decode.cores import physical_cores
+    from phase.errors import PhaseError
+    from phase.models import resolve
+
+    args = parse_args(argv)
+    if args.list:
+        print(section_list())
+        return 0
+    chosen = _chosen(args)
+    threads = args.threads or physical_cores()
+    _log(f"phase bench: {', '.join(args.only)}; target {args.model}, draft {args.draft}, "
+         f"{args.tokens} tokens ({args.spec_tokens} for auto and ngram-native), "
+         f"{args.repeats} repeats, {threads} threads")
+    bin_path, problem, build = _native(chosen)
+    tools_bin, tools_problem = _tools(chosen)
+    try:
+        target = resolve(args.model) if any(s.model for s in chosen) else None
+        draft = resolve(args.draft) if any(s.draft for s in chosen) else target
+    except PhaseError as exc:
+        _log(f"error: {exc}")
+        return 2
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="phase-bench-") as tmp:
+        ctx = Context(
+            repeats=args.repeats, tokens=args.tokens, spec_tokens=args.spec_tokens,
+            threads=threads, n_ctx=args.ctx, target_name=args.model, draft_name=args.draft,
+            target_path=target.path if target else Path(),
+            draft_path=draft.path if draft else Path(),
+            ks=tuple(args.ks), quick=args.quick, native_bin=bin_path, native_problem=problem,
+            workdir=Path(tmp), site_counts=tuple(args.site_counts),
+            host_counts=tuple(args.host_counts),
+            sampler_hz=(20.0, 100.0), tools_bin=tools_bin, tools_problem=tools_problem,
+        )
+        sections = _run_sections(chosen, ctx)
+    return _record(args, argv, threads, started, build, tools_bin, sections)
 
 
 if __name__ == "__main__":

@@ -140,6 +140,9 @@ def build_once(paths: SitePaths) -> dict[str, float]:
 
 
 def run(ctx: Context) -> Section:
+    """The site section. Long because each count builds, times and describes one site in
+    one pass; a benchmark script, run only by hand (bench/run.py), so it is kept as
+    measured rather than split untested."""
     section = Section("site")
     f = _factories()
     base = SitePaths.default(REPO)

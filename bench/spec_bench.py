@@ -292,6 +292,9 @@ def _check_flags(ctx: Context) -> None:
 
 
 def run_ngram_native(ctx: Context) -> Section:
+    """The ngram-native section. Long because phase's and llama.cpp's n-gram runs alternate
+    in one loop and their rows read the same locals; a benchmark script, run only by hand
+    (bench/run.py), so it is kept as measured rather than split untested."""
     section = Section("ngram-native")
     if _skip_without_native(ctx, section):
         return section

@@ -73,6 +73,9 @@ def rapl_like_counter(root: Path) -> Iterator[Path]:
 
 
 def run(ctx: Context) -> Section:
+    """The windows section. Long because its three arms share one campaign closure and the
+    rows read their runs, windows and passes; a benchmark script, run only by hand
+    (bench/run.py), so it is kept as measured rather than split untested."""
     section = Section("windows")
     experiment = load_experiment("speculative")
     assert experiment.quick is not None

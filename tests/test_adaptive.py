@@ -1,7 +1,7 @@
 """Adaptive repeats, the decision function and its validation: which conditions get another
 round, when the rounds stop, and what `phase validate` re-derives from a file alone.
 
-Files here are simulated the way the runner builds them (phase.campaign.runner: decide, run
+Files here are simulated the way the runner builds them (phase.campaign.loop: decide, run
 the round's slots, record), with per-run speeds chosen per condition: a condition whose runs
 spread by ±30% around its centre against one whose runs spread by ±0.5%.
 """

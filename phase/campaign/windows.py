@@ -3,8 +3,8 @@ back-to-back passes of its decode fill it.
 
 A counter is only known at its updates and a smoothed power reading lags, so a window too
 short for the primary (chip) energy sensor is rejected by the validator's counter-edges or
-sensor-lag rule (on an H200, whose NVML counter updates every 100 ms, 3 of 4 windows of
-0.6-1.8 s were; bench/results/device-campaign-h200.md). Before the runs, from each primary
+sensor-lag rule (bench/results/device-campaign-h200.md records such rejections on a GPU
+whose counter updates every 100 ms). Before the runs, from each primary
 sensor's measured update period and declared smoothing, `size_window` computes the shortest
 window both rules pass, with the rules' own limits and bounds (RuleSettings.lag_bias_max,
 `counter_edges.min_window_s`, `lag.min_window`), never restated here. A run whose decode is

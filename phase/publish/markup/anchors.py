@@ -39,9 +39,6 @@ def profile_anchor(point: int, role: str | None = None, tokens: int | None = Non
     return base if role is None else f"{base}-{_safe(role)}-b{tokens}"
 
 
-PROFILE_ANCHOR = "cost-profile"  # the profile section of a data page
-
-
 def raw_page(stem: str, root: str) -> str:
     """URL of a results file's data page from a page whose way back to the root is `root`."""
     return f"{root}raw/{stem}.html"

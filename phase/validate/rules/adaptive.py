@@ -27,6 +27,7 @@ from phase.analysis import adaptive
 from phase.analysis.queries import condition_key
 from phase.results import ResultsFile, Run
 from phase.results.schedule import ScheduledRun, rerun
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -167,3 +168,6 @@ def _differs(recorded: Any, derived: Any, path: str) -> tuple[str, Any, Any] | N
     elif recorded == derived:
         return None
     return path, recorded, derived
+
+
+RULE = Rule(order=90, check=check)

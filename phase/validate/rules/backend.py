@@ -9,6 +9,7 @@ file cannot be published, whichever sensor the tables would use.
 from __future__ import annotations
 
 from phase.results import ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -27,3 +28,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         for i, s in enumerate(results.sensors)
         if s.backend not in allowed
     ]
+
+
+RULE = Rule(order=20, check=check)

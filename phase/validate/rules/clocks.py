@@ -29,6 +29,7 @@ from itertools import pairwise
 from math import inf
 
 from phase.results import ResultsFile, Run, SensorInfo
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 from phase.validate.sharding import machine_of
@@ -206,3 +207,6 @@ def _traces(run: Run, i: int, results: ResultsFile, sensors: dict[str, SensorInf
             json_path=f"$.runs[{i}].samples[{j}].t_s[{k}]",
         ))
     return out
+
+
+RULE = Rule(order=120, check=check)

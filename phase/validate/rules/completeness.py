@@ -13,6 +13,7 @@ from __future__ import annotations
 from phase.analysis import conditions, disturbed_note, disturbed_runs, runs_by_condition
 from phase.analysis.queries import configured_conditions
 from phase.results import ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -63,3 +64,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 numbers={"expected": repeats, "runs": len(runs), "extra": extra},
             ))
     return out
+
+
+RULE = Rule(order=80, check=check)

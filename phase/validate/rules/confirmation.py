@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from phase.analysis.queries import PLAIN, condition_key
 from phase.results import ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -49,3 +50,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             block(f"run {run.id} ({run.prompt} × {run.strategy}) is not the confirmed "
                   f"condition nor its plain baseline", f"$.runs[{i}]")
     return out
+
+
+RULE = Rule(order=100, check=check)

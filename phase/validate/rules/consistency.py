@@ -32,6 +32,7 @@ from phase.policy.strategy import Strategy, parse_strategy
 from phase.results import ResultsFile, Run
 from phase.results.levels import reference_for, run_tokens
 from phase.results.schedule import ScheduledRun, planned_schedule, rerun
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -261,3 +262,6 @@ def _rerun_placement(run: Run, slot: ScheduledRun, length: int) -> list[tuple[st
                  f"slot: expected ids '{slot.run_id}-rerunN' at order {slot.order} + N x "
                  f"{length}", "order")]
     return []
+
+
+RULE = Rule(order=30, check=check)

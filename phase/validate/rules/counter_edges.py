@@ -26,6 +26,7 @@ import math
 from phase.analysis import measured_windows, sensors_by_name, window_s
 from phase.results import ResultsFile, SensorInfo, SensorWindow
 from phase.sensors.core.energy import EDGE_POWER_MARGIN, WindowSpec, edge_power
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -97,3 +98,6 @@ def min_window_s(period_s: float, settings: RuleSettings, *, edges: int = 1) -> 
     if settings.lag_bias_max <= 0:
         return math.inf
     return edges * EDGE_POWER_MARGIN * period_s / settings.lag_bias_max
+
+
+RULE = Rule(order=180, check=check)

@@ -43,6 +43,7 @@ from phase.decode.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
 from phase.results import CostProfile, ResultsFile, Run
 from phase.results.levels import run_temperature
 from phase.results.schema import Step
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -348,3 +349,6 @@ def _draft_costs(table: CostTable, state: _State, base: list[float]) -> list[flo
     mirror = draft(state.mirror) if state.mirror is not None else 0.0
     first, single = mirror + draft(state.feed), draft(1)
     return [base[0]] + [base[n] + first + (n - 1) * single for n in range(1, len(base))]
+
+
+RULE = Rule(order=50, check=check)

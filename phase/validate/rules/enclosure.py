@@ -33,6 +33,7 @@ from phase.analysis import energy_window, sensors_by_name, spread, window_s
 from phase.results import ResultsFile, Run, SensorInfo, SensorWindow
 from phase.validate.enclosures import enclosures, how
 from phase.validate.lag import lag_bias
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -185,3 +186,6 @@ def _reject(pair: _Pair, w: SensorWindow, message: str, numbers: dict[str, float
             ctx: Context) -> Finding:
     return ctx.finding("enclosure", "rejected", message, run=pair.run, sensor=w.sensor,
                        numbers=numbers, json_path=pair.path(w))
+
+
+RULE = Rule(order=190, check=check)

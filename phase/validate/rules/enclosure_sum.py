@@ -40,11 +40,12 @@ from phase.analysis import sensors_by_name, window_s
 from phase.results import ResultsFile, Run, SensorInfo, SensorWindow
 from phase.validate.enclosures import enclosures, how
 from phase.validate.lag import lag_bias
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.rules.enclosure import History, in_line, standing, window_power
 from phase.validate.settings import RuleSettings
 
-RULE = "enclosure-sum"
+NAME = "enclosure-sum"
 # Share of the enclosed sum allowed for the summed sensors' resolution and separate
 # calibration (module docstring).
 SUM_SHARE = 0.05
@@ -153,5 +154,8 @@ def _compare(s: _Sum, sensors: dict[str, SensorInfo], settings: RuleSettings, ct
 
 def _reject(s: _Sum, w: SensorWindow, message: str, numbers: dict[str, float],
             ctx: Context) -> Finding:
-    return ctx.finding(RULE, "rejected", message, run=s.run, sensor=w.sensor, numbers=numbers,
+    return ctx.finding(NAME, "rejected", message, run=s.run, sensor=w.sensor, numbers=numbers,
                        json_path=s.path(w))
+
+
+RULE = Rule(order=200, check=check)

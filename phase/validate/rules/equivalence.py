@@ -30,6 +30,7 @@ from __future__ import annotations
 from phase.decode.result import compare_to_plain
 from phase.results import Level, PlainReference, ResultsFile, Run, token_sha256
 from phase.results.levels import reference_levels, run_seed, run_temperature, run_tokens
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -198,3 +199,6 @@ def _divergence(run: Run, ref: PlainReference, index: int, where: str,
         "against a clear margin (a decoder bug)",
         run=run, numbers=numbers, category="mismatch",
     )
+
+
+RULE = Rule(order=110, check=check)

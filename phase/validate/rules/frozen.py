@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from phase.analysis import measured_windows, window_s
 from phase.results import ResultsFile, Run, SensorInfo, SensorWindow
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -73,3 +74,6 @@ def _stuck_trace(run: Run, info: SensorInfo) -> dict[str, float] | None:
                 return {"samples": len(trace.values), "counter_j": trace.values[0]}
             return None
     return None
+
+
+RULE = Rule(order=160, check=check)

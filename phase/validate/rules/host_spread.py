@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from phase.analysis import energy_j_per_token, runs_by_condition, spread
 from phase.results import ResultsFile, Run
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 from phase.validate.sharding import machine_of
@@ -78,3 +79,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                      "max": max(means.values())},
         ))
     return out
+
+
+RULE = Rule(order=230, check=check)

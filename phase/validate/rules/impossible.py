@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from phase.analysis import measured_windows, window_s
 from phase.results import ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -31,3 +32,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             numbers={"energy_j": energy, "window_s": window},
         ))
     return out
+
+
+RULE = Rule(order=150, check=check)

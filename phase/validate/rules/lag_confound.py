@@ -31,6 +31,7 @@ import statistics
 from phase.analysis import energy_window, window_s
 from phase.results import ResultsFile
 from phase.validate.enclosures import enclosures
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -107,3 +108,6 @@ def _confounded(results: ResultsFile, big: str, chip: str, settings: RuleSetting
             "max_rest_w": max(rest),
         },
     )
+
+
+RULE = Rule(order=210, check=check)

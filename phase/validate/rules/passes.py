@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from phase.analysis import window_s
 from phase.results import ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -64,3 +65,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 run=run, sensor=w.sensor, json_path=f"{where}[{differ[0]}].output_sha256",
                 numbers={"passes": len(run.passes), "differing": len(differ)}))
     return out
+
+
+RULE = Rule(order=40, check=check)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from phase.analysis import measured_windows, window_s
 from phase.results import ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -40,3 +41,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             run=run, sensor=info.name, numbers=numbers,
         ))
     return out
+
+
+RULE = Rule(order=140, check=check)

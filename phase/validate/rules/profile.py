@@ -19,9 +19,10 @@ profile (phase.results.costs), so what it records is recomputed, never trusted:
 - physics: at one fill, a pass over more tokens, computing at least as many logits rows, does
   all the work of the smaller pass and more, so it is never cheaper than the smallest such
   pass (the one-token pass for the target) beyond the noise both state (their spreads, plus
-  1%). Only that is required: between larger sizes llama.cpp switches matmul kernels (on a
-  2-core EPYC host a 16-token pass was cheaper than 12-15 tokens), which is real. A breach is
-  a warning: it is what a host that slowed down mid-profile records, not a forged file.
+  1%). Only that is required: between larger sizes llama.cpp switches matmul kernels, so a
+  larger pass can really be the cheaper (bench/results/notes-from-docstrings.md has one
+  host's case). A breach is a warning: it is what a host that slowed down mid-profile
+  records, not a forged file.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections.abc import Iterator, Sequence
 
 from phase.costmodel.blocks import clean, disturbed_blocks
 from phase.results import PassCost, ProfilePoint, ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding, Severity
 from phase.validate.settings import RuleSettings
 
@@ -231,3 +233,6 @@ def _physics(point: ProfilePoint, role: str, passes: list[PassCost],
                    "spreads state: a pass over more tokens is never cheaper",
                    f"points[{pi}].{role}[{ci}].{field.split('.')[0]}",
                    {"cost": b, "smaller_pass_cost": s, "noise": noise})
+
+
+RULE = Rule(order=60, check=check)

@@ -36,6 +36,7 @@ from itertools import pairwise
 from phase.analysis import sensors_by_name
 from phase.results import ResultsFile, Run, SensorInfo, SensorTrace, SensorWindow
 from phase.sensors.core.energy import Series, WindowSpec, counter_window, edge_power, power_energy
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -186,3 +187,6 @@ def _wrapped(w: SensorWindow, info: SensorInfo, t: Sequence[float], v: Sequence[
             f"{wrapped_j:.6g} J ({wrapped_j / dt if dt > 0 else math.inf:.6g} W) into that "
             f"interval, above the sensor's {bound:.6g} W: the wrap was corrected more than once",
             numbers)
+
+
+RULE = Rule(order=130, check=check)

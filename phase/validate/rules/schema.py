@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from phase.results import ResultsError, ResultsFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -82,3 +83,6 @@ def unreadable(path: Path, ctx: Context, exc: ResultsError) -> Finding:
     # results.load names the JSON path of every problem, NaN/Infinity included; the file is
     # never opened a second time here (it may be a FIFO, or nested 100k deep).
     return ctx.finding("schema", "blocking", detail, json_path=json_path)
+
+
+RULE = Rule(order=10, check=check)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from phase.analysis import measured_windows, window_s
 from phase.results import ResultsFile
 from phase.validate.lag import lag_bias, min_window
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -50,3 +51,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             },
         ))
     return out
+
+
+RULE = Rule(order=170, check=check)

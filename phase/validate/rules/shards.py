@@ -22,6 +22,7 @@ runs no shard measured.
 from __future__ import annotations
 
 from phase.results import ResultsFile, Run, ShardInfo
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 from phase.validate.sharding import (
@@ -193,3 +194,6 @@ def _sensor_places(results: ResultsFile, ctx: Context) -> list[Finding]:
                                      "declare", f"$.merged_from[{i}].sensor_names",
                                 sensor=name))
     return out
+
+
+RULE = Rule(order=70, check=check)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from phase.analysis.queries import Condition, condition_key
 from phase.results import SummaryFile
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -58,3 +59,6 @@ def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Fi
                         prompt=prompt, strategy=strategy, levels=level,
                     ))
     return out
+
+
+RULE = Rule(order=10, check=check, applies_to="summary")

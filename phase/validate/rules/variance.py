@@ -20,6 +20,7 @@ from phase.analysis import (
     spread,
 )
 from phase.results import ResultsFile, Run
+from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
 
@@ -70,3 +71,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 },
             ))
     return out
+
+
+RULE = Rule(order=220, check=check)
