@@ -141,9 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         windows_bench,
     )
     from bench.common import Context, Section
+    from phase.base.errors import PhaseError
     from phase.decode.cores import physical_cores
-    from phase.errors import PhaseError
-    from phase.models import resolve
+    from phase.models.sources import resolve
 
     args = parse_args(argv)
     threads = args.threads or physical_cores()

@@ -29,7 +29,7 @@ from phase.results import (
     claim_numbered,
     load_raw,
 )
-from phase.results.claim import lock_path
+from phase.storage.claim import lock_path
 
 # --no-profile: the cost profile is ~100 s of CPU of a quick campaign, and these tests are about
 # who may write which file (test_campaign and test_profile_campaign profile).

@@ -19,6 +19,7 @@ from factories import make_results, write_results
 from sandbox import as_interrupted
 from short_prompts import SPECULATIVE
 
+from phase.base.errors import PhaseError, UsageProblem
 from phase.campaign import (
     DEFAULT_PLAN,
     CampaignPlan,
@@ -28,10 +29,9 @@ from phase.campaign import (
     discover_sensors,
     prepare,
 )
-from phase.errors import PhaseError, UsageProblem
-from phase.models import TEST_MODEL, ModelError, resolve, verify
+from phase.models.sources import TEST_MODEL, ModelError, resolve, verify
 from phase.results import FileBusy, ResultsError, WriteFailed, atomic_write_text, load_raw
-from phase.results.claim import lock_path
+from phase.storage.claim import lock_path
 from phase.validate import exit_code, validate_file
 
 PLAN = replace(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from phase.errors import PhaseError, UsageProblem
+from phase.base.errors import PhaseError, UsageProblem
 from phase.sensors import amd_energy, apple, discover, jetson, nvml, parse_meter_spec, rapl
 from phase.sensors.meter import MeterSpec, MeterTrace, load_meter
 from phase.sensors.primary import Placement, choose_primary

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from phase.analysis import adaptive
+from phase.base.errors import PhaseError
 from phase.campaign import duration, machine, profiling, windows
 from phase.campaign.bandwidth_record import measure_bandwidth
 from phase.campaign.disturbance import LoadProbe, quiet_check
@@ -34,7 +35,6 @@ from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
-from phase.errors import PhaseError
 from phase.policy.strategy import Strategy
 from phase.results import (
     CampaignWriter,

@@ -9,7 +9,7 @@ import time
 import click
 
 from phase.cli.common import say
-from phase.models import EMBEDDED, cache_dir, cached_path, resolve, verify
+from phase.models.sources import EMBEDDED, cache_dir, cached_path, resolve, verify
 
 
 @click.group(epilog="Exit status: each subcommand's --help says; list exits 0.")

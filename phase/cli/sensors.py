@@ -9,12 +9,12 @@ from pathlib import Path
 
 import click
 
+from phase.base.errors import UsageProblem
 from phase.campaign import DEFAULT_PLAN, SensorOptions, discover_sensors
-from phase.errors import UsageProblem
-from phase.results.outputs import NewFile
 from phase.sensors import snapshot
 from phase.sensors.meter import parse_meter_spec
 from phase.sensors.report import format_survey, survey, survey_snapshot
+from phase.storage.outputs import NewFile
 
 REPLAY_SAMPLE_S = 1.0
 

@@ -23,12 +23,12 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
-from phase import gguf
+from phase.base.errors import PhaseError
 from phase.decode import backend, cpu_buffers, placement
 from phase.decode.cores import physical_cores
 from phase.decode.logits import top2_gap
 from phase.decode.vocab import VocabInfo
-from phase.errors import PhaseError
+from phase.models import gguf
 
 # File-type names from the binding's own constants (LLAMA_FTYPE_MOSTLY_Q4_K_M -> Q4_K_M), so
 # a new llama.cpp quant type is named without a table here going stale.

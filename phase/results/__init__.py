@@ -22,15 +22,6 @@ from phase.results.adaptive import (
     AdaptiveRound,
     RatioInterval,
 )
-from phase.results.claim import (
-    Claim,
-    FileBusy,
-    Holder,
-    claim_existing,
-    claim_new,
-    claim_new_results,
-    claim_numbered,
-)
 from phase.results.config import CampaignConfig, FactorSpec, Level, PromptSpec, SamplingConfig
 from phase.results.confirmation import Confirms
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
@@ -67,7 +58,16 @@ from phase.results.schema import (
 )
 from phase.results.summary import FigureInterval, SummaryFile, SummaryRow
 from phase.results.version import SCHEMA_VERSION
-from phase.results.writing import (
+from phase.storage.claim import (
+    Claim,
+    FileBusy,
+    Holder,
+    claim_existing,
+    claim_new,
+    claim_new_results,
+    claim_numbered,
+)
+from phase.storage.writing import (
     CampaignWriter,
     WriteFailed,
     atomic_write_text,

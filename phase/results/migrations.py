@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results.covers import covers_of
 from phase.results.version import SCHEMA_VERSION
 

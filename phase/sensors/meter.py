@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
-from phase.errors import PhaseError, UsageProblem
+from phase.base.errors import PhaseError, UsageProblem
 from phase.results import Scope
 from phase.sensors import meter_format as fmt
 from phase.sensors.base import PostHocSensor, Probe, ReadError, Reading, Sensor

@@ -17,9 +17,8 @@ import errno as errno_names
 from pathlib import Path
 from typing import Any
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import ResultsError
-from phase.results.jsonread import read_json
 from phase.sensors import snapshot_schema
 from phase.sensors.base import ReadError
 from phase.sensors.clock import SYSTEM_CLOCK, Clock
@@ -30,6 +29,7 @@ from phase.sensors.playback import Playback
 from phase.sensors.replay_apple import apple_host
 from phase.sensors.replay_nvml import ReplayNvml
 from phase.sensors.snapshot import FORMAT, VERSION
+from phase.storage.jsonread import read_json
 
 READS = (1, VERSION)  # the snapshot versions this phase replays
 

@@ -17,7 +17,7 @@ draws (a chart's PNG, the site's Vega bundle: phase/publish/charts/spec.py), key
 spec's sha256 or the package versions instead of a results file's.
 
 Entries are JSON bound to the file's sha256 and phase's code fingerprint with a digest over
-their content (phase.results.cache_entry): an entry that does not match, or whose content was
+their content (phase.storage.cache_entry): an entry that does not match, or whose content was
 altered, is removed and read as a miss, never served into a table or a published page. A
 cache that cannot be written costs only speed and leaves no temporary file; the directory is
 removed with `rm -rf`, never by phase except for its older fingerprints (`_prune`).
@@ -43,8 +43,8 @@ from pydantic import ValidationError
 from phase.publish.archive.store import code_digest, tree_digest
 from phase.publish.data.datasets import Dataset, load_dataset
 from phase.results import ResultsError, ResultsFile, SummaryFile, parse
-from phase.results.cache_entry import read_entry, sweep_temporaries, write_entry
-from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes, read_same_bytes
+from phase.storage.cache_entry import read_entry, sweep_temporaries, write_entry
+from phase.storage.jsonread import decode_utf8, parse_json, read_regular_bytes, read_same_bytes
 from phase.validate import Finding, Report, RuleSettings
 
 SUBDIR = "build-cache"
@@ -66,7 +66,7 @@ def code_fingerprint() -> str:
 
 
 def cache_root() -> Path:
-    from phase.models import cache_dir
+    from phase.models.sources import cache_dir
 
     return cache_dir() / SUBDIR
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from phase.analysis import summarize
 from phase.results import ResultsError, ResultsFile, SummaryFile, parse
-from phase.results.jsonread import parse_json, read_regular_text
+from phase.storage.jsonread import parse_json, read_regular_text
 from phase.validate import Report, RuleSettings, validate_file, validate_results
 
 

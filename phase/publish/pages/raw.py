@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import Environment
 
 from phase.analysis.formatting import DASH, fmt, pct
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.publish.data.cache import DatasetCache, decode_bytes, encode_bytes, tree_fingerprint
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page, run_anchor
@@ -37,7 +37,7 @@ from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
 from phase.publish.numbers.tables import Cell, Table, build_table
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import ResultsFile, Run, SummaryFile, dump_json
-from phase.results.jsonread import read_same_bytes
+from phase.storage.jsonread import read_same_bytes
 
 ROOT = "../"  # data pages live in raw/
 # Longer texts (model outputs, prompts) are cut on the page, with a pointer to the raw file:

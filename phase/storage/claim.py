@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
-from phase.errors import UsageProblem
-from phase.results.jsonread import file_kind
+from phase.base.errors import UsageProblem
 from phase.results.migrations import ResultsError
+from phase.storage.jsonread import file_kind
 
 
 class FileBusy(ResultsError):

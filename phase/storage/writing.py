@@ -16,11 +16,11 @@ import tempfile
 from pathlib import Path
 from typing import Literal
 
-from phase.errors import UsageProblem
-from phase.results.claim import Claim, claim_existing, claim_new_results
+from phase.base.errors import UsageProblem
 from phase.results.io import dump_json, load_raw
 from phase.results.migrations import ResultsError
 from phase.results.schema import ResultsFile, Run
+from phase.storage.claim import Claim, claim_existing, claim_new_results
 
 # A path that cannot be written at all is bad input (exit 2); running out of space or an I/O
 # error while writing is a failure (exit 1).
@@ -96,7 +96,7 @@ def create_exclusive(path: Path | str, text: str) -> None:
     """Create `path` holding `text`, failing if the name exists (O_EXCL semantics). The
     complete first version is hard-linked into place, so no empty or partial file is ever
     visible; where the filesystem has no hard links, O_CREAT|O_EXCL and a direct write.
-    Every file phase creates for a user ends here (phase.results.outputs)."""
+    Every file phase creates for a user ends here (phase.storage.outputs)."""
     p = Path(path)
     try:
         tmp = _temp_copy(p, text, _umask_mode())
@@ -128,7 +128,7 @@ def _create_without_link(path: Path, text: str) -> None:
 class CampaignWriter:
     """Persists a campaign after each finished run, as the one writer of its file.
 
-    It holds the file's claim (phase.results.claim) and releases it when the campaign
+    It holds the file's claim (phase.storage.claim) and releases it when the campaign
     finishes or the writer is closed. `saved_runs` is the number of runs in the version on
     disk, which is what a message after a failed write reports.
     """
