@@ -1,6 +1,6 @@
 """One reading of llama.cpp's system-info string (phase.results.llama_build): a running build
-(phase.decode.placement) and a results file's provenance (phase.results.host_labels) name the same build
-the same way.
+(phase.decode.placement) and a results file's provenance (phase.results.host_labels) name the
+same build the same way.
 
 Before, hosts searched the string for backend words (falling back to "cpu") and placement
 parsed its `NAME : ` sections (falling back to "gpu"); the strings below are where they

@@ -15,9 +15,9 @@ the best (shortest) pass gives the bandwidth STREAM reports, the median the typi
 
 Two implementations, named in every record (`implementation`, and the method's text):
 
-- "c" (the default where a C compiler exists): phase/bandwidth/stream_kernel.c, compiled on first use
-  into the phase cache (phase.bandwidth.stream_kernel); one loop per kernel on pthreads over the same
-  contiguous slices, so memory sees exactly the words STREAM counts.
+- "c" (the default where a C compiler exists): phase/bandwidth/stream_kernel.c, compiled on
+  first use into the phase cache (phase.bandwidth.stream_kernel); one loop per kernel on
+  pthreads over the same contiguous slices, so memory sees exactly the words STREAM counts.
 - "numpy" (the fallback, and on request): its ufuncs release the GIL while they loop, so
   `threads` Python threads over disjoint contiguous slices run in parallel. Triad is
   evaluated in blocks small enough for the temporary q * c to stay in cache, yet reads

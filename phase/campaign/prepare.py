@@ -41,16 +41,14 @@ from phase.decode.vocab_file import VocabFile, check_fit
 from phase.models.sources import ResolvedModel, resolve
 from phase.policy.strategy import Strategy, parse_strategy
 from phase.results import (
-    Claim,
     ModelInfo,
     PromptSpec,
     ResultsFile,
-    claim_existing,
     claim_new_results,
-    claim_numbered,
     load_raw,
 )
 from phase.sensors import Discovery, Sampler, assert_publishable
+from phase.storage.claim import Claim, claim_existing, claim_numbered
 
 
 @dataclass

@@ -38,7 +38,6 @@ from phase.decode.sampled_timed import run_sampled
 from phase.policy.strategy import Strategy
 from phase.results import (
     CampaignWriter,
-    Claim,
     Level,
     ModelInfo,
     PlainReference,
@@ -53,6 +52,7 @@ from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler
 from phase.sensors.gpu_activity import describe as describe_gpu
 from phase.sensors.gpu_activity import gpu_activity
+from phase.storage.claim import Claim
 
 
 class Observer(Protocol):

@@ -94,7 +94,8 @@ class TensorInfo:
         kind = GGML_TYPES.get(self.ggml_type)
         if kind is None:
             raise PhaseError(f"tensor {self.name!r}: ggml type {self.ggml_type} is not one "
-                             "phase knows (phase.models.gguf.GGML_TYPES); update phase", exit_code=2)
+                             "phase knows (phase.models.gguf.GGML_TYPES); update phase",
+                             exit_code=2)
         if self.shape and self.shape[0] % kind.block:
             raise PhaseError(f"tensor {self.name!r}: its rows of {self.shape[0]} are not whole "
                              f"{kind.name} blocks of {kind.block}", exit_code=2)

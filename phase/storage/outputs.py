@@ -33,8 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from phase.base.errors import UsageProblem
-from phase.results.migrations import ResultsError
 from phase.storage.claim import Claim, claim_new
+from phase.storage.errors import StorageError
 from phase.storage.jsonread import read_regular_text
 from phase.storage.writing import atomic_write_text, create_exclusive
 
@@ -59,7 +59,7 @@ class NewFile:
         """Create the file with `text` (never replacing anything), then give up the claim."""
         try:
             create_exclusive(self.claim.target, text)
-        except ResultsError as exc:
+        except StorageError as exc:
             raise type(exc)(_as_named(str(exc), self.claim.target, self.path),
                             exit_code=exc.exit_code) from None
         except UsageProblem as exc:
@@ -91,7 +91,7 @@ def regenerate(path: Path | str, text: str, option: str, what: str,
             return
         try:
             own = is_own(read_regular_text(path))
-        except ResultsError:
+        except StorageError:
             own = False
         if not own:
             raise UsageProblem(f"{path}: already exists and is not {what}; phase replaces only "
