@@ -6,4 +6,5 @@
     writing      exclusive creation and atomic replacement
     outputs      every file or directory phase creates: claimed first, created exclusively
     cache_entry  entries of a derived-data cache, bound to what they were derived from
+    errors       StorageError, the one error these raise (phase.results calls it ResultsError)
 """
