@@ -13,7 +13,7 @@ from __future__ import annotations
 from bench.common import Context, Section, median
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.analysis.bench_rows import BenchRow
-from phase.bandwidth import WORD, arrays_for, stream_bytes, time_kernel
+from phase.bandwidth.stream import WORD, arrays_for, stream_bytes, time_kernel
 from phase.decode import Engine
 from phase.policy.strategy import parse_strategy
 

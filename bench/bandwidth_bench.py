@@ -1,7 +1,7 @@
 """phase's STREAM-style kernels (phase.bandwidth) against references, in one run.
 
 The arms share their arrays and alternate repeat by repeat (bench.common.alternate): phase's
-copy (the C kernel, phase/stream_kernel.c, where a compiler exists; numpy's otherwise: the
+copy (the C kernel, phase/bandwidth/stream_kernel.c, where a compiler exists; numpy's otherwise: the
 section's info says which) with 1 thread and with the bench's thread count, numpy's own
 `np.copyto(dst, src)` over the whole arrays on one thread (the reference: no slicing, no
 thread pool; glibc's memcpy behind it may use non-temporal stores, which skip the
@@ -26,7 +26,7 @@ import numpy as np
 
 from bench.common import Context, Section, alternate, check_at_least, median, ratio
 from phase.analysis.bench_rows import BenchRow
-from phase.bandwidth import (
+from phase.bandwidth.stream import (
     WORD,
     arrays_for,
     choose,

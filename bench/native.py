@@ -37,7 +37,7 @@ from typing import Any
 
 from phase.decode import system_info
 from phase.decode.cpu_buffers import cpu_flags
-from phase.models import cache_dir
+from phase.models.sources import cache_dir
 from phase.results.llama_build import enabled_features
 
 TARGETS = ("llama-bench", "llama-completion", "llama-speculative-simple", "llama-lookup")

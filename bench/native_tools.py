@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import native
-from phase.models import cache_dir
+from phase.models.sources import cache_dir
 
 TOOLS = ("llama-bench", "llama-speculative", "llama-speculative-simple")
 STAMP = "stamp.json"

@@ -231,7 +231,7 @@ class _OldNgram:
 
 def main(argv: list[str] | None = None) -> int:
     from phase.decode import Engine
-    from phase.models import resolve
+    from phase.models.sources import resolve
     from phase.results import load_raw
 
     p = argparse.ArgumentParser(prog="bench/ngram_replay.py", description=__doc__.split("\n\n")[0])

@@ -14,7 +14,8 @@ from typing import Any
 from bench.common import Section
 from phase.analysis.bench_rows import NOISY, BenchRow
 from phase.campaign import machine
-from phase.results import claim_numbered, create_exclusive
+from phase.storage.claim import claim_numbered
+from phase.storage.writing import create_exclusive
 
 
 def machine_info(threads: int, native_build: str | None,

@@ -137,7 +137,7 @@ def _tools(chosen: list[BenchSection]) -> tuple[Path | None, str | None]:
 def _run_sections(chosen: list[BenchSection], ctx: Context) -> list[Section]:
     """Each chosen section in order; one that fails is recorded as skipped, with why."""
     from bench import native
-    from phase.errors import PhaseError
+    from phase.base.errors import PhaseError
 
     runners = {s.name: s.runner() for s in chosen}  # every module imported before any runs
     sections = []
@@ -188,8 +188,8 @@ def _record(args: argparse.Namespace, argv: list[str] | None, threads: int, star
 
 
 def main(argv: list[str] | None = None) -> int:
+    from phase.base.errors import PhaseError
     from phase.decode.cores import physical_cores
-    from phase.errors import PhaseError
     from phase.models import resolve
 
     args = parse_args(argv)

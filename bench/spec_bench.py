@@ -48,6 +48,7 @@ from bench.common import (
 )
 from bench.decode_bench import _common, _pct, _skip_without_native, _values, prompt_text
 from phase.analysis.bench_rows import BenchRow
+from phase.analysis.prediction import TOLERANCE
 from phase.campaign.profiling import contexts
 from phase.costmodel import CostTable, cost_table
 from phase.costmodel.pace import PaceReading, pace_at, plain_pace
@@ -56,7 +57,6 @@ from phase.decode import DecodeResult, Engine
 from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.decode.result import compare_to_plain
 from phase.policy.strategy import parse_strategy
-from phase.prediction import TOLERANCE
 from phase.results import CostProfile
 
 PROMPTS = ("code", "prose", "edit")

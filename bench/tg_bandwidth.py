@@ -31,7 +31,7 @@ from phase.analysis.bench_rows import BenchRow
 from phase.analysis.intervals import ratio_interval
 from phase.costmodel.bytes_per_token import of_file
 from phase.decode import Engine, cpu_buffers
-from phase.models import TEST_MODEL, resolve
+from phase.models.sources import TEST_MODEL, resolve
 from phase.policy.strategy import parse_strategy
 
 MODEL = "qwen2.5-coder-0.5b"

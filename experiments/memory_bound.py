@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without 
 from phase.analysis.rules import MemoryBound, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment, Factor  # noqa: E402
 from phase.decode.cores import usable_cpus  # noqa: E402
-from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
+from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
 
 SMALL = DEFAULT_DRAFT  # qwen2.5-coder-0.5b, shipped as Q4_K_M
 FORMATS = ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0", "Q3_K_M", "Q2_K")

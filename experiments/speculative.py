@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without 
 
 from phase.analysis.rules import BeatsPlain, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment  # noqa: E402
-from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
+from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
 
 PLAN = replace(
     DEFAULT_PLAN,

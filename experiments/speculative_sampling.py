@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without 
 
 from phase.analysis.rules import BeatsPlain, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment, Factor  # noqa: E402
-from phase.models import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
+from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
 
 TEMPERATURE = Factor("temperature", "temperature", (0, 0.3, 0.7, 1.0))
 

@@ -27,7 +27,7 @@ import pytest
 import xdist_groups
 from shared_run import once_per_run, run_lock
 
-from phase.models import TEST_MODEL, resolve
+from phase.models.sources import TEST_MODEL, resolve
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.policy.strategy import parse_strategy
 from phase.results import (
     SCHEMA_VERSION,

@@ -246,9 +246,9 @@ def test_repeats_n_keeps_the_fixed_design(given: list[str], fixed: bool) -> None
 def test_shards_refuse_adaptive_repeats() -> None:
     from dataclasses import replace
 
+    from phase.base.errors import UsageProblem
     from phase.campaign import DEFAULT_PLAN
     from phase.campaign.shards import identify, shard_request
-    from phase.errors import UsageProblem
 
     plan = replace(DEFAULT_PLAN, prompts=("a", "b"), target_half_width=0.05)
     with pytest.raises(UsageProblem, match="--repeats N"):

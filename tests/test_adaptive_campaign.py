@@ -20,7 +20,7 @@ from phase.analysis import adaptive
 from phase.campaign import DEFAULT_PLAN, QuietObserver, prepare
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
-from phase.models import TEST_MODEL
+from phase.models.sources import TEST_MODEL
 from phase.results import ResultsFile, load_raw
 from phase.validate import validate_results
 

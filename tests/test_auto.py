@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from cost_factories import make_profile
 
+from phase.base.errors import UsageProblem
 from phase.decode import DecodeResult, Engine
 from phase.decode.profiler import (
     NO_DRAFT,
@@ -20,7 +21,6 @@ from phase.decode.profiler import (
     ProfileSettings,
     choose_contexts,
 )
-from phase.errors import UsageProblem
 from phase.policy.strategy import parse_strategy
 
 pytestmark = pytest.mark.model

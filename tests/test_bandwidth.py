@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from phase import bandwidth, stream_kernel
+from phase.bandwidth import stream as bandwidth
+from phase.bandwidth import stream_kernel
 from phase.cli import main
 
 MIB = 1 << 20

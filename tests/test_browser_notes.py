@@ -24,7 +24,7 @@ from phase.campaign import (
 )
 from phase.campaign.machine import host_class
 from phase.cli import main
-from phase.models import TEST_MODEL
+from phase.models.sources import TEST_MODEL
 from phase.publish.archive.store import Archive
 from phase.publish.notes.generated import note_slug
 from phase.publish.site.build import serving

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from test_gguf import write_gguf
 
-from phase import gguf
 from phase.costmodel.bytes_per_token import (
     BytesPerTokenError,
     bytes_per_token,
@@ -16,6 +15,7 @@ from phase.costmodel.bytes_per_token import (
     of_file,
     weight_bytes,
 )
+from phase.models import gguf
 
 GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0 = 0, 1, 2, 8
 

@@ -1,7 +1,7 @@
 """Issue 31, class 8: the build cache is not trusted byte for byte. Every entry, of every kind
 (a file's header, findings and summary; a rendered data page), is JSON bound to the results
 file's sha256 and phase's code fingerprint with a digest over its content
-(phase.results.cache_entry): an altered, stale, foreign or planted entry is discarded and the
+(phase.storage.cache_entry): an altered, stale, foreign or planted entry is discarded and the
 build serves what the file itself gives; nothing in the cache can run code when read; a write
 that fails (a full disk) leaves no temporary file, and trimming removes those a killed writer
 left."""
@@ -22,7 +22,7 @@ from test_publish_inputs import CPU_FILE, GPU_FILE, make_inputs, site_paths
 from phase.publish.data.cache import DatasetCache, _trim
 from phase.publish.data.datasets import load_dataset
 from phase.publish.site.build import build_docs
-from phase.results.cache_entry import read_entry, write_entry
+from phase.storage.cache_entry import read_entry, write_entry
 from phase.validate import RuleSettings
 
 

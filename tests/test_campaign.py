@@ -17,6 +17,7 @@ from short_prompts import SCRIPT as SHORT_SCRIPT
 from short_prompts import SPECULATIVE as SHORT
 from short_prompts import measure_command
 
+from phase.base.errors import PhaseError
 from phase.campaign import (
     DEFAULT_PLAN,
     EXPERIMENTS_DIR,
@@ -32,8 +33,7 @@ from phase.campaign import (
     schedule,
 )
 from phase.cli import main
-from phase.errors import PhaseError
-from phase.models import TEST_MODEL
+from phase.models.sources import TEST_MODEL
 from phase.results import load_raw
 from phase.sensors import Discovery, Sensor
 

@@ -20,16 +20,15 @@ from sandbox import assert_one_line_error, run_phase
 from short_prompts import PHASE as SHORT
 
 from phase.campaign import default_output
-from phase.results import (
-    CampaignWriter,
+from phase.results import CampaignWriter, load_raw
+from phase.storage.claim import (
     Claim,
     FileBusy,
     claim_existing,
     claim_new,
     claim_numbered,
-    load_raw,
+    lock_path,
 )
-from phase.results.claim import lock_path
 
 # --no-profile: the cost profile is ~100 s of CPU of a quick campaign, and these tests are about
 # who may write which file (test_campaign and test_profile_campaign profile).
@@ -40,7 +39,7 @@ SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain,d
 HOLDER = textwrap.dedent(
     """
     import sys
-    from phase.results import Claim, claim_numbered
+    from phase.storage.claim import Claim, claim_numbered
     how, path = sys.argv[1], sys.argv[2]
     claim = claim_numbered(path) if how == "numbered" else Claim.take(path)
     print(claim.path, flush=True)

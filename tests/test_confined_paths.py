@@ -1,5 +1,5 @@
 """Issue 31, class 2: a path read from a file is checked against its pattern and confined to
-its directory (phase.results.safepath), whatever file it came from: an archived manifest (its
+its directory (phase.storage.safepath), whatever file it came from: an archived manifest (its
 file list, note, results, source and template names), a results file (shard and raw file
 names), a prompt's include, a note's file_url. A build given a tampered archive refuses in one
 line and writes nothing outside its docs and staging directories, symbolic links included."""
@@ -18,11 +18,11 @@ from factories import make_results, make_summary, write_results
 from sandbox import TRACEBACK, run_phase
 from test_publish_inputs import REPO, make_inputs
 
+from phase.base.errors import PhaseError
 from phase.campaign.prompts import load_prompt
-from phase.errors import PhaseError
 from phase.publish.site.build import SitePaths, build_site
 from phase.results import ResultsError, load
-from phase.results.safepath import PathEscapes, confined
+from phase.storage.safepath import PathEscapes, confined
 
 # slow (not in `make test-fast`): a full build per tampered manifest.
 pytestmark = pytest.mark.slow

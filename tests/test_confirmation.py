@@ -23,10 +23,10 @@ from factories import (
 from phase.analysis import summarize
 from phase.analysis.selection import RULE, select
 from phase.analysis.slowdown import judge
+from phase.base.errors import UsageProblem
 from phase.campaign.confirm import confirmation_plan, fresh_seed
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import DEFAULT_PLAN, campaign_config
-from phase.errors import UsageProblem
 from phase.results import Confirms, PromptSpec
 from phase.validate import validate_results
 

@@ -19,10 +19,10 @@ import pytest
 from factories import make_results, make_sensor, make_summary
 from sandbox import PHASE, TRACEBACK, run_phase
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import ResultsError, load
 from phase.results.names import FREE_TEXT, UNCHECKED
-from phase.results.outputs import STAGING_PREFIX
+from phase.storage.outputs import STAGING_PREFIX
 
 BAD = ["\x00", "\x1b", "\x7f", "\x85", "\n"]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from phase.base.errors import UsageProblem
 from phase.decode import cpu_buffers
 from phase.decode.native import ContextOptions, NativeModel
-from phase.errors import UsageProblem
 
 
 def test_explicit_modes_skip_the_probe(tmp_path: Path) -> None:

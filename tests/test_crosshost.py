@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from factories import make_sensor, make_window, write_results
 
-from phase.hosts import host_class_of, host_identity_of
 from phase.publish.data.datasets import load_dataset
 from phase.publish.notes.render import environment
 from phase.publish.pages.builds import MixedBuildsError
 from phase.publish.pages.crosshost import build_pages, render_pages
 from phase.publish.site.build import SitePaths, build_site
 from phase.results import HostIdentity, HostInfo, PrimaryEnergy, ResultsFile, SensorInfo, load_raw
+from phase.results.host_labels import host_class_of, host_identity_of
 from phase.sensors import discover
 from phase.sensors.core.primary import Placement, choose_primary
 from phase.sensors.replay import replay

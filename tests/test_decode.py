@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from phase.base.errors import PhaseError, UsageProblem
 from phase.decode import (
     DecodeResult,
     Engine,
@@ -25,7 +26,6 @@ from phase.decode import (
     compare_to_plain,
 )
 from phase.decode.ngram_length import START, lengths
-from phase.errors import PhaseError, UsageProblem
 from phase.policy.strategy import Strategy, parse_strategy
 
 pytestmark = pytest.mark.model

@@ -24,7 +24,7 @@ from phase.campaign.cpu_counters import NO_PROC, parse_pid_cpu_ticks, parse_stat
 from phase.campaign.disturbance import LoadProbe, quiet_check
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
-from phase.models import TEST_MODEL
+from phase.models.sources import TEST_MODEL
 from phase.results import ResultsFile, Run, load_raw
 from phase.validate import validate_results
 

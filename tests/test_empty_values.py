@@ -4,7 +4,7 @@ scheduler's array variables, PHASE_*), is an error with exit 2 naming it: never 
 which would silently do something else (the whole campaign on every node).
 
 Every option of every command is enumerated from the CLI itself, so a new option is covered
-without editing this test; the variables are the ones phase reads (phase.errors.env_value)."""
+without editing this test; the variables are the ones phase reads (phase.base.errors.env_value)."""
 
 from __future__ import annotations
 

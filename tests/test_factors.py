@@ -13,6 +13,7 @@ from short_prompts import SHORT_PROMPTS
 
 from phase.analysis import condition_key, summarize
 from phase.analysis.queries import levels_text
+from phase.base.errors import PhaseError, UsageProblem
 from phase.campaign import (
     DEFAULT_PLAN,
     EXPERIMENTS_DIR,
@@ -29,8 +30,7 @@ from phase.campaign.plan import campaign_config, planned_runs
 from phase.campaign.shards import campaign_id
 from phase.campaign.ui import design_line
 from phase.decode import Engine
-from phase.errors import PhaseError, UsageProblem
-from phase.models import TEST_MODEL
+from phase.models.sources import TEST_MODEL
 from phase.publish.data.datasets import load_dataset
 from phase.publish.notes.render import environment
 from phase.publish.numbers.downloads import results_frame

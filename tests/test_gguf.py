@@ -1,4 +1,4 @@
-"""A model's storage format is read from its GGUF header (phase.gguf), not from the binding's
+"""A model's storage format is read from its GGUF header (phase.models.gguf), not from the binding's
 `llama_model_ftype`, which answered "F32" for the embedded Q4_K_M models."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from phase import gguf
-from phase.models import EMBEDDED, TEST_MODEL, cache_dir, resolve
+from phase.models import gguf
+from phase.models.sources import EMBEDDED, TEST_MODEL, cache_dir, resolve
 
 # llama.cpp's LLAMA_FTYPE values (llama.h) and ggml's type ids (ggml.h) the tests write.
 FTYPE_Q4_K_M = 15

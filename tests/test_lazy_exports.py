@@ -1,4 +1,4 @@
-"""The packages whose names are looked up on first use (phase.lazy) say each name three times:
+"""The packages whose names are looked up on first use (phase.base.lazy) say each name three times:
 a TYPE_CHECKING import for type checkers, the `_WHERE` table the lookup reads, and `__all__`
 (derived from the table). They must agree, and every name must resolve to what its module
 defines."""
@@ -17,7 +17,7 @@ PHASE = Path(__file__).resolve().parent.parent / "phase"
 def _lazy_packages() -> list[str]:
     found = []
     for init in sorted(PHASE.rglob("__init__.py")):
-        if "from phase.lazy import exports" in init.read_text(encoding="utf-8"):
+        if "from phase.base.lazy import exports" in init.read_text(encoding="utf-8"):
             parts = init.parent.relative_to(PHASE.parent).parts
             found.append(".".join(parts))
     return found

@@ -1,6 +1,6 @@
 """One reading of llama.cpp's system-info string (phase.results.llama_build): a running build
-(phase.decode.placement) and a results file's provenance (phase.hosts) name the same build
-the same way.
+(phase.decode.placement) and a results file's provenance (phase.results.host_labels) name the
+same build the same way.
 
 Before, hosts searched the string for backend words (falling back to "cpu") and placement
 parsed its `NAME : ` sections (falling back to "gpu"); the strings below are where they
@@ -13,7 +13,7 @@ import pytest
 
 from phase.decode import system_info, this_build
 from phase.decode.placement import parse
-from phase.hosts import accelerator_build
+from phase.results.host_labels import accelerator_build
 from phase.results.llama_build import build_accelerator, enabled_features, named_accelerator
 
 PREFIX = "llama-cpp-python 0.3.36 | llama 0.5.0-dev | ggml 0.25.3 (unknown) | "

@@ -1,5 +1,5 @@
 """Issue 31, class 3: Markdown is markup too. Every data-derived string is escaped for the
-context it lands in (phase.escaping: Markdown by default in every template, URLs through
+context it lands in (phase.base.escaping: Markdown by default in every template, URLs through
 `safe_url`, Vega specs through `vega_safe`), and a built page may hold no event-handler
 attribute and no javascript: URL (the build refuses such a page).
 
@@ -19,8 +19,8 @@ import pytest
 from factories import make_model, replaced, write_results
 from test_publish_inputs import REPO, cpu_results
 
-from phase.errors import PhaseError
-from phase.escaping import (
+from phase.base.errors import PhaseError
+from phase.base.escaping import (
     UnsafeUrl,
     active_markup,
     markdown_safe,

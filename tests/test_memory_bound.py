@@ -13,6 +13,7 @@ import pytest
 from phase.analysis import summarize
 from phase.analysis.figures import FIGURES, MEDIAN_OF_RUNS, memory_reason, memory_value
 from phase.analysis.memory import memory_views
+from phase.base.errors import UsageProblem
 from phase.campaign import (
     Destination,
     Factor,
@@ -23,8 +24,7 @@ from phase.campaign import (
 )
 from phase.campaign.factors import check_factors
 from phase.decode.variants import parse_spec
-from phase.errors import UsageProblem
-from phase.models import TEST_MODEL, ModelError
+from phase.models.sources import TEST_MODEL, ModelError
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths
 from phase.results import SCHEMA_VERSION, ResultsFile, load_raw

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sandbox import assert_one_line_error, run_phase
 
-from phase.models import EMBEDDED, TEST_MODEL, ModelError, resolve
+from phase.models.sources import EMBEDDED, TEST_MODEL, ModelError, resolve
 
 MODEL = EMBEDDED[TEST_MODEL]
 

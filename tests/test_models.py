@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from phase.base.errors import PhaseError
 from phase.cli import main
-from phase.errors import PhaseError
-from phase.models import EMBEDDED, TEST_MODEL, ModelError, _assemble, resolve, verify
+from phase.models.sources import EMBEDDED, TEST_MODEL, ModelError, _assemble, resolve, verify
 
 
 def test_second_fetch_is_a_cache_hit(test_model_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Issue 31, class 1: every output phase creates is claimed when the command starts and created
-exclusively when done (phase.results.outputs). For every command that writes a file: an
+exclusively when done (phase.storage.outputs). For every command that writes a file: an
 existing file, a second writer and a file that appears while the command works each get exit 2
 naming the file, and the file someone else made is left byte for byte. Run as separate
 processes (locks and races are properties of processes)."""
@@ -18,9 +18,9 @@ import pytest
 from sandbox import PHASE, assert_one_line_error, run_phase
 from shard_files import write_shards
 
-from phase.results import Claim, json_schema_text
-from phase.results.claim import lock_path
-from phase.results.outputs import NewFile, place_dir
+from phase.results import json_schema_text
+from phase.storage.claim import Claim, lock_path
+from phase.storage.outputs import NewFile, place_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain",
@@ -157,10 +157,11 @@ def test_a_directory_is_placed_only_where_nothing_is(tmp_path: Path) -> None:
 # Where phase may replace a file in place: caches (their own directory under PHASE_CACHE), the
 # one-writer machinery itself, and the build's moves between its own staging directories. Anything
 # else that renames over a name is the check-then-replace this class forbids.
-REPLACERS = {"phase/results/writing.py", "phase/results/outputs.py",
-             "phase/results/cache_entry.py", "phase/publish/site/outdirs.py",
-             "phase/publish/site/build.py", "phase/models.py", "phase/decode/cpu_buffers.py",
-             "phase/decode/variants.py", "phase/stream_kernel.py"}
+REPLACERS = {"phase/storage/writing.py", "phase/storage/outputs.py",
+             "phase/storage/cache_entry.py", "phase/publish/site/outdirs.py",
+             "phase/publish/site/build.py", "phase/models/sources.py",
+             "phase/decode/cpu_buffers.py", "phase/decode/variants.py",
+             "phase/bandwidth/stream_kernel.py", "phase/results/writer.py"}
 # os.rename/replace, shutil.move, Path.rename, atomic_write_text, and Path.replace on the
 # names phase gives paths (str.replace takes two strings and is not matched).
 FILE_RENAME = re.compile(r"\bos\.(rename|replace|renames)\(|\bshutil\.move\(|\.rename\("

@@ -9,8 +9,7 @@ import pytest
 from cost_factories import make_profile
 from factories import make_results, make_run, make_window
 
-from phase.costmodel.pace import PaceReading, pace_at
-from phase.prediction import (
+from phase.analysis.prediction import (
     PROFILE_SHARE_LIMIT,
     auto_choices,
     best_k_rows,
@@ -20,6 +19,7 @@ from phase.prediction import (
     profile_share,
     run_pace,
 )
+from phase.costmodel.pace import PaceReading, pace_at
 from phase.results import CostProfile, ResultsFile, Run, Step, load_raw
 
 TOKENS = 16
@@ -131,8 +131,8 @@ def test_profile_share_of_the_campaign_and_strict_exit(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from factories import PREFILL_S, write_results
 
+    from phase.analysis.prediction import profile_share
     from phase.cli import main
-    from phase.prediction import profile_share
 
     profile = make_profile(lambda b: 10.0 + 5.0 * b)  # wall_s 1.0
     exact = trace([(0, 0)] * TOKENS, 15.0)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sandbox import assert_one_line_error, run_phase
 
+from phase.base.errors import UsageProblem
 from phase.decode.vocab_file import VocabFile, check_fit
-from phase.errors import UsageProblem
 from phase.results import dump_json, load_raw
 
 pytestmark = pytest.mark.model

@@ -10,8 +10,8 @@ import pytest
 from factories import make_results, make_sensor, make_window, replaced
 
 from phase.analysis import board_sensor, primary_energy_j, primary_sensors
+from phase.base.errors import UsageProblem
 from phase.decode.placement import parse
-from phase.errors import UsageProblem
 from phase.results import PrimaryEnergy
 from phase.sensors import discover
 from phase.sensors.core.primary import GpuUse, Placement, choose_primary, override_primary, pci_key

@@ -26,7 +26,7 @@ from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.costmodel import cost_table
 from phase.costmodel.blocks import disturbed_blocks
 from phase.decode.profiler import ProfileSettings, _Block, pass_cost
-from phase.models import TEST_MODEL
+from phase.models.sources import TEST_MODEL
 from phase.results import CostProfile, PassCost, ResultsFile, load_raw
 from phase.validate import validate_results
 

@@ -19,6 +19,7 @@ from factories import make_results, write_results
 from sandbox import as_interrupted
 from short_prompts import SPECULATIVE
 
+from phase.base.errors import PhaseError, UsageProblem
 from phase.campaign import (
     DEFAULT_PLAN,
     CampaignPlan,
@@ -28,10 +29,10 @@ from phase.campaign import (
     discover_sensors,
     prepare,
 )
-from phase.errors import PhaseError, UsageProblem
-from phase.models import TEST_MODEL, ModelError, resolve, verify
-from phase.results import FileBusy, ResultsError, WriteFailed, atomic_write_text, load_raw
-from phase.results.claim import lock_path
+from phase.models.sources import TEST_MODEL, ModelError, resolve, verify
+from phase.results import ResultsError, load_raw
+from phase.storage.claim import FileBusy, lock_path
+from phase.storage.writing import WriteFailed, atomic_write_text
 from phase.validate import exit_code, validate_file
 
 PLAN = replace(
@@ -109,7 +110,7 @@ def test_prepare_refuses_a_file_another_process_is_writing(tmp_path: Path,
                                                           interrupted: bytes) -> None:
     out = tmp_path / "r.json"
     out.write_bytes(interrupted)
-    hold = ("import sys; from phase.results import Claim; c = Claim.take(sys.argv[1]); "
+    hold = ("import sys; from phase.storage.claim import Claim; c = Claim.take(sys.argv[1]); "
             "print('held', flush=True); sys.stdin.read(); c.release()")
     holder = subprocess.Popen([sys.executable, "-c", hold, str(out)], text=True,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -156,7 +157,8 @@ FULL_DISK = textwrap.dedent(
     import resource, signal, sys
     sys.path.insert(0, sys.argv[3])
     from factories import make_results
-    from phase.results import CampaignWriter, WriteFailed
+    from phase.results import CampaignWriter
+    from phase.storage.writing import WriteFailed
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     full = make_results()
     writer = CampaignWriter(sys.argv[1], full.model_copy(update={"runs": [],

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from short_prompts import SHORT_PROMPTS
 
+from phase.base.errors import UsageProblem
 from phase.campaign import (
     Destination,
     Factor,
@@ -22,7 +23,6 @@ from phase.campaign.factors import check_factors
 from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
 from phase.decode.sampling import SamplingSettings
-from phase.errors import UsageProblem
 from phase.policy.strategy import parse_strategy
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths

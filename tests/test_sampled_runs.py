@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from phase.base.errors import UsageProblem
 from phase.decode import Engine
 from phase.decode.sampled import SampledDecoder
 from phase.decode.sampling import SamplingSettings
-from phase.errors import UsageProblem
 
 pytestmark = pytest.mark.model
 

@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from phase.base.errors import UsageProblem
 from phase.decode.exactness import (
     chi2_critical,
     chi2_sf,
@@ -24,7 +25,6 @@ from phase.decode.speculative_sampling import (
     rejection,
     wrong,
 )
-from phase.errors import UsageProblem
 
 DRAWS = 40_000
 ALPHA = 1e-4  # per check: the file's many checks together rarely fail by chance

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from phase.errors import PhaseError, UsageProblem
+from phase.base.errors import PhaseError, UsageProblem
 from phase.sensors import discover, parse_meter_spec
 from phase.sensors.apple import apple
 from phase.sensors.core.primary import Placement, choose_primary

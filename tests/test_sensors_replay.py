@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from phase.base.errors import PhaseError
 from phase.cli import run_cli
-from phase.errors import PhaseError
 from phase.sensors import assert_publishable, discover
 from phase.sensors.core.primary import GpuUse, Placement, choose_primary
 from phase.sensors.replay import replay

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from manual_clock import ManualClock
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import SensorInfo
 from phase.sensors import (
     Limits,

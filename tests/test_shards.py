@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from phase.base.errors import UsageProblem
 from phase.campaign import DEFAULT_PLAN, schedule
 from phase.campaign.shards import (
     campaign_id,
@@ -21,7 +22,6 @@ from phase.campaign.shards import (
     shard_request,
     split,
 )
-from phase.errors import UsageProblem
 
 PLAN = replace(DEFAULT_PLAN, prompts=("code", "prose", "edit"), repeats=3,
                strategies=("plain", "draft-4", "ngram"))

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 from test_publish_inputs import CPU_FILE, GPU_FILE, SEED_SUMMARY, make_inputs, site_paths
 
+from phase.base.errors import PhaseError
 from phase.cli import main
-from phase.errors import PhaseError
 from phase.publish.site.build import build_site, results_files, serving
 
 

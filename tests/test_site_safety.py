@@ -23,8 +23,8 @@ from test_publish_inputs import (
     versioned_note,
 )
 
+from phase.base.errors import PhaseError
 from phase.cli import main
-from phase.errors import PhaseError
 from phase.publish.pages.raw import SHOWN_CHARS
 from phase.publish.site.build import BlockedError, NoteError, SitePaths, build_docs, build_site
 from phase.publish.site.outdirs import MARKER, STAGING_PREFIX, OutputDirError

@@ -22,14 +22,14 @@ from short_prompts import SPECULATIVE
 
 from phase.analysis import disturbed_note, summarize
 from phase.analysis.slowdown import judge
+from phase.base.errors import PhaseError
 from phase.campaign import DEFAULT_PLAN, QuietObserver, load_experiment, prepare
 from phase.campaign.plan import campaign_config
 from phase.campaign.reruns import due_reruns, judge_run
 from phase.campaign.runner import Destination
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.campaign.ui import console, disturbance_line, print_summary
-from phase.errors import PhaseError
-from phase.models import TEST_MODEL
+from phase.models.sources import TEST_MODEL
 from phase.results import MergedShard, PromptSpec, ResultsFile, Run, ShardInfo, load_raw
 from phase.results.schedule import planned_schedule, rerun
 from phase.validate import validate_results

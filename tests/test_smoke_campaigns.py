@@ -12,7 +12,7 @@ from factories import make_config, make_model, make_results, write_results
 
 from phase.analysis.purpose import smoke_reason
 from phase.cli import main
-from phase.models import EMBEDDED, TEST_MODEL
+from phase.models.sources import EMBEDDED, TEST_MODEL
 from phase.publish.archive.store import Archive
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths

@@ -1,6 +1,6 @@
 """No snapshot makes `phase sensors --replay` print a traceback: a malformed one is refused
 with one line naming the file and the JSON path (exit 2, the usage-error code of
-phase.errors), and any other is replayed or fails with one line."""
+phase.base.errors), and any other is replayed or fails with one line."""
 
 from __future__ import annotations
 

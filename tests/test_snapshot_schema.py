@@ -21,7 +21,7 @@ import pytest
 from replayed import driven_clock
 from sandbox import TRACEBACK, assert_one_line_error, run_phase
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.sensors import discover
 from phase.sensors.replay import replay
 from phase.sensors.report import survey

@@ -1,4 +1,4 @@
-"""Issue 31, class 4: one strict reader (phase.results.jsonread) for every file phase opens as
+"""Issue 31, class 4: one strict reader (phase.storage.jsonread) for every file phase opens as
 data: results files (validate, predict, merge, a build's results directory), benchmark files,
 meter traces, sensor snapshots and archived manifests. Every reader × every class of bad file
 gives one line naming the file and the problem, exit 2 from the CLI, never a traceback or a
@@ -18,8 +18,8 @@ from factories import make_results, write_results
 from sandbox import TRACEBACK, run_phase
 from shard_files import write_shards
 
+from phase.base.errors import PhaseError
 from phase.campaign.merge import read_shard
-from phase.errors import PhaseError
 from phase.publish.numbers.bench import load_bench
 from phase.results import load, load_raw
 from phase.sensors.meter.meter import load_meter

@@ -19,7 +19,7 @@ from factories import (
     write_results,
 )
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.results import ResultsFile
 from phase.validate import (
     Finding,

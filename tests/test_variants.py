@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from phase import gguf
 from phase.cli import main
 from phase.decode.variants import cache_key, derive, derive_variant, recipe_for, recipe_of
-from phase.models import ModelError, resolve
+from phase.models import gguf
+from phase.models.sources import ModelError, resolve
 from phase.policy.strategy import parse_strategy
 
 GGML_Q8_0, GGML_Q4_0, GGML_F32 = 8, 2, 0

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from phase.hosts import host_identity_of
 from phase.results import ResultsFile
+from phase.results.host_labels import host_identity_of
 from phase.results.llama_build import build_versions, enabled_features
 
 NOT_RECORDED = "not recorded"

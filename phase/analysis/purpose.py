@@ -3,12 +3,12 @@
 A quick campaign (`phase measure --quick`) runs a small test model for a few tokens to check
 that the machinery works; its figures say nothing about the study's question. The file says
 so in `config.purpose` (from schema 6 on); older files are known by their models, since the
-embedded test models are named by sha256 in phase.models.
+embedded test models are named by sha256 in phase.models.sources.
 """
 
 from __future__ import annotations
 
-from phase.models import EMBEDDED, is_test_model
+from phase.models.sources import EMBEDDED, is_test_model
 from phase.results import ResultsFile, SummaryFile
 
 _NAMES = {m.sha256: m.name for m in EMBEDDED.values()}

@@ -63,8 +63,7 @@ from phase.analysis.queries import (
     window_tokens,
 )
 from phase.analysis.relative import RUN_SPREAD, spread, vs_plain
-from phase.errors import PhaseError
-from phase.hosts import machine_label
+from phase.base.errors import PhaseError
 from phase.results import (
     SCHEMA_VERSION,
     FigureInterval,
@@ -73,6 +72,7 @@ from phase.results import (
     SummaryFile,
     SummaryRow,
 )
+from phase.results.host_labels import machine_label
 from phase.results.summary import IntervalFigure
 
 

@@ -29,7 +29,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from phase.lazy import exports
+from phase.base.lazy import exports
 
 if TYPE_CHECKING:
     from phase.campaign.destination import Destination, default_output

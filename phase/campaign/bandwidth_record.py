@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from phase.bandwidth import KERNELS, measure
+from phase.bandwidth.stream import KERNELS, measure
 from phase.campaign.factors import Factor
 from phase.results import BandwidthMeasurement
 

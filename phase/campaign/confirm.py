@@ -28,16 +28,16 @@ from typing import Any
 from phase.analysis import summarize
 from phase.analysis.queries import PLAIN
 from phase.analysis.selection import select
+from phase.base.errors import UsageProblem
 from phase.campaign.experiment import Experiment
 from phase.campaign.factors import Factor
 from phase.campaign.machine import cpu_model, package_version
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.prompts import load_prompts
-from phase.errors import UsageProblem
-from phase.models import EMBEDDED
+from phase.models.sources import EMBEDDED
 from phase.results import Confirms, ResultsFile, load_raw
-from phase.results.jsonread import read_regular_bytes
 from phase.results.llama_build import enabled_features
+from phase.storage.jsonread import read_regular_bytes
 from phase.validate import validate_results
 
 # Pairs of fresh runs: 8 give a Student t interval with 7 degrees of freedom (its quantile

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from phase import REPO_ROOT
 from phase.analysis.declared import declared_experiment
+from phase.base.errors import UsageProblem
 from phase.campaign.factors import Factor, check_factors
 from phase.campaign.plan import CampaignPlan
-from phase.errors import UsageProblem
 
 if TYPE_CHECKING:  # named only: the experiment file builds its question
     from phase.analysis.rules import Question

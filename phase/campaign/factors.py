@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, get_args
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.results import FactorSpec, Level
 from phase.results.config import FactorKind
 from phase.results.schedule import Levels
@@ -108,7 +108,7 @@ def _variant_problem(spec: str) -> str | None:
     # Imported here: the quantizer's format names come from llama.cpp's binding, which a
     # declaration without variants need not load.
     from phase.decode.variants import parse_spec
-    from phase.models import ModelError
+    from phase.models.sources import ModelError
 
     try:
         parse_spec(spec)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from phase import REPO_ROOT, __version__
-from phase.errors import env_value
-from phase.hosts import accelerator_build, ram_gib
+from phase.base.errors import env_value
 from phase.results import HostIdentity, HostInfo, Provenance
+from phase.results.host_labels import accelerator_build, ram_gib
 from phase.sensors.nvidia.nvml import gpu_driver_version, gpu_names
 
 if TYPE_CHECKING:  # types only: both load llama.cpp, which `phase measure --help` never needs

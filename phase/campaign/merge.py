@@ -20,9 +20,9 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from phase.base.errors import UsageProblem
 from phase.campaign import merge_checks
 from phase.campaign.merge_checks import ShardFile
-from phase.errors import UsageProblem
 from phase.results import (
     CostProfile,
     HostInfo,
@@ -38,8 +38,8 @@ from phase.results import (
     dump_json,
     parse,
 )
-from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
-from phase.results.outputs import NewFile
+from phase.storage.jsonread import decode_utf8, parse_json, read_regular_bytes
+from phase.storage.outputs import NewFile
 
 
 class MergeRefused(UsageProblem):
@@ -47,7 +47,7 @@ class MergeRefused(UsageProblem):
 
 
 def read_shard(path: Path) -> ShardFile:
-    """Read one input once, as every results file is read (phase.results.jsonread: a regular
+    """Read one input once, as every results file is read (phase.storage.jsonread: a regular
     UTF-8 file, no duplicate key, NaN or runaway nesting; strict types): the sha256 is of the
     very bytes that were parsed."""
     try:

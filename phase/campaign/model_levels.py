@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from phase.base.errors import UsageProblem
 from phase.campaign.factors import Factor
 from phase.costmodel.bytes_per_token import FORMULA, of_file
 from phase.decode import Engine
@@ -25,8 +26,7 @@ from phase.decode.template import format_prompt
 from phase.decode.variants import Variant, derive, parse_spec
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile
-from phase.errors import UsageProblem
-from phase.models import ResolvedModel, is_test_model, resolve
+from phase.models.sources import ResolvedModel, is_test_model, resolve
 from phase.results import BytesEstimate, Level, ModelInfo, PromptSpec, VariantInfo
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from phase.base.errors import UsageProblem
 from phase.campaign.experiment import Experiment
 from phase.campaign.factors import check_factors, check_runnable, check_threads, largest
 from phase.campaign.header import header_before_load, with_engine_facts
@@ -37,20 +38,17 @@ from phase.decode.cores import usable_cpus
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
-from phase.errors import UsageProblem
-from phase.models import ResolvedModel, resolve
+from phase.models.sources import ResolvedModel, resolve
 from phase.policy.strategy import Strategy, parse_strategy
 from phase.results import (
-    Claim,
     ModelInfo,
     PromptSpec,
     ResultsFile,
-    claim_existing,
     claim_new_results,
-    claim_numbered,
     load_raw,
 )
 from phase.sensors import Discovery, Sampler, assert_publishable
+from phase.storage.claim import Claim, claim_existing, claim_numbered
 
 
 @dataclass

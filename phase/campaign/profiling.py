@@ -23,7 +23,7 @@ from phase.campaign.prompts import load_prompts
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.decode import Engine
 from phase.decode.profiler import ProfileContext, ProfileSettings, choose_contexts
-from phase.models import resolve
+from phase.models.sources import resolve
 from phase.results import CostProfile, UnavailableBackend
 from phase.sensors import Sampler, Window, assert_publishable
 

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from phase import REPO_ROOT
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.results import PromptSpec, ResultsError
-from phase.results.jsonread import read_regular_bytes
 from phase.results.names import is_clean_name
-from phase.results.safepath import confined
+from phase.storage.jsonread import read_regular_bytes
+from phase.storage.safepath import confined
 
 _INCLUDE = re.compile(r"\{\{include:([^}]+)\}\}")
 

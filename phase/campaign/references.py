@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from phase.base.errors import PhaseError
 from phase.decode import Engine
-from phase.errors import PhaseError
 from phase.policy.strategy import parse_strategy
 from phase.results import (
     CampaignConfig,

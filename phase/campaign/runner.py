@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from phase.base.errors import PhaseError
 from phase.campaign import duration, machine, opening
 from phase.campaign.bandwidth_record import measure_bandwidth
 from phase.campaign.destination import Destination
@@ -35,11 +36,9 @@ from phase.campaign.references import decode_references
 from phase.campaign.schedule import ScheduledRun
 from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine
-from phase.errors import PhaseError
 from phase.policy.strategy import Strategy
 from phase.results import (
     CampaignWriter,
-    Claim,
     Level,
     ModelInfo,
     PromptSpec,
@@ -49,6 +48,7 @@ from phase.results import (
 )
 from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler
+from phase.storage.claim import Claim
 
 # Defined beside it, imported from here by prepare and the tests.
 __all__ = ["Campaign", "CampaignFailed", "Destination", "Observer", "QuietObserver"]

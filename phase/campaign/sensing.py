@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.results import PrimaryEnergy, SensorTrace, SensorWindow, UnavailableBackend
 from phase.sensors import Discovery, Window, discover
 from phase.sensors.core.primary import GpuUse, Placement, choose_primary, override_primary

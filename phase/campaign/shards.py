@@ -28,9 +28,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
+from phase.base.errors import UsageProblem, env_value
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import ScheduledRun
-from phase.errors import UsageProblem, env_value
 from phase.results import ShardInfo
 
 # `split` lives with the results contract (validation re-derives each shard's part from it).

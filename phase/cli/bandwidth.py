@@ -32,14 +32,15 @@ def _counts(text: str) -> list[int]:
 @click.option("--array-mib", type=click.IntRange(min=1), default=None,
               help="MiB per array [default: 4x the last-level cache, STREAM's rule].")
 @click.option("--implementation", type=click.Choice(["auto", "c", "numpy"]), default="auto",
-              show_default=True, help="The kernels' code: c (phase/stream_kernel.c, compiled "
-              "on first use), numpy, or auto (C where a compiler exists, else numpy).")
+              show_default=True, help="The kernels' code: c "
+              "(phase/bandwidth/stream_kernel.c, compiled on first use), numpy, or auto "
+              "(C where a compiler exists, else numpy).")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
 def bandwidth_command(threads_text: str | None, kernels: tuple[str, ...], repeats: int,
                       array_mib: int | None, implementation: str, as_json: bool) -> None:
     """Measure memory bandwidth as STREAM does: best and median GB/s of copy (2 words per
     element) and triad (3 words), write-allocate not counted."""
-    from phase.bandwidth import measure
+    from phase.bandwidth.stream import measure
     from phase.decode.cores import physical_cores
 
     counts = _counts(threads_text) if threads_text else sorted({1, physical_cores()})
@@ -59,7 +60,7 @@ def bandwidth_command(threads_text: str | None, kernels: tuple[str, ...], repeat
                    f"best {r.best_gb_s:7.2f} GB/s  "
                    f"median {r.median_gb_s:7.2f} GB/s  {r.array_bytes >> 20} MiB x "
                    f"{r.repeats}{rule}")
-    click.echo("method: STREAM-style kernels (phase.bandwidth; c: phase/stream_kernel.c, numpy "
-               "the fallback); bytes as STREAM "
+    click.echo("method: STREAM-style kernels (phase.bandwidth; c: "
+               "phase/bandwidth/stream_kernel.c, numpy the fallback); bytes as STREAM "
                "counts them (copy 2 words/element, triad 3; write-allocate not counted); "
                "--json gives each record's method in full")

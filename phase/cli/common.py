@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from phase.errors import PhaseError, UsageProblem
+from phase.base.errors import PhaseError, UsageProblem
 
 
 def say(message: str) -> None:

@@ -7,10 +7,10 @@ from typing import TextIO
 
 import click
 
+from phase.base.errors import UsageProblem
 from phase.campaign import DEFAULT_PLAN
 from phase.cli.common import say
 from phase.decode.generate import GenerateRequest, generate, summary_lines
-from phase.errors import UsageProblem
 
 
 @click.command("generate", epilog="Exit status: 0 generated; 1 a model or decoding failure; "

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from phase.cli.common import say
-from phase.models import EMBEDDED, cache_dir, cached_path, resolve, verify
+from phase.models.sources import EMBEDDED, cache_dir, cached_path, resolve, verify
 
 
 @click.group(epilog="Exit status: each subcommand's --help says; list exits 0.")

@@ -7,14 +7,14 @@ from pathlib import Path
 import click
 
 from phase.analysis import primary_sensors
-from phase.errors import UsageProblem
-from phase.prediction import (
+from phase.analysis.prediction import (
     PROFILE_SHARE_LIMIT,
     TOLERANCE,
     predict_conditions,
     profile_share,
     report_lines,
 )
+from phase.base.errors import UsageProblem
 from phase.results import ResultsFile, load
 from phase.validate.chip import choose_chip_sensor
 

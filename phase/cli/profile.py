@@ -12,7 +12,7 @@ import click
 from phase.campaign import SensorOptions, load_experiment
 from phase.campaign.profiling import run_standalone, table_lines
 from phase.cli.common import say
-from phase.results.outputs import NewFile
+from phase.storage.outputs import NewFile
 
 
 @click.command("profile", epilog="Exit status: 0 profiled; 1 a model or decoding failure; "

@@ -8,7 +8,7 @@ import click
 
 from phase.cli.common import say
 from phase.results import json_schema, json_schema_text
-from phase.results.outputs import regenerate
+from phase.storage.outputs import regenerate
 
 
 def _is_schema(text: str) -> bool:

@@ -10,12 +10,12 @@ from typing import Any
 
 import click
 
+from phase.base.errors import UsageProblem
 from phase.campaign import DEFAULT_PLAN, SensorOptions, discover_sensors
-from phase.errors import UsageProblem
-from phase.results.outputs import NewFile
 from phase.sensors.meter.meter import parse_meter_spec
 from phase.sensors.replay import snapshot
 from phase.sensors.report import format_survey, survey, survey_snapshot
+from phase.storage.outputs import NewFile
 
 REPLAY_SAMPLE_S = 1.0
 

@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+from phase.base.errors import PhaseError
 from phase.cli.common import say
-from phase.errors import PhaseError
 from phase.publish.site.build import (
     BlockedError,
     BuildResult,

@@ -14,7 +14,7 @@ reads the KV cache of every earlier position in every layer. So
 with n the context fill (positions already in the cache), b the bytes per cached element (2:
 llama.cpp's default f16 cache), d_k and d_v from `<arch>.attention.key_length` and
 `.value_length` where the header has them, else embedding_length / head_count. A tensor's
-stored bytes follow from ggml's block sizes (phase.gguf.GGML_TYPES). What it leaves out:
+stored bytes follow from ggml's block sizes (phase.models.gguf.GGML_TYPES). What it leaves out:
 activations and logits (kilobytes against megabytes of weights), caches reused between
 layers, and sliding-window layers, which read at most their window (counted at the full
 fill: an upper bound for such models). `<arch>.attention.head_count_kv` given per layer (an
@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from phase.errors import PhaseError
-from phase.gguf import GGML_TYPES, GgufHeader, read_header
+from phase.base.errors import PhaseError
+from phase.models.gguf import GGML_TYPES, GgufHeader, read_header
 
 TOKEN_EMBEDDING = "token_embd.weight"
 OUTPUT = "output.weight"

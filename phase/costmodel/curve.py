@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import CostProfile, PassCost, ProfilePoint
 
 Objective = Literal["time", "energy"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from phase.lazy import exports
+from phase.base.lazy import exports
 
 if TYPE_CHECKING:
     from phase.decode.backend import system_info

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import llama_cpp
 
+from phase.base.errors import UsageProblem
 from phase.decode import backend
-from phase.errors import UsageProblem
-from phase.models import cache_dir
+from phase.models.sources import cache_dir
 
 MODES = ("auto", "on", "off")
 _PROBE_BATCH = 8

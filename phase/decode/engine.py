@@ -31,6 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
+from phase.base.errors import UsageProblem
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
 from phase.decode.auto import AutoProposer
 from phase.decode.backend import system_info
@@ -56,7 +57,6 @@ from phase.decode.template import format_prompt
 from phase.decode.timed import Timed, decode_result, timed_decode
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
-from phase.errors import UsageProblem
 from phase.policy.strategy import Strategy
 from phase.results import CostProfile, Pass, token_sha256
 

@@ -6,13 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from phase.base.errors import UsageProblem
 from phase.decode.engine import Engine
 from phase.decode.profiler import ProfileContext, ProfileSettings
 from phase.decode.result import compare_to_plain
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
-from phase.errors import UsageProblem
 from phase.policy.strategy import parse_strategy
 
 
@@ -32,7 +32,7 @@ class GenerateRequest:
 def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run `req` and return its record: the DecodeResult fields plus model names, the strategy
     and, with compare_plain, whether the output equals plain decoding's."""
-    from phase.models import resolve
+    from phase.models.sources import resolve
 
     say = progress or (lambda _m: None)
     strategy = parse_strategy(req.strategy)

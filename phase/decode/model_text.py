@@ -9,9 +9,9 @@ from typing import Any
 
 import llama_cpp
 
-from phase import gguf
+from phase.base.errors import PhaseError
 from phase.decode.vocab import VocabInfo
-from phase.errors import PhaseError
+from phase.models import gguf
 
 # File-type names from the binding's own constants (LLAMA_FTYPE_MOSTLY_Q4_K_M -> Q4_K_M), so
 # a new llama.cpp quant type is named without a table here going stale.

@@ -23,11 +23,11 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 
+from phase.base.errors import PhaseError
 from phase.decode import backend, cpu_buffers, placement
 from phase.decode.cores import physical_cores
 from phase.decode.logits import top2_gap
 from phase.decode.model_text import ModelText
-from phase.errors import PhaseError
 
 _FLASH_ATTN = {
     "auto": llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO,

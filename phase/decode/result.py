@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import Pass, Run, SensorTrace, SensorWindow, Step, token_sha256
 
 # Why a sampled run has no matches_plain: what it must equal is plain's distribution.

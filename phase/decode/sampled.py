@@ -23,6 +23,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from phase.base.errors import UsageProblem
 from phase.decode.chain import SamplerChain
 from phase.decode.native import NativeModel
 from phase.decode.ngram import NgramMatcher, key_lengths
@@ -30,7 +31,6 @@ from phase.decode.ngram_length import ProposalLength
 from phase.decode.sampling import SamplingSettings, distribution, draw
 from phase.decode.speculative_sampling import PROPOSES, RULES, Rows
 from phase.decode.vocab_file import check_fit
-from phase.errors import UsageProblem
 
 
 class SampledRun(NamedTuple):

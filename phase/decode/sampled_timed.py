@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from phase.base.errors import UsageProblem
 from phase.decode.auto import K_MAX
 from phase.decode.loops import Decoded
 from phase.decode.sampled import (
@@ -34,7 +35,6 @@ from phase.decode.sampled import (
 from phase.decode.sampled_auto import SampledAuto
 from phase.decode.sampling import SamplingSettings
 from phase.decode.timed import decode_result, timed_decode
-from phase.errors import UsageProblem
 from phase.policy.strategy import Strategy
 from phase.results import Pass, token_sha256
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 
 # llama.cpp's LLAMA_DEFAULT_SEED (0xFFFFFFFF) means "seed from the clock": never recordable.
 MAX_SEED = 0xFFFFFFFE

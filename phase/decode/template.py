@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+from phase.base.errors import PhaseError, UsageProblem
 from phase.decode.native import NativeModel
 from phase.decode.vocab_file import VocabFile
-from phase.errors import PhaseError, UsageProblem
 
 
 def format_prompt(model: NativeModel | VocabFile, user_text: str, *,

@@ -7,7 +7,7 @@ recipe names everything that decides the output bytes: the source's sha256, the 
 quantizer's parameters (threads excepted: they change only how fast it runs) and the
 binding's version. `recipe.json` beside the file records the recipe, the output's sha256 and
 size, and the tensor types its header stores. A second call with the same recipe finds the
-file, checks it against its sha256 stamp (phase.models) and returns it without quantizing.
+file, checks it against its sha256 stamp (phase.models.sources) and returns it without quantizing.
 Derived files are never shipped in the repository: anyone with the source re-derives them.
 
 Requantizing (a Q4_K_M file to Q8_0 or F16) stores the same weight values, dequantized, in
@@ -37,8 +37,8 @@ from pathlib import Path
 
 from phase.decode import quantize
 from phase.decode.cores import physical_cores
-from phase.gguf import GgufHeader, read_header
-from phase.models import (
+from phase.models.gguf import GgufHeader, read_header
+from phase.models.sources import (
     ModelError,
     ResolvedModel,
     cache_dir,

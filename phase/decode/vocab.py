@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 
 MAX_VOCAB_SIZE_DIFFERENCE = 128
 FIRST_CHECKED_TOKEN = 5

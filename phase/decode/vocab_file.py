@@ -14,9 +14,9 @@ from pathlib import Path
 
 import llama_cpp
 
+from phase.base.errors import PhaseError, UsageProblem
 from phase.decode import backend
 from phase.decode.model_text import ModelText
-from phase.errors import PhaseError, UsageProblem
 
 
 class VocabFile(ModelText):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 
 DEFAULT_DRAFT_KS: tuple[int, ...] = (2, 4, 8, 16)
 

@@ -8,12 +8,14 @@
     hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
     base        what every model shares (Strict, constrained numbers, paired value/reason)
     migrations  older files read as the current schema (MIGRATIONS, migrate)
-    jsonread    strict JSON reading: regular UTF-8 files, no duplicate keys, bounded nesting
     io          load / parse (strict) / dump, the JSON Schema
-    claim       one writer per file: the lock a campaign holds, default names chosen atomically
-    writing     exclusive creation, atomic replacement, the run-by-run CampaignWriter
-    outputs     every file or directory phase creates: claimed first, created exclusively
+    names       no control characters in what a results file names
+    writer      the run-by-run CampaignWriter, and the claim on a new results file
     llama_build what llama.cpp's system-info string says: the build's accelerator, features
+    host_labels a file's host class, full host identity and one-line machine description
+
+Reading and writing files as such (strict JSON, locks, atomic writes, confined paths) is
+phase.storage's, which knows nothing of this schema.
 """
 
 from phase.results.adaptive import (
@@ -21,15 +23,6 @@ from phase.results.adaptive import (
     AdaptiveRecord,
     AdaptiveRound,
     RatioInterval,
-)
-from phase.results.claim import (
-    Claim,
-    FileBusy,
-    Holder,
-    claim_existing,
-    claim_new,
-    claim_new_results,
-    claim_numbered,
 )
 from phase.results.config import CampaignConfig, FactorSpec, Level, PromptSpec, SamplingConfig
 from phase.results.confirmation import Confirms
@@ -67,12 +60,7 @@ from phase.results.schema import (
 )
 from phase.results.summary import FigureInterval, SummaryFile, SummaryRow
 from phase.results.version import SCHEMA_VERSION
-from phase.results.writing import (
-    CampaignWriter,
-    WriteFailed,
-    atomic_write_text,
-    create_exclusive,
-)
+from phase.results.writer import CampaignWriter, claim_new_results
 
 __all__ = [
     "MIGRATIONS",
@@ -85,14 +73,11 @@ __all__ = [
     "BytesEstimate",
     "CampaignConfig",
     "CampaignWriter",
-    "Claim",
     "Confirms",
     "CostProfile",
     "FactorSpec",
     "FigureInterval",
-    "FileBusy",
     "FiniteFloat",
-    "Holder",
     "HostIdentity",
     "HostInfo",
     "Level",
@@ -122,15 +107,9 @@ __all__ = [
     "SummaryRow",
     "UnavailableBackend",
     "VariantInfo",
-    "WriteFailed",
-    "atomic_write_text",
-    "claim_existing",
-    "claim_new",
     "claim_new_results",
-    "claim_numbered",
     "covers_of",
     "covers_words",
-    "create_exclusive",
     "dump_json",
     "json_schema",
     "json_schema_text",

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from phase.results.safepath import FILE_NAME_PATTERN
+from phase.storage.safepath import FILE_NAME_PATTERN
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 NonNegFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -20,7 +20,7 @@ NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 # A file's bare name (a shard, a raw file a summary came from): never a path, so never one
-# that leads anywhere else when joined to a directory (phase.results.safepath).
+# that leads anywhere else when joined to a directory (phase.storage.safepath).
 FileName = Annotated[str, Field(pattern=FILE_NAME_PATTERN, max_length=255)]
 Scope = Literal["chip", "board", "module", "wall"]
 SensorKind = Literal["counter", "power"]

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from phase.results.jsonread import parse_json, read_regular_text
 from phase.results.migrations import ResultsError, migrate
 from phase.results.names import control_characters
 from phase.results.schema import ResultsFile
 from phase.results.summary import SummaryFile
 from phase.results.version import SCHEMA_VERSION
+from phase.storage.jsonread import parse_json, read_regular_text
 
 
 def _json_path(loc: tuple[int | str, ...]) -> str:

@@ -1,7 +1,7 @@
 """What llama.cpp's system-info string says about the build: its accelerator backend and the
 features it was compiled with. The one reader of that string, for a running build
 (phase.decode.placement) and for a results file's `provenance.llama_cpp_system_info`
-(phase.hosts) alike, so the two cannot name one build differently.
+(phase.results.host_labels) alike, so the two cannot name one build differently.
 
 `llama_print_system_info` lists each backend that reports features as `NAME : KEY = VALUE | ...`,
 accelerators before the CPU's: a CUDA build prints

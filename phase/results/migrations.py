@@ -11,16 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from phase.errors import PhaseError
 from phase.results.covers import covers_of
 from phase.results.version import SCHEMA_VERSION
+from phase.storage.errors import StorageError
 
-
-class ResultsError(PhaseError):
-    """A results file could not be read; the message names file, JSON path and problem.
-    Bad input (exit 2) unless a subclass says otherwise (a write that failed)."""
-
-    exit_code = 2
+# A results file that cannot be read fails in storage (not a regular file, not strict JSON)
+# or here (the schema); one class for both, so `except ResultsError` catches either.
+ResultsError = StorageError
 
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.results.config import CampaignConfig, FactorSpec, Level
 
 # A condition's level of each extra factor, in declared order: ((name, level), ...).

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import UnavailableBackend
 from phase.sensors.amd import amdgpu, amdsmi_gpu
 from phase.sensors.apple import apple

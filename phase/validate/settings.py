@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 
 SCOPES = ("chip", "module", "board", "wall")
 

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.results import CampaignConfig, HostIdentity, ResultsFile, Run, ShardInfo
 from phase.results.schedule import split
 

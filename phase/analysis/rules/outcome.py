@@ -19,8 +19,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from phase.hosts import host_class_of
 from phase.results import ResultsFile, SummaryRow
+from phase.results.host_labels import host_class_of
 
 Verdict = Literal["yes", "no", "partly", "not resolved"]
 YES: Verdict = "yes"

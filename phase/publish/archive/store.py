@@ -31,11 +31,11 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phase import REPO_ROOT, __version__
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import ResultsError
-from phase.results.jsonread import read_json
-from phase.results.outputs import place_dir, staging_dir
-from phase.results.safepath import FILE_NAME_PATTERN, REL_PATH_PATTERN, confined
+from phase.storage.jsonread import read_json
+from phase.storage.outputs import place_dir, staging_dir
+from phase.storage.safepath import FILE_NAME_PATTERN, REL_PATH_PATTERN, confined
 
 FORMAT: Final = 1
 MANIFEST = "manifest.json"
@@ -61,7 +61,7 @@ class _Model(BaseModel):
 
 # Every name and path a manifest holds is checked on read: a manifest is data, and an entry
 # like `assets/../../x` with a correct sha256 would otherwise be read and served from outside
-# the version's directory (phase.results.safepath).
+# the version's directory (phase.storage.safepath).
 _SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 _SLUG = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=200)]
 _FILE_NAME = Annotated[str, Field(pattern=FILE_NAME_PATTERN, max_length=255)]

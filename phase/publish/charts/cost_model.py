@@ -17,7 +17,7 @@ from typing import Any
 
 import altair as alt
 
-from phase.prediction import AutoShare, BreakEven, ConditionPrediction
+from phase.analysis.prediction import AutoShare, BreakEven, ConditionPrediction
 from phase.publish.charts.spec import Chart
 from phase.results import CostProfile, SummaryRow
 

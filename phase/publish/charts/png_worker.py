@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import IO
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 
 _CHILD = r"""
 import json, struct, sys

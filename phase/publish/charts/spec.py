@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
-from phase.escaping import vega_safe
+from phase.base.escaping import vega_safe
 from phase.publish.charts.png_worker import draw_png
 from phase.publish.numbers.pagenotes import LONG_REASON
 
@@ -49,7 +49,7 @@ class Chart:
 
 def canonical_json(spec: Any) -> str:
     """The spec as the page embeds it and vl-convert draws it: data strings made safe for
-    SVG and never a script URL (phase.escaping.vega_safe; a no-op for clean data)."""
+    SVG and never a script URL (phase.base.escaping.vega_safe; a no-op for clean data)."""
     return json.dumps(vega_safe(spec), sort_keys=True, separators=(",", ":"),
                       ensure_ascii=True)
 

@@ -9,15 +9,16 @@ derived part (findings, summary, header) is kept under the phase cache, keyed by
     the rule settings
     a fingerprint of phase's own code (any change to phase starts a fresh cache)
 
-The runs themselves are not cached: a page that needs them reads the file again (checked
-against the sha256 the header was derived from), as fast as reading a cached copy would be.
+The runs themselves are not cached: a page that needs them parses them from the bytes the
+build read (the ones the entry's sha256 was checked against), as fast as reading a cached copy
+would be.
 
 `memo` keeps other derived values the same way: a rendered data page, and what vl-convert
 draws (a chart's PNG, the site's Vega bundle: phase/publish/charts/spec.py), keyed by the
 spec's sha256 or the package versions instead of a results file's.
 
 Entries are JSON bound to the file's sha256 and phase's code fingerprint with a digest over
-their content (phase.results.cache_entry): an entry that does not match, or whose content was
+their content (phase.storage.cache_entry): an entry that does not match, or whose content was
 altered, is removed and read as a miss, never served into a table or a published page. A
 cache that cannot be written costs only speed and leaves no temporary file; the directory is
 removed with `rm -rf`, never by phase except for its older fingerprints (`_prune`).
@@ -41,10 +42,10 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from phase.publish.archive.store import code_digest, tree_digest
-from phase.publish.data.datasets import Dataset, load_dataset
+from phase.publish.data.datasets import Dataset, dataset_of, load_dataset
 from phase.results import ResultsError, ResultsFile, SummaryFile, parse
-from phase.results.cache_entry import read_entry, sweep_temporaries, write_entry
-from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes, read_same_bytes
+from phase.storage.cache_entry import read_entry, sweep_temporaries, write_entry
+from phase.storage.jsonread import decode_utf8, parse_json, read_regular_bytes
 from phase.validate import Finding, Report, RuleSettings
 
 SUBDIR = "build-cache"
@@ -66,7 +67,7 @@ def code_fingerprint() -> str:
 
 
 def cache_root() -> Path:
-    from phase.models import cache_dir
+    from phase.models.sources import cache_dir
 
     return cache_dir() / SUBDIR
 
@@ -142,9 +143,8 @@ def _decode_head(data: Any, path: Path, settings: RuleSettings
     return header, report, summary, n_runs, version
 
 
-def _read_results(path: Path, sha256: str) -> ResultsFile | SummaryFile:
-    """The whole file again, insisting it is the file the cached header came from."""
-    data = read_same_bytes(path, sha256)
+def _parse_whole(path: Path, data: bytes) -> ResultsFile | SummaryFile:
+    """The whole file, runs and all, from the bytes the cached header was checked against."""
     return parse(parse_json(decode_utf8(data, path), path), path)
 
 
@@ -180,12 +180,12 @@ class DatasetCache:
                 self.hits += 1
                 _touch(head)
                 return report, Dataset(
-                    path=path, name=path.name, sha256=sha256, size_bytes=len(data),
+                    path=path, name=path.name, sha256=sha256, data=data,
                     header=header, n_runs=n_runs, report=report, summary=summary,
-                    schema_version=version, load_results=lambda: _read_results(path, sha256))
+                    schema_version=version, load_results=lambda: _parse_whole(path, data))
         self.misses += 1
-        report, ds = load_dataset(path, settings)
-        if ds is not None and ds.sha256 == sha256:
+        report, ds = dataset_of(path, data, settings)
+        if ds is not None:
             self._store(head, self._bound(key, sha256), ds)
         return report, ds
 

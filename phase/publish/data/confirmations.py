@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from phase.analysis.comparable import NOT_RECORDED, differences, summary
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.publish.data.datasets import Dataset
 from phase.results import ResultsFile
 

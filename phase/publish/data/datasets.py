@@ -3,10 +3,14 @@
 A raw file's summary is derived here, in memory (phase.analysis.summarize); nothing is
 written back into the results directory.
 
+A build reads each file once: a Dataset holds its bytes (the raw data page offers them for
+download, and they are what was validated and hashed), and every page reads the file through
+it, never from disk again.
+
 What a build needs of most files is small: the findings, the summary rows and the header
 (who, where, when, how many runs). The runs themselves (megabytes of per-step traces) are
 needed only to draw a page that is not published yet. So a Dataset holds the header, and
-loads `results` the first time something asks for it; with the build cache
+parses `results` from its bytes the first time something asks for it; with the build cache
 (phase.publish.data.cache) an unchanged file is not parsed again until a page needs its runs.
 """
 
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from phase.analysis import summarize
 from phase.results import ResultsError, ResultsFile, SummaryFile, parse
-from phase.results.jsonread import parse_json, read_regular_text
+from phase.storage.jsonread import decode_utf8, parse_json, read_regular_bytes
 from phase.validate import Report, RuleSettings, validate_file, validate_results
 
 
@@ -31,7 +35,7 @@ class Dataset:
     name: str  # file name, the identity pages use (never the absolute path: pages must not
     # depend on where the results directory happens to be)
     sha256: str
-    size_bytes: int
+    data: bytes = field(repr=False, compare=False)  # the file's bytes, read once per build
     # The file without its runs (a summary file: the file itself); `n_runs` counts them.
     header: ResultsFile | SummaryFile
     n_runs: int
@@ -45,6 +49,10 @@ class Dataset:
     def results(self) -> ResultsFile | SummaryFile:
         """The whole file, runs and all (loaded on first use)."""
         return self.load_results()
+
+    @property
+    def size_bytes(self) -> int:
+        return len(self.data)
 
     @property
     def stem(self) -> str:
@@ -84,15 +92,23 @@ def page_stem(file_name: str) -> str:
 
 
 def load_dataset(path: Path, settings: RuleSettings) -> tuple[Report, Dataset | None]:
-    """Validate a file; the Dataset is None when it cannot be published: blocking findings,
-    or a campaign that has not finished a single run yet (nothing to show, not an error).
-
-    The file is read once: what is validated, published and hashed are the same bytes."""
+    """Read and validate a file (dataset_of); the Dataset is None when it cannot be published."""
     try:
-        text = read_regular_text(path)
-        data = parse_json(text, path)
-        written_as = data.get("schema_version") if isinstance(data, dict) else None
-        results = parse(data, path)
+        data = read_regular_bytes(path)
+    except ResultsError:
+        return validate_file(path, settings), None  # the blocking report, naming the problem
+    return dataset_of(path, data, settings)
+
+
+def dataset_of(path: Path, data: bytes, settings: RuleSettings
+               ) -> tuple[Report, Dataset | None]:
+    """Validate a file's bytes, as read once; the Dataset is None when it cannot be published:
+    blocking findings, or a campaign that has not finished a single run yet (nothing to show,
+    not an error). What is validated, published and hashed are the same bytes."""
+    try:
+        parsed = parse_json(decode_utf8(data, path), path)
+        written_as = parsed.get("schema_version") if isinstance(parsed, dict) else None
+        results = parse(parsed, path)
     except ResultsError:
         return validate_file(path, settings), None  # the blocking report, naming the problem
     report = validate_results(results, str(path), settings)
@@ -100,12 +116,11 @@ def load_dataset(path: Path, settings: RuleSettings) -> tuple[Report, Dataset | 
         return report, None
     if isinstance(results, ResultsFile) and not results.runs:
         return report, None
-    raw = text.encode("utf-8")  # the file's bytes: it was strict UTF-8 without a BOM
     summary = (
         results if isinstance(results, SummaryFile) else summarize(results, report, path.name)
     )
     return report, make_dataset(
-        path, hashlib.sha256(raw).hexdigest(), len(raw), results, report, summary,
+        path, data, results, report, summary,
         int(written_as) if isinstance(written_as, int) else results.schema_version)
 
 
@@ -113,11 +128,11 @@ def header_of(results: ResultsFile | SummaryFile) -> ResultsFile | SummaryFile:
     return results.model_copy(update={"runs": []}) if isinstance(results, ResultsFile) else results
 
 
-def make_dataset(path: Path, sha256: str, size_bytes: int, results: ResultsFile | SummaryFile,
+def make_dataset(path: Path, data: bytes, results: ResultsFile | SummaryFile,
                  report: Report, summary: SummaryFile, schema_version: int) -> Dataset:
     """A Dataset of a file loaded whole (its results are already in memory)."""
     n_runs = len(results.runs) if isinstance(results, ResultsFile) else 0
-    ds = Dataset(path=path, name=path.name, sha256=sha256, size_bytes=size_bytes,
+    ds = Dataset(path=path, name=path.name, sha256=hashlib.sha256(data).hexdigest(), data=data,
                  header=header_of(results), n_runs=n_runs, report=report, summary=summary,
                  schema_version=schema_version, load_results=lambda: results)
     ds.__dict__["results"] = results  # already loaded: the cached_property's slot

@@ -31,8 +31,7 @@ from markupsafe import Markup
 from phase.analysis import primary_sensors, runs_by_condition
 from phase.analysis.counts import Counts, rate_with_counts
 from phase.analysis.formatting import DASH, fmt, pct
-from phase.costmodel.curve import points_at_fill
-from phase.prediction import (
+from phase.analysis.prediction import (
     TOLERANCE,
     auto_choices,
     best_k_rows,
@@ -43,6 +42,7 @@ from phase.prediction import (
     proposer_runs,
     run_fill,
 )
+from phase.costmodel.curve import points_at_fill
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import profile_anchor, raw_page, run_anchor
 from phase.publish.markup.islands import island

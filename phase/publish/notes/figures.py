@@ -36,7 +36,7 @@ from phase.analysis.figures import STATISTICS, row_interval
 from phase.analysis.formatting import span
 from phase.analysis.intervals import resolved
 from phase.analysis.intervals import words as interval_words
-from phase.escaping import markdown_safe, safe_url
+from phase.base.escaping import markdown_safe, safe_url
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.source import NoteError
 from phase.publish.numbers.bench import BenchResults

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from phase.analysis.formatting import fmt, pct, ratio
-from phase.hosts import host_class_of, machine_label
 from phase.publish.archive.store import Archive, ArchiveError
 from phase.publish.data.confirmations import attach, is_confirmation
 from phase.publish.data.datasets import Dataset
@@ -48,7 +47,8 @@ from phase.publish.numbers.headline import bests, headline
 from phase.publish.numbers.memory import memory_headline
 from phase.publish.numbers.outcomes import outcome_of
 from phase.results import ResultsError, ResultsFile
-from phase.results.jsonread import read_regular_text
+from phase.results.host_labels import host_class_of, machine_label
+from phase.storage.jsonread import read_regular_text
 
 TEMPLATES_SUBDIR = "experiments"
 DEFAULT_TEMPLATE = "default.md.j2"

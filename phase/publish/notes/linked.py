@@ -11,8 +11,8 @@ from pathlib import Path
 
 from phase.publish.notes.source import NoteError
 from phase.results import ResultsError
-from phase.results.jsonread import read_regular_bytes
-from phase.results.safepath import PathEscapes, confined
+from phase.storage.jsonread import read_regular_bytes
+from phase.storage.safepath import PathEscapes, confined
 
 SOURCES_DIR = "sources"
 ROOT_GLOBAL = "phase_repo_root"  # set on the Jinja environment by the site build

@@ -44,8 +44,8 @@ from markupsafe import Markup, escape
 from phase.analysis import condition_key
 from phase.analysis.counts import row_acceptance_counts
 from phase.analysis.queries import Condition
-from phase.escaping import finalize, markdown_safe, markdown_text, safe_url
-from phase.escaping import join as md_join
+from phase.base.escaping import finalize, markdown_safe, markdown_text, safe_url
+from phase.base.escaping import join as md_join
 from phase.publish.charts.spec import ENERGY_KINDS, STRATEGY_KINDS, Chart
 from phase.publish.data.confirmations import CONFIRMATIONS_GLOBAL
 from phase.publish.data.datasets import Dataset, page_stem
@@ -78,7 +78,7 @@ def environment(templates_dir: Path) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        # Every value is escaped for Markdown, not only for HTML (phase.escaping): the pages
+        # Every value is escaped for Markdown, not only for HTML (phase.base.escaping): the pages
         # are Markdown, and `[x](javascript:...)` or `{: onclick=... }` survive HTML escaping.
         finalize=finalize,
     )

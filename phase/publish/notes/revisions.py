@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phase.publish.notes.source import ErratumMeta, NoteError, VersionMeta
-from phase.results.jsonread import read_regular_text
+from phase.storage.jsonread import read_regular_text
 
 FILE_NAME = "revisions.yaml"
 

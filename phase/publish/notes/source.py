@@ -34,9 +34,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import ResultsError
-from phase.results.jsonread import read_regular_text
+from phase.storage.jsonread import read_regular_text
 
 FILE_NAME = re.compile(r"^(?P<ym>\d{4}-\d{2})-(?P<slug>[a-z0-9][a-z0-9-]*)\.md$")
 DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")

@@ -19,11 +19,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from phase.analysis import BENCH_SPREAD, FIGURES, spread
 from phase.analysis.bench_rows import BenchRow
-from phase.errors import PhaseError
-from phase.escaping import markdown_safe, safe_url
+from phase.base.errors import PhaseError
+from phase.base.escaping import markdown_safe, safe_url
 from phase.publish.markup.anchors import _safe
 from phase.results import ResultsError
-from phase.results.jsonread import decode_utf8, parse_json, read_regular_bytes
+from phase.storage.jsonread import decode_utf8, parse_json, read_regular_bytes
 
 BENCH_GLOBAL = "phase_bench"  # the loaded results, set on the Jinja environment by the build
 

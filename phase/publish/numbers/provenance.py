@@ -6,12 +6,12 @@ import shlex
 from dataclasses import dataclass, field
 
 from phase.analysis import adaptive
-from phase.hosts import machine_label
-from phase.models import EMBEDDED
+from phase.models.sources import EMBEDDED
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import raw_page
 from phase.publish.numbers.downloads import data_table
 from phase.results import ResultsFile, SensorInfo
+from phase.results.host_labels import machine_label
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ from typing import Any
 
 from phase.analysis import FIGURES
 from phase.analysis.bench_rows import NOISY, BenchRow
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.publish.notes.page import Page
 from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.bench import BenchResults, row_anchor, show
 from phase.publish.numbers.downloads import TableDownloads, cells_frame, frame_files
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import ResultsError
-from phase.results.jsonread import read_same_bytes
+from phase.storage.jsonread import read_same_bytes
 
 PAGE_DIR = "bench"
 HEADER = ["item", "phase", "reference", "vs", "ratio", "target", "result", "spread", "n",

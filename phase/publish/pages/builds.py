@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.builds import PairDifferences

@@ -25,7 +25,6 @@ import jinja2
 
 from phase.analysis import FIGURES, PLAIN, row_value
 from phase.analysis.purpose import smoke_reason
-from phase.hosts import host_class_of, host_identity_of
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import raw_page, run_anchor
 from phase.publish.notes.page import Page
@@ -37,6 +36,7 @@ from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.publish.pages.builds import allowed_by_notes, check_builds
 from phase.publish.pages.likeforlike import MARK, Coverage, coverage
 from phase.results import HostIdentity, ResultsFile, SummaryRow
+from phase.results.host_labels import host_class_of, host_identity_of
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from phase.hosts import host_class_of
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page
 from phase.publish.notes.render import block, render_finding
 from phase.publish.notes.source import NoteSource
 from phase.publish.numbers.confirmed import headline_with_evidence
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
+from phase.results.host_labels import host_class_of
 
 DASH = "—"
 HOME_SNIPPET = "notes/_list.md"

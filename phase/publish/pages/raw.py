@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import Environment
 
 from phase.analysis.formatting import DASH, fmt, pct
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.publish.data.cache import DatasetCache, decode_bytes, encode_bytes, tree_fingerprint
 from phase.publish.data.datasets import Dataset
 from phase.publish.markup.anchors import note_page, run_anchor
@@ -37,7 +37,6 @@ from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
 from phase.publish.numbers.tables import Cell, Table, build_table
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import ResultsFile, Run, SummaryFile, dump_json
-from phase.results.jsonread import read_same_bytes
 
 ROOT = "../"  # data pages live in raw/
 # Longer texts (model outputs, prompts) are cut on the page, with a pointer to the raw file:
@@ -303,8 +302,8 @@ class RawKind(PageKind):
             summary = _summary_download(ds, assets)
             text, table_files = memo.page(build.env, ds, _extra_provenance(ds, build.cited_by),
                                           build.used_by.get(ds.path, []), summary)
-            # Strictly, and the very bytes that were validated (not a file swapped since).
-            assets[f"raw/{ds.name}"] = read_same_bytes(ds.path, ds.sha256)
+            # The very bytes that were validated (not a file swapped since): read once.
+            assets[f"raw/{ds.name}"] = ds.data
             assets.update({f"raw/{name}": data for name, data in table_files})
             pages.append(Page(f"raw/{ds.stem}.md", text, assets))
         index = build.env.get_template("raw_index.md.j2").render(datasets=published)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.publish.archive.store import Archive, FrozenVersion
 from phase.publish.charts.spec import packages, vega_bundle
 from phase.publish.data.cache import DatasetCache
@@ -37,7 +37,7 @@ from phase.publish.numbers.bench import BENCH_GLOBAL, load_bench
 from phase.publish.pages import PAGE_KINDS
 from phase.publish.pages.base import BuildInputs, PageKind, Rendered
 from phase.publish.site.paths import GENERATED, VENDOR_DIR, SitePaths
-from phase.results.safepath import confined
+from phase.storage.safepath import confined
 from phase.validate import Report, RuleSettings
 
 VEGA_JS = f"{VENDOR_DIR}/vega.js"

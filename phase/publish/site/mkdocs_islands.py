@@ -11,7 +11,7 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 
-from phase.escaping import active_markup
+from phase.base.escaping import active_markup
 from phase.publish.markup.islands import PATTERN
 
 

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.publish.notes.source import NoteSource
 from phase.publish.pages import PAGE_KINDS
 from phase.publish.pages.base import NavItem, PageKind

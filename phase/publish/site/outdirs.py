@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from phase.errors import UsageProblem
-from phase.results.outputs import STAGING_PREFIX as STAGING_PREFIX
-from phase.results.outputs import place_dir, staging_dir
+from phase.base.errors import UsageProblem
+from phase.storage.outputs import STAGING_PREFIX as STAGING_PREFIX
+from phase.storage.outputs import place_dir, staging_dir
 
 MARKER = ".phase-generated"
 MARKER_TEXT = (

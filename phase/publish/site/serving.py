@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 
 
 def _check(site_dir: Path) -> None:

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import Scope, SensorKind
 from phase.sensors.core.energy import Series
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import SensorTrace, SensorWindow
 from phase.sensors.core.base import PostHocSensor, Sensor
 from phase.sensors.core.energy import Limits, Series, WindowSpec, window_result

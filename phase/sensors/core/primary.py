@@ -31,7 +31,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from phase.errors import UsageProblem
+from phase.base.errors import UsageProblem
 from phase.results import PrimaryEnergy, covers_of
 from phase.results.covers import CoveredPart
 from phase.sensors.core import gpu_match

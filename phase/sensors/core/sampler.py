@@ -36,7 +36,7 @@ import threading
 from array import array
 from collections.abc import Sequence
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import SensorInfo, SensorTrace, SensorWindow
 from phase.sensors.core.base import UNIX_OFFSET, PostHocSensor, ReadError, Sensor
 from phase.sensors.core.clock import SYSTEM_CLOCK, Clock, Ticker

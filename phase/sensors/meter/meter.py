@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
-from phase.errors import PhaseError, UsageProblem
+from phase.base.errors import PhaseError, UsageProblem
 from phase.results import Scope
 from phase.sensors.core.base import Declared, PostHocSensor, Probe, ReadError, Reading, Sensor
 from phase.sensors.core.energy import Series

@@ -23,9 +23,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import ResultsError, SensorKind
-from phase.results.jsonread import parse_json, read_regular_bytes
+from phase.storage.jsonread import parse_json, read_regular_bytes
 
 
 class MeterError(PhaseError):

@@ -17,9 +17,8 @@ import errno as errno_names
 from pathlib import Path
 from typing import Any
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 from phase.results import ResultsError
-from phase.results.jsonread import read_json
 from phase.sensors.core.base import ReadError
 from phase.sensors.core.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.core.cuda_map import GpuUse
@@ -30,6 +29,7 @@ from phase.sensors.replay.playback import Playback
 from phase.sensors.replay.replay_apple import apple_host
 from phase.sensors.replay.replay_nvml import ReplayNvml
 from phase.sensors.replay.snapshot import FORMAT, VERSION
+from phase.storage.jsonread import read_json
 
 READS = (1, VERSION)  # the snapshot versions this phase replays
 

@@ -1,4 +1,4 @@
-/* STREAM's copy and triad kernels for phase.bandwidth (loaded by phase/stream_kernel.py).
+/* STREAM's copy and triad kernels for phase.bandwidth (loaded by phase/bandwidth/stream_kernel.py).
 
    numpy's triad needs a temporary for q * c, which memory sees as extra streams; here each
    kernel is one loop, so memory sees exactly the words STREAM counts. Threads work on

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from phase.models import cache_dir
+from phase.models.sources import cache_dir
 
 SOURCE = Path(__file__).with_name("stream_kernel.c")
 # -ftree-vectorize: at plain -O2 GCC 12 leaves these loops scalar (8-byte moves), which one

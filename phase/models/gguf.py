@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 
 MAGIC = b"GGUF"
 # GGUF value types (gguf.md): fixed-size scalars by struct format, then string, array, bool.
@@ -94,7 +94,8 @@ class TensorInfo:
         kind = GGML_TYPES.get(self.ggml_type)
         if kind is None:
             raise PhaseError(f"tensor {self.name!r}: ggml type {self.ggml_type} is not one "
-                             "phase knows (phase.gguf.GGML_TYPES); update phase", exit_code=2)
+                             "phase knows (phase.models.gguf.GGML_TYPES); update phase",
+                             exit_code=2)
         if self.shape and self.shape[0] % kind.block:
             raise PhaseError(f"tensor {self.name!r}: its rows of {self.shape[0]} are not whole "
                              f"{kind.name} blocks of {kind.block}", exit_code=2)

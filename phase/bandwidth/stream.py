@@ -15,9 +15,9 @@ the best (shortest) pass gives the bandwidth STREAM reports, the median the typi
 
 Two implementations, named in every record (`implementation`, and the method's text):
 
-- "c" (the default where a C compiler exists): phase/stream_kernel.c, compiled on first use
-  into the phase cache (phase.stream_kernel); one loop per kernel on pthreads over the same
-  contiguous slices, so memory sees exactly the words STREAM counts.
+- "c" (the default where a C compiler exists): phase/bandwidth/stream_kernel.c, compiled on
+  first use into the phase cache (phase.bandwidth.stream_kernel); one loop per kernel on
+  pthreads over the same contiguous slices, so memory sees exactly the words STREAM counts.
 - "numpy" (the fallback, and on request): its ufuncs release the GIL while they loop, so
   `threads` Python threads over disjoint contiguous slices run in parallel. Triad is
   evaluated in blocks small enough for the temporary q * c to stay in cache, yet reads
@@ -40,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-from phase import stream_kernel
-from phase.errors import PhaseError
+from phase.bandwidth import stream_kernel
+from phase.base.errors import PhaseError
 
 WORD = 8  # float64, as STREAM's default
 WORDS_PER_ELEMENT = {"copy": 2, "triad": 3}
@@ -83,7 +83,7 @@ class BandwidthRecord:
     meets_llc_rule: bool  # every array >= LLC_MULTIPLE x the last-level cache
     write_allocate_counted: bool
     method: str
-    implementation: str = "numpy"  # "c" (phase/stream_kernel.c) or "numpy"
+    implementation: str = "numpy"  # "c" (phase/bandwidth/stream_kernel.c) or "numpy"
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePosixPath
 
-from phase.errors import PhaseError
+from phase.base.errors import PhaseError
 
 # One part of a relative path: printable, no separator, not `.` or `..` (checked apart).
 _PART = re.compile(r"^[^/\\\x00-\x1f\x7f-\x9f]+$")

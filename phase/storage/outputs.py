@@ -5,7 +5,7 @@ rename: the name is claimed when the command starts and created exclusively when
         ...minutes of work...
         out.write(text)                        # exit 2 if a file appeared meanwhile
 
-A claim is the lock phase.results.claim takes for results files (a second phase writing the
+A claim is the lock phase.storage.claim takes for results files (a second phase writing the
 same name is refused at once, naming the holder), plus the rule that the name must not exist.
 The write is `create_exclusive` (a complete temporary file hard-linked to the name): a file the
 user created in the meantime is never replaced, and the command says so instead of exit 0.
@@ -32,11 +32,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from phase.errors import UsageProblem
-from phase.results.claim import Claim, claim_new
-from phase.results.jsonread import read_regular_text
-from phase.results.migrations import ResultsError
-from phase.results.writing import atomic_write_text, create_exclusive
+from phase.base.errors import UsageProblem
+from phase.storage.claim import Claim, claim_new
+from phase.storage.errors import StorageError
+from phase.storage.jsonread import read_regular_text
+from phase.storage.writing import atomic_write_text, create_exclusive
 
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
@@ -59,7 +59,7 @@ class NewFile:
         """Create the file with `text` (never replacing anything), then give up the claim."""
         try:
             create_exclusive(self.held.target, text)
-        except ResultsError as exc:
+        except StorageError as exc:
             raise type(exc)(_as_named(str(exc), self.held.target, self.path),
                             exit_code=exc.exit_code) from None
         except UsageProblem as exc:
@@ -91,7 +91,7 @@ def regenerate(path: Path | str, text: str, option: str, what: str,
             return
         try:
             own = is_own(read_regular_text(path))
-        except ResultsError:
+        except StorageError:
             own = False
         if not own:
             raise UsageProblem(f"{path}: already exists and is not {what}; phase replaces only "

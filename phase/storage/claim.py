@@ -1,4 +1,5 @@
-"""One writer per results file: a lock held for the whole campaign, taken before models load.
+"""One writer per file: a lock held while a command writes it (a campaign: from before its
+models load to its end).
 
 A campaign claims its results file first: an exclusive `flock` on a sidecar `.<name>.lock`
 next to it, which records the holder (pid, host, command, since when). The lock is held until
@@ -30,12 +31,12 @@ from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
-from phase.errors import UsageProblem
-from phase.results.jsonread import file_kind
-from phase.results.migrations import ResultsError
+from phase.base.errors import UsageProblem
+from phase.storage.errors import StorageError
+from phase.storage.jsonread import file_kind
 
 
-class FileBusy(ResultsError):
+class FileBusy(StorageError):
     """Another process is writing this results file (exit 2: nothing was touched)."""
 
     exit_code = 2
@@ -176,11 +177,6 @@ def claim_new(path: Path | str, option: str = "-o", advice: str | None = None) -
         raise UsageProblem(f"{path}: already exists; phase never replaces a file. "
                            + (advice or f"Choose another {option}"))
     return claim
-
-
-def claim_new_results(path: Path | str) -> Claim:
-    """The lock on a new results file (`-o`); an existing one may be continued instead."""
-    return claim_new(path, "-o", f"Choose another -o, or continue it with --resume {path}")
 
 
 def claim_existing(path: Path | str) -> Claim:

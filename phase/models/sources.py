@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from phase.errors import PhaseError, UsageProblem, env_value
+from phase.base.errors import PhaseError, UsageProblem, env_value
 
 Progress = Callable[[str], None]
 

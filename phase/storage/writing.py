@@ -1,9 +1,9 @@
-"""Writing results files: exclusive creation, atomic replacement, and the run-by-run writer.
+"""Writing files: exclusive creation and atomic replacement.
 
 Every version of a file is complete: it is written to a temporary file in the same
 directory, fsynced, then linked (the first version) or renamed (later ones) into place, so a
 reader or a crash sees either the previous complete version or the new one. A failed write
-(disk full, a file-size limit, a read-only directory) is one ResultsError line naming the
+(disk full, a file-size limit, a read-only directory) is one StorageError line naming the
 file; the previous version stays as it was.
 """
 
@@ -14,13 +14,9 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Literal
 
-from phase.errors import UsageProblem
-from phase.results.claim import Claim, claim_existing, claim_new_results
-from phase.results.io import dump_json, load_raw
-from phase.results.migrations import ResultsError
-from phase.results.schema import ResultsFile, Run
+from phase.base.errors import UsageProblem
+from phase.storage.errors import StorageError
 
 # A path that cannot be written at all is bad input (exit 2); running out of space or an I/O
 # error while writing is a failure (exit 1).
@@ -30,8 +26,8 @@ _BAD_PATH = {errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS}
 
 
-class WriteFailed(ResultsError):
-    """A results (or schema) file could not be written; nothing already there was changed."""
+class WriteFailed(StorageError):
+    """A file could not be written; nothing already there was changed."""
 
 
 def write_failed(path: Path | str, exc: OSError) -> WriteFailed:
@@ -96,7 +92,7 @@ def create_exclusive(path: Path | str, text: str) -> None:
     """Create `path` holding `text`, failing if the name exists (O_EXCL semantics). The
     complete first version is hard-linked into place, so no empty or partial file is ever
     visible; where the filesystem has no hard links, O_CREAT|O_EXCL and a direct write.
-    Every file phase creates for a user ends here (phase.results.outputs)."""
+    Every file phase creates for a user ends here (phase.storage.outputs)."""
     p = Path(path)
     try:
         tmp = _temp_copy(p, text, _umask_mode())
@@ -123,87 +119,3 @@ def _create_without_link(path: Path, text: str) -> None:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
-
-
-class CampaignWriter:
-    """Persists a campaign after each finished run, as the one writer of its file.
-
-    It holds the file's claim (phase.results.claim) and releases it when the campaign
-    finishes or the writer is closed. `saved_runs` is the number of runs in the version on
-    disk, which is what a message after a failed write reports.
-    """
-
-    def __init__(self, target: Path | str | Claim, results: ResultsFile, *,
-                 exists: bool = False) -> None:
-        self.claim = target if isinstance(target, Claim) else (
-            claim_existing(target) if exists else claim_new_results(target))
-        self.path = self.claim.path
-        self.results = results
-        self._on_disk = exists
-        self.saved_runs = len(results.runs) if exists else 0
-        try:
-            if results.status == "complete":
-                raise ResultsError(
-                    f"{self.path}: campaign is complete; results files are immutable")
-            self._flush()
-        except BaseException:
-            self.claim.release()
-            raise
-
-    @classmethod
-    def resume(cls, path: Path | str) -> CampaignWriter:
-        claim = claim_existing(path)
-        try:
-            results = load_raw(path)
-            if results.status == "complete":
-                raise ResultsError(f"{path}: campaign already complete; nothing to resume")
-        except BaseException:
-            claim.release()
-            raise
-        results.status = "running"
-        return cls(claim, results, exists=True)
-
-    def _flush(self) -> None:
-        text = dump_json(self.results)
-        try:
-            if self._on_disk:
-                atomic_write_text(self.claim.target, text)
-            else:
-                create_exclusive(self.claim.target, text)
-                self._on_disk = True
-        except ResultsError as exc:
-            # Name the file as the user did, not as the filesystem resolves it.
-            raise type(exc)(str(exc).replace(str(self.claim.target), str(self.path), 1),
-                            exit_code=exc.exit_code) from None
-        self.saved_runs = len(self.results.runs)
-
-    def add_run(self, run: Run) -> None:
-        if any(r.id == run.id for r in self.results.runs):
-            raise ResultsError(f"{self.path}: run {run.id} is already recorded")
-        self.results.runs.append(run)
-        try:
-            self._flush()
-        except WriteFailed as exc:
-            raise WriteFailed(
-                f"{exc}; the file still holds the {self.saved_runs} run(s) saved before",
-                exit_code=exc.exit_code,
-            ) from None
-
-    def finish(self, status: Literal["complete", "interrupted"] = "complete") -> None:
-        """Write the final status and give up the claim (kept if the write fails, so that
-        the caller can still record the campaign as interrupted)."""
-        self.results.status = status
-        self._flush()
-        self.close()
-
-    def try_finish(self, status: Literal["complete", "interrupted"]) -> bool:
-        """Finish on a failure path: a second write error must not hide the first."""
-        try:
-            self.finish(status)
-        except ResultsError:
-            self.close()
-            return False
-        return True
-
-    def close(self) -> None:
-        self.claim.release()

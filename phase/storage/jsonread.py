@@ -1,5 +1,5 @@
 """Reading a JSON file the way results are read: regular files only, UTF-8, no NaN, no
-duplicate keys, and every failure one ResultsError line naming the file and the JSON path.
+duplicate keys, and every failure one StorageError line naming the file and the JSON path.
 
 A duplicate key is an error, not last-wins: two readers of the same file could otherwise see
 different values (`"status": "complete", "status": "running"`). A FIFO or a device named
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from phase.results.migrations import ResultsError
+from phase.storage.errors import StorageError
 
 _KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFDIR: "a directory",
           stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
@@ -37,29 +37,29 @@ MAX_BYTES = 1 << 30
 
 def read_regular_bytes(path: Path | str, limit: int = MAX_BYTES) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; anything else (missing, a FIFO,
-    a device such as /dev/zero, a directory, too large) is one ResultsError line."""
+    a device such as /dev/zero, a directory, too large) is one StorageError line."""
     p = Path(path)
     try:
         # O_NONBLOCK: opening a FIFO for reading must not wait for a writer.
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise ResultsError(f"{p}: no such file") from None
+        raise StorageError(f"{p}: no such file") from None
     except OSError as exc:
-        raise ResultsError(f"{p}: cannot read: {exc.strerror}") from None
+        raise StorageError(f"{p}: cannot read: {exc.strerror}") from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ResultsError(f"{p}: is {file_kind(mode)}, not a regular file; phase never "
+            raise StorageError(f"{p}: is {file_kind(mode)}, not a regular file; phase never "
                                "waits on a pipe or reads a device")
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise ResultsError(f"{p}: cannot read: {exc.strerror}") from None
+        raise StorageError(f"{p}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise ResultsError(f"{p}: larger than {limit} bytes; not a file phase wrote")
+        raise StorageError(f"{p}: larger than {limit} bytes; not a file phase wrote")
     return data
 
 
@@ -68,24 +68,24 @@ def read_same_bytes(path: Path | str, sha256: str) -> bytes:
     sha256 was taken before: one that changed or was swapped for a FIFO is an error."""
     data = read_regular_bytes(path)
     if hashlib.sha256(data).hexdigest() != sha256:
-        raise ResultsError(f"{path}: changed while the site was being built; build again")
+        raise StorageError(f"{path}: changed while the site was being built; build again")
     return data
 
 
 def decode_utf8(data: bytes, path: Path | str) -> str:
-    """`data` as UTF-8 text, or one ResultsError line saying where it is not."""
+    """`data` as UTF-8 text, or one StorageError line saying where it is not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ResultsError(
+        raise StorageError(
             f"{path}: $: not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
             f"(line {line}); save it as UTF-8"
         ) from None
 
 
 def read_regular_text(path: Path | str) -> str:
-    """The UTF-8 text of a regular file; anything else is one ResultsError line."""
+    """The UTF-8 text of a regular file; anything else is one StorageError line."""
     return decode_utf8(read_regular_bytes(path), path)
 
 
@@ -127,14 +127,14 @@ def _path_to(root: Any, target: dict[str, Any]) -> str:
     return next((where for node, where in _walk(root) if node is target), "$")
 
 
-def _non_finite(text: str, path: Path | str) -> ResultsError:
+def _non_finite(text: str, path: Path | str) -> StorageError:
     """NaN or Infinity in the text: where (json's parse_constant does not say)."""
     data = json.loads(text, parse_constant=float)
     bad = [where for node, where in _walk(data)
            if isinstance(node, float) and not math.isfinite(node)]
     where = bad[0] if bad else "$"
     more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-    return ResultsError(f"{path}: {where}: not a finite number; JSON has no NaN or "
+    return StorageError(f"{path}: {where}: not a finite number; JSON has no NaN or "
                         f"Infinity{more}")
 
 
@@ -159,29 +159,29 @@ def _reject_constant(name: str) -> float:
 def parse_json(text: str, path: Path | str) -> Any:
     """Parse `text` strictly: NaN/Infinity, duplicate keys and runaway nesting are errors."""
     if text.startswith(codecs.BOM_UTF8.decode()):
-        raise ResultsError(f"{path}: $: starts with a byte-order mark; save it as plain UTF-8")
+        raise StorageError(f"{path}: $: starts with a byte-order mark; save it as plain UTF-8")
     hook = _Duplicates()
     try:
         data = json.loads(text, parse_constant=_reject_constant, parse_float=_number,
                           object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
-        raise ResultsError(
+        raise StorageError(
             f"{path}: $: not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             " (truncated or hand-edited?)"
         ) from None
     except RecursionError:
-        raise ResultsError(
+        raise StorageError(
             f"{path}: $: nested too deeply to be a results file (a results file is a few "
             "levels deep)"
         ) from None
     except _NonFinite:
         raise _non_finite(text, path) from None
     except ValueError as exc:
-        raise ResultsError(f"{path}: $: {exc}") from None
+        raise StorageError(f"{path}: $: {exc}") from None
     if hook.found:
         obj, key = hook.found[0]
         more = f" (and {len(hook.found) - 1} more)" if len(hook.found) > 1 else ""
-        raise ResultsError(
+        raise StorageError(
             f"{path}: {_path_to(data, obj)}.{key}: duplicate key; readers disagree on which "
             f"value counts, so keep exactly one{more}"
         )

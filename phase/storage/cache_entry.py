@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from phase.results.jsonread import read_regular_bytes
-from phase.results.migrations import ResultsError
-from phase.results.outputs import pid_alive
+from phase.storage.errors import StorageError
+from phase.storage.jsonread import read_regular_bytes
+from phase.storage.outputs import pid_alive
 
 FORMAT = "phase-cache-entry-1"
 # Entries are small beside the results files (a page, a header); larger is not one of ours.
@@ -68,7 +68,7 @@ def read_entry(entry: Path, bound: Mapping[str, str]) -> Any | None:
     None otherwise (missing, unreadable, stale or altered: an altered one is removed)."""
     try:
         data = read_regular_bytes(entry, MAX_ENTRY_BYTES)
-    except ResultsError:
+    except StorageError:
         return None
     head, sep, body = data.partition(b"\n")
     try:
