@@ -190,7 +190,7 @@ def _record(args: argparse.Namespace, argv: list[str] | None, threads: int, star
 def main(argv: list[str] | None = None) -> int:
     from phase.base.errors import PhaseError
     from phase.decode.cores import physical_cores
-    from phase.models import resolve
+    from phase.models.sources import resolve
 
     args = parse_args(argv)
     if args.list:
