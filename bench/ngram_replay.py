@@ -122,7 +122,7 @@ class Mod:
 
 class Oracle:
     """phase's matcher, each proposal cut knowing the outcome: the length with the largest
-    surplus over plain decoding (`auto._best`'s measure) when the first `kept` tokens of the
+    surplus over plain decoding (`auto.best_proposal`'s measure) when the first `kept` tokens of the
     continuation are right: what choosing a length at each step could reach on this text,
     with this matcher's guesses."""
 

@@ -37,7 +37,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from phase.costmodel import CostTable, NoCost, cost_table
-from phase.decode.auto import DECAY, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, K_MAX, _best
+from phase.decode.auto import (
+    DECAY,
+    DRAFT_PRIOR,
+    DRAFT_PRIOR_WEIGHT,
+    K_MAX,
+    best_proposal,
+)
 from phase.decode.estimates import PositionEstimate
 from phase.decode.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
 from phase.results import CostProfile, ResultsFile, Run
@@ -303,7 +309,7 @@ def _costs(j: int, step: Step, state: _State, setting: _Setting, table: CostTabl
     best = None
     if draft_costs is not None and limit > 0:
         costs = draft_costs[:limit + 1]
-        best_k, best_tokens = _best(state.rates.rates(limit), costs, plain)
+        best_k, best_tokens = best_proposal(state.rates.rates(limit), costs, plain)
         best = (best_k, best_tokens, best_tokens - costs[best_k] / plain)
     if who == "draft" and best is not None and (best[0] != k or not _close(best[1], tokens)):
         yield (f"step {j} drafts {k} tokens expecting {tokens:.6g}; replayed from the earlier "
