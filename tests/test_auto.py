@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from cost_factories import make_profile
 
-from phase.decode import DecodeResult, Engine
+from phase.decode import Engine
 from phase.decode.profiler import (
     NO_DRAFT,
     ProfileContext,
@@ -21,6 +21,7 @@ from phase.decode.profiler import (
     choose_contexts,
 )
 from phase.errors import UsageProblem
+from phase.policy.result import DecodeResult
 from phase.policy.strategy import parse_strategy
 
 pytestmark = pytest.mark.model

@@ -16,16 +16,15 @@ from pathlib import Path
 import pytest
 
 from phase.decode import (
-    DecodeResult,
     Engine,
     IncompatibleVocab,
     Proposer,
     VocabInfo,
     check_compatible,
-    compare_to_plain,
 )
-from phase.decode.ngram_length import START, lengths
 from phase.errors import PhaseError, UsageProblem
+from phase.policy.ngram_length import START, lengths
+from phase.policy.result import DecodeResult, compare_to_plain
 from phase.policy.strategy import Strategy, parse_strategy
 
 pytestmark = pytest.mark.model

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from phase.decode import (
-    NgramProposer,
-    compare_to_plain,
-)
-from phase.decode.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
+from phase.decode import NgramProposer
 from phase.decode.proposers import AdaptiveNgramProposer
 from phase.errors import UsageProblem
+from phase.policy.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
+from phase.policy.result import compare_to_plain
 from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN, Strategy, parse_strategy
 
 

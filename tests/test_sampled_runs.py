@@ -10,8 +10,8 @@ import pytest
 
 from phase.decode import Engine
 from phase.decode.sampled import SampledDecoder
-from phase.decode.sampling import SamplingSettings
 from phase.errors import UsageProblem
+from phase.policy.sampling import SamplingSettings
 
 pytestmark = pytest.mark.model
 

@@ -10,21 +10,21 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from phase.decode.exactness import (
+from phase.errors import UsageProblem
+from phase.policy.exactness import (
     chi2_critical,
     chi2_sf,
     goodness_of_fit,
     noncentrality_for,
     samples_for_shift,
 )
-from phase.decode.sampling import SamplingSettings, distribution, draw
-from phase.decode.speculative_sampling import (
+from phase.policy.sampling import SamplingSettings, distribution, draw
+from phase.policy.speculative_sampling import (
     greedy_match,
     llama_speculative,
     rejection,
     wrong,
 )
-from phase.errors import UsageProblem
 
 DRAWS = 40_000
 ALPHA = 1e-4  # per check: the file's many checks together rarely fail by chance

@@ -3,10 +3,9 @@ beside the timed loops, sampled decoding: phase.decode.sampled).
 
 This package is the only place in phase that imports `llama_cpp`.
 
-The names below are looked up on first use (PEP 562), not imported with the package: a light
-module of it (`phase.decode.ngram_length`) that validation or the
-site needs then loads without llama.cpp and jinja2 (about a tenth of a second of CPU of every
-`phase validate` start). tests/test_cli_lazy.py checks that it stays so.
+The names below are looked up on first use (PEP 562), not imported with the package, so
+importing a light submodule does not load llama.cpp and jinja2 (about a tenth of a second of
+CPU of every `phase validate` start). tests/test_cli_lazy.py checks that it stays so.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from phase.decode.engine import Engine
     from phase.decode.placement import Device, ModelPlacement, this_build
     from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
-    from phase.decode.result import DecodeResult, compare_to_plain
     from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
     from phase.decode.vocab_file import VocabFile, check_fit
 
@@ -30,7 +28,6 @@ _WHERE = {
     "Engine": "engine",
     "Device": "placement", "ModelPlacement": "placement", "this_build": "placement",
     "DraftProposer": "proposers", "NgramProposer": "proposers", "Proposer": "proposers",
-    "DecodeResult": "result", "compare_to_plain": "result",
     "IncompatibleVocab": "vocab", "VocabInfo": "vocab", "check_compatible": "vocab",
     "VocabFile": "vocab_file", "check_fit": "vocab_file",
 }
@@ -40,7 +37,6 @@ __getattr__, __dir__ = exports(__name__, _WHERE)
 
 
 __all__ = [
-    "DecodeResult",
     "Device",
     "DraftProposer",
     "Engine",
@@ -52,7 +48,6 @@ __all__ = [
     "VocabInfo",
     "check_compatible",
     "check_fit",
-    "compare_to_plain",
     "system_info",
     "this_build",
 ]

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
-from phase.decode.auto import AutoProposer
 from phase.decode.backend import system_info
 from phase.decode.loops import Decoded, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel
@@ -51,12 +50,13 @@ from phase.decode.proposers import (
     Proposer,
 )
 from phase.decode.reference_loop import plain_on_reference, speculate_on_reference
-from phase.decode.result import DecodeResult
 from phase.decode.template import format_prompt
 from phase.decode.timed import Timed, decode_result, timed_decode
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
+from phase.policy.auto import AutoProposer
+from phase.policy.result import DecodeResult
 from phase.policy.strategy import Strategy
 from phase.results import CostProfile, Pass, token_sha256
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from phase.decode.engine import Engine
 from phase.decode.profiler import ProfileContext, ProfileSettings
-from phase.decode.result import compare_to_plain
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
+from phase.policy.result import compare_to_plain
 from phase.policy.strategy import parse_strategy
 
 

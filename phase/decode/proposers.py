@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from phase.decode.native import NativeModel
-from phase.decode.ngram import NgramMatcher, key_lengths
-from phase.decode.ngram_length import ProposalLength
+from phase.policy.ngram import NgramMatcher, key_lengths
+from phase.policy.ngram_length import ProposalLength
 
 
 class Proposer(Protocol):

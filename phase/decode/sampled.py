@@ -1,6 +1,6 @@
 """Sampled decoding: plain through llama.cpp's sampler chain, speculative through a verification
-rule (phase.decode.speculative_sampling) over numpy distributions (phase.decode.sampling).
-`auto` (phase.decode.sampled_auto) chooses per step between them with the same verification.
+rule (phase.policy.speculative_sampling) over numpy distributions (phase.policy.sampling).
+`auto` (phase.policy.sampled_auto) chooses per step between them with the same verification.
 
 Kept apart from the timed greedy loops (phase.decode.loops), which stay free of it. The step
 is the greedy engine's (phase.decode.engine): the target verifies [last, x1..xL] in one batch,
@@ -25,12 +25,12 @@ import numpy as np
 
 from phase.decode.chain import SamplerChain
 from phase.decode.native import NativeModel
-from phase.decode.ngram import NgramMatcher, key_lengths
-from phase.decode.ngram_length import ProposalLength
-from phase.decode.sampling import SamplingSettings, distribution, draw
-from phase.decode.speculative_sampling import PROPOSES, RULES, Rows
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
+from phase.policy.ngram import NgramMatcher, key_lengths
+from phase.policy.ngram_length import ProposalLength
+from phase.policy.sampling import SamplingSettings, distribution, draw
+from phase.policy.speculative_sampling import PROPOSES, RULES, Rows
 
 
 class SampledRun(NamedTuple):
@@ -105,7 +105,7 @@ class DraftSampler:
 
 
 class NgramSampler:
-    """Prompt-lookup proposals (phase.decode.ngram), point masses for verification."""
+    """Prompt-lookup proposals (phase.policy.ngram), point masses for verification."""
 
     def __init__(self, n_min: int, n_max: int) -> None:
         self.n_min = n_min
@@ -123,7 +123,7 @@ class NgramSampler:
 
 class AdaptiveNgramSampler(NgramSampler):
     """A bare `ngram`'s proposals when sampling: the greedy loop's adaptive length
-    (phase.decode.ngram_length: from 4, longer while proposals are kept whole, shorter after
+    (phase.policy.ngram_length: from 4, longer while proposals are kept whole, shorter after
     a rejection), so that a temperature factor changes only how tokens are drawn, and the
     consistency rule recomputes the same lengths from the trace. Rejection sampling stays
     exact: the length depends only on the steps already verified."""
@@ -279,7 +279,7 @@ class SampledDecoder:
 
     def run(self, n_tokens: int, k: int, proposer: SampledProposer, settings: SamplingSettings,
             rule: str = "rejection") -> SampledRun:
-        """Any proposer (auto's: phase.decode.sampled_auto), restarted on the prompt."""
+        """Any proposer (auto's: phase.policy.sampled_auto), restarted on the prompt."""
         self._fresh(n_tokens, k)
         proposer.restart(self.prompt)
         return speculate_sampled(self.target, self.prompt, n_tokens, k, proposer, rule, settings)

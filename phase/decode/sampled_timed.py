@@ -11,7 +11,7 @@ untouched: nothing here runs for a temperature-0 run.
 Proposals are as in phase.decode.sampled: draft-k draws from the draft's q (the same
 truncation and temperature as the target), n-gram proposes point masses (a fixed length for
 `ngram-k`, the greedy loop's adaptive length for a bare `ngram`), auto decides per step
-(phase.decode.sampled_auto); every proposal is verified by rejection sampling.
+(phase.policy.sampled_auto); every proposal is verified by rejection sampling.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from phase.decode.auto import K_MAX
 from phase.decode.loops import Decoded
 from phase.decode.sampled import (
     AdaptiveNgramSampler,
@@ -31,16 +30,17 @@ from phase.decode.sampled import (
     plain_sampled,
     speculate_sampled,
 )
-from phase.decode.sampled_auto import SampledAuto
-from phase.decode.sampling import SamplingSettings
 from phase.decode.timed import decode_result, timed_decode
 from phase.errors import UsageProblem
+from phase.policy.auto import K_MAX
+from phase.policy.sampled_auto import SampledAuto
+from phase.policy.sampling import SamplingSettings
 from phase.policy.strategy import Strategy
 from phase.results import Pass, token_sha256
 
 if TYPE_CHECKING:
     from phase.decode.engine import Engine
-    from phase.decode.result import DecodeResult
+    from phase.policy.result import DecodeResult
 
 Callback = Callable[[], None] | None
 

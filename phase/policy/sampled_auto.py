@@ -1,4 +1,4 @@
-"""`auto` when sampling: the greedy `auto`'s choice (phase.decode.auto: none, n-gram or draft,
+"""`auto` when sampling: the greedy `auto`'s choice (phase.policy.auto: none, n-gram or draft,
 and k, from the cost profile and online acceptance estimates) with sampled proposals and the
 same exact verification as the fixed strategies (rejection sampling; an n-gram proposal is a
 point mass, a draft proposal a draw from q with its rows).
@@ -16,8 +16,8 @@ from typing import Protocol
 import numpy as np
 
 from phase.costmodel import CostTable
-from phase.decode.auto import AutoProposer, Decision
-from phase.decode.speculative_sampling import Rows
+from phase.policy.auto import AutoProposer, Decision
+from phase.policy.speculative_sampling import Rows
 
 
 class SampledDrafter(Protocol):

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from phase.costmodel import CostTable
-from phase.decode.estimates import NgramEstimates, PositionEstimate
-from phase.decode.ngram import NgramMatcher
+from phase.policy.estimates import NgramEstimates, PositionEstimate
+from phase.policy.ngram import NgramMatcher
 
 K_MAX = 16
 # Fading per step: evidence from ~50 steps ago counts a third as much as the latest.
