@@ -33,9 +33,9 @@ from functools import partial
 from pathlib import Path
 
 from phase.costmodel import CostTable, Curve, cost_table
-from phase.decode.proposers import AdaptiveNgramProposer, NgramProposer
 from phase.policy.auto import AutoProposer
 from phase.policy.ngram import NgramMatcher
+from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer
 from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 
 Cost = Callable[[int], float]

@@ -18,12 +18,12 @@ import pytest
 from phase.decode import (
     Engine,
     IncompatibleVocab,
-    Proposer,
     VocabInfo,
     check_compatible,
 )
 from phase.errors import PhaseError, UsageProblem
 from phase.policy.ngram_length import START, lengths
+from phase.policy.proposers import Proposer
 from phase.policy.result import DecodeResult, compare_to_plain
 from phase.policy.strategy import Strategy, parse_strategy
 

@@ -51,7 +51,7 @@ from phase.costmodel import CostTable, Curve
 from phase.decode import Engine
 from phase.decode.chain import SamplerChain
 from phase.decode.native import NativeModel
-from phase.decode.sampled import NgramSampler, SampledDecoder, SampledRun
+from phase.decode.sampled import SampledDecoder, SampledRun
 from phase.policy.exactness import (
     MIN_CATEGORY_P,
     categories,
@@ -61,6 +61,7 @@ from phase.policy.exactness import (
     samples_for_shift,
 )
 from phase.policy.sampled_auto import SampledAuto
+from phase.policy.sampled_proposers import NgramSampler
 from phase.policy.sampling import SamplingSettings, distribution, draw
 from phase.policy.speculative_sampling import RULES
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from phase.decode.backend import system_info
     from phase.decode.engine import Engine
     from phase.decode.placement import Device, ModelPlacement, this_build
-    from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
+    from phase.decode.proposers import DraftProposer
     from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
     from phase.decode.vocab_file import VocabFile, check_fit
 
@@ -27,7 +27,7 @@ _WHERE = {
     "system_info": "backend",
     "Engine": "engine",
     "Device": "placement", "ModelPlacement": "placement", "this_build": "placement",
-    "DraftProposer": "proposers", "NgramProposer": "proposers", "Proposer": "proposers",
+    "DraftProposer": "proposers",
     "IncompatibleVocab": "vocab", "VocabInfo": "vocab", "check_compatible": "vocab",
     "VocabFile": "vocab_file", "check_fit": "vocab_file",
 }
@@ -42,8 +42,6 @@ __all__ = [
     "Engine",
     "IncompatibleVocab",
     "ModelPlacement",
-    "NgramProposer",
-    "Proposer",
     "VocabFile",
     "VocabInfo",
     "check_compatible",

@@ -43,12 +43,7 @@ from phase.decode.profiler import (
     ProfileSettings,
     profile_models,
 )
-from phase.decode.proposers import (
-    AdaptiveNgramProposer,
-    DraftProposer,
-    NgramProposer,
-    Proposer,
-)
+from phase.decode.proposers import DraftProposer
 from phase.decode.reference_loop import plain_on_reference, speculate_on_reference
 from phase.decode.template import format_prompt
 from phase.decode.timed import Timed, decode_result, timed_decode
@@ -56,6 +51,7 @@ from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
 from phase.policy.auto import AutoProposer
+from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer, Proposer
 from phase.policy.result import DecodeResult
 from phase.policy.strategy import Strategy
 from phase.results import CostProfile, Pass, token_sha256

@@ -9,7 +9,7 @@ import time
 from typing import NamedTuple
 
 from phase.decode.native import NativeModel
-from phase.decode.proposers import Proposer
+from phase.policy.proposers import Proposer
 
 # One target pass as timed in the hot loop: proposed, accepted, propose ms, verify ms. Steps
 # are built from these after the decode window closes, so validation stays out of the timing.

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,8 +27,7 @@ from phase.decode.chain import SamplerChain
 from phase.decode.native import NativeModel
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
-from phase.policy.ngram import NgramMatcher, key_lengths
-from phase.policy.ngram_length import ProposalLength
+from phase.policy.sampled_proposers import NgramSampler, SampledProposer
 from phase.policy.sampling import SamplingSettings, distribution, draw
 from phase.policy.speculative_sampling import PROPOSES, RULES, Rows
 
@@ -40,15 +39,6 @@ class SampledRun(NamedTuple):
     steps: int  # target passes
     # Per target pass: (proposed, accepted, propose ms, verify ms), as the greedy loops' trace.
     trace: tuple[tuple[int, int, float, float], ...] = ()
-
-
-class SampledProposer(Protocol):
-    def restart(self, prompt: Sequence[int]) -> None:
-        """Start a run on the prompt whose cache `prepare` built."""
-
-    def propose(self, seq: list[int], max_tokens: int,
-                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
-        """At most max_tokens proposals and their distributions q (None: point masses)."""
 
 
 def _observer(proposer: SampledProposer) -> Callable[[int, int], None] | None:
@@ -102,47 +92,6 @@ class DraftSampler:
                 return tokens, rows
             model.decode([token], len(cached), 1)
             cached.append(token)
-
-
-class NgramSampler:
-    """Prompt-lookup proposals (phase.policy.ngram), point masses for verification."""
-
-    def __init__(self, n_min: int, n_max: int) -> None:
-        self.n_min = n_min
-        # The greedy NgramProposer's keys: a temperature factor changes only how tokens are
-        # drawn, never which earlier occurrence a lookup copies from.
-        self.matcher = NgramMatcher(key_lengths(n_min, n_max))
-
-    def restart(self, prompt: Sequence[int]) -> None:
-        self.matcher.begin(prompt)
-
-    def propose(self, seq: list[int], max_tokens: int,
-                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
-        return self.matcher.lookup(seq, max_tokens, self.n_min).continuation, None
-
-
-class AdaptiveNgramSampler(NgramSampler):
-    """A bare `ngram`'s proposals when sampling: the greedy loop's adaptive length
-    (phase.policy.ngram_length: from 4, longer while proposals are kept whole, shorter after
-    a rejection), so that a temperature factor changes only how tokens are drawn, and the
-    consistency rule recomputes the same lengths from the trace. Rejection sampling stays
-    exact: the length depends only on the steps already verified."""
-
-    def __init__(self, n_min: int, n_max: int, k_max: int) -> None:
-        super().__init__(n_min, n_max)
-        self.k_max = k_max
-        self.length = ProposalLength(k_max)
-
-    def restart(self, prompt: Sequence[int]) -> None:
-        super().restart(prompt)
-        self.length = ProposalLength(self.k_max)
-
-    def propose(self, seq: list[int], max_tokens: int,
-                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
-        return super().propose(seq, min(max_tokens, self.length.now), rng)
-
-    def observe(self, proposed: int, accepted: int) -> None:
-        self.length.observe(proposed, accepted)
 
 
 class _TargetRows(Sequence[np.ndarray]):

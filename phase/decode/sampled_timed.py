@@ -22,10 +22,7 @@ from typing import TYPE_CHECKING
 
 from phase.decode.loops import Decoded
 from phase.decode.sampled import (
-    AdaptiveNgramSampler,
     DraftSampler,
-    NgramSampler,
-    SampledProposer,
     SampledRun,
     plain_sampled,
     speculate_sampled,
@@ -34,6 +31,7 @@ from phase.decode.timed import decode_result, timed_decode
 from phase.errors import UsageProblem
 from phase.policy.auto import K_MAX
 from phase.policy.sampled_auto import SampledAuto
+from phase.policy.sampled_proposers import AdaptiveNgramSampler, NgramSampler, SampledProposer
 from phase.policy.sampling import SamplingSettings
 from phase.policy.strategy import Strategy
 from phase.results import Pass, token_sha256

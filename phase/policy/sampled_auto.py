@@ -53,8 +53,8 @@ class _DraftForAuto:
 
 
 class SampledAuto:
-    """A SampledProposer (phase.decode.sampled) deciding per step as the greedy `auto` does;
-    `decisions` holds one Decision per step of the current run."""
+    """A SampledProposer (phase.policy.sampled_proposers) deciding per step as the greedy
+    `auto` does; `decisions` holds one Decision per step of the current run."""
 
     def __init__(self, table: CostTable, draft: SampledDrafter | None, k_max: int) -> None:
         self._draft = _DraftForAuto(draft) if draft is not None else None
