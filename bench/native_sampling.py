@@ -48,7 +48,7 @@ from bench.sampling_bench import MIN_P, TEMPERATURES, TOP_K, TOP_P, K
 from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine, cpu_buffers
 from phase.decode.sampled import SampledDecoder
-from phase.decode.sampling import SamplingSettings
+from phase.policy.sampling import SamplingSettings
 
 TOOLS = ("llama-speculative", "llama-speculative-simple")
 ARMS = ("phase rejection", *TOOLS)

@@ -33,9 +33,9 @@ from functools import partial
 from pathlib import Path
 
 from phase.costmodel import CostTable, Curve, cost_table
-from phase.decode.auto import AutoProposer
-from phase.decode.ngram import NgramMatcher
-from phase.decode.proposers import AdaptiveNgramProposer, NgramProposer
+from phase.policy.auto import AutoProposer
+from phase.policy.ngram import NgramMatcher
+from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer
 from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 
 Cost = Callable[[int], float]
@@ -122,7 +122,7 @@ class Mod:
 
 class Oracle:
     """phase's matcher, each proposal cut knowing the outcome: the length with the largest
-    surplus over plain decoding (`auto._best`'s measure) when the first `kept` tokens of the
+    surplus over plain decoding (`auto.best_proposal`'s measure) when the first `kept` tokens of the
     continuation are right: what choosing a length at each step could reach on this text,
     with this matcher's guesses."""
 

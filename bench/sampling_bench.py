@@ -10,7 +10,7 @@ truncation (top-k 40, top-p 0.95, min-p 0.05) on both sides:
 - llama-speculative: examples/speculative's stochastic rule, the draft's most probable token
   kept when r <= p/q.
 
-These are phase's implementations of the two tools' rules (phase.decode.speculative_sampling
+These are phase's implementations of the two tools' rules (phase.policy.speculative_sampling
 says what each does, read from llama.cpp's source), run on phase's engine, so the arms differ
 in nothing but the rule: what the row compares is the rule, not the tools' binaries.
 Acceptance = proposals kept / proposals verified, over a repeat's runs (the same seeds in every
@@ -33,7 +33,7 @@ from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine
 from phase.decode.sampled import SampledDecoder
-from phase.decode.sampling import SamplingSettings
+from phase.policy.sampling import SamplingSettings
 
 TEMPERATURES = (0.3, 0.7, 1.0)
 RULES = ("rejection", "greedy-match", "llama-speculative")

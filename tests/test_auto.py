@@ -14,13 +14,14 @@ import pytest
 from cost_factories import make_profile
 
 from phase.base.errors import UsageProblem
-from phase.decode import DecodeResult, Engine
+from phase.decode import Engine
 from phase.decode.profiler import (
     NO_DRAFT,
     ProfileContext,
     ProfileSettings,
     choose_contexts,
 )
+from phase.policy.result import DecodeResult
 from phase.policy.strategy import parse_strategy
 
 pytestmark = pytest.mark.model

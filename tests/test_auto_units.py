@@ -11,10 +11,10 @@ import pytest
 from cost_factories import make_profile
 
 from phase.costmodel import cost_table
-from phase.decode.auto import AutoProposer
-from phase.decode.estimates import NgramEstimates, PositionEstimate, ngram_prior
-from phase.decode.ngram import NgramMatcher
-from phase.decode.proposers import NgramProposer
+from phase.policy.auto import AutoProposer
+from phase.policy.estimates import NgramEstimates, PositionEstimate, ngram_prior
+from phase.policy.ngram import NgramMatcher
+from phase.policy.proposers import NgramProposer
 
 
 def test_matcher_prefers_the_longest_context_then_the_latest() -> None:

@@ -17,15 +17,14 @@ import pytest
 
 from phase.base.errors import PhaseError, UsageProblem
 from phase.decode import (
-    DecodeResult,
     Engine,
     IncompatibleVocab,
-    Proposer,
     VocabInfo,
     check_compatible,
-    compare_to_plain,
 )
-from phase.decode.ngram_length import START, lengths
+from phase.policy.ngram_length import START, lengths
+from phase.policy.proposers import Proposer
+from phase.policy.result import DecodeResult, compare_to_plain
 from phase.policy.strategy import Strategy, parse_strategy
 
 pytestmark = pytest.mark.model

@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 
 from phase.base.errors import UsageProblem
-from phase.decode import (
-    NgramProposer,
-    compare_to_plain,
-)
-from phase.decode.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
-from phase.decode.proposers import AdaptiveNgramProposer
+from phase.policy.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
+from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer
+from phase.policy.result import compare_to_plain
 from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN, Strategy, parse_strategy
 
 
@@ -101,7 +98,7 @@ def test_sampled_and_greedy_ngram_copy_from_the_same_occurrence() -> None:
     greedy proposer's choice, so the sampled proposer must index the same keys to make it."""
     import numpy as np
 
-    from phase.decode.sampled import NgramSampler
+    from phase.policy.sampled_proposers import NgramSampler
 
     suffix = list(range(1, 9))  # the sequence ends with these 8 tokens
     old = [*suffix, 100, 101]  # long ago: all 8 matched, then 100, 101

@@ -13,7 +13,7 @@ from factories import T0, make_results, make_run, write_results
 from test_publish_inputs import XSS_PROMPT, site_paths
 
 from phase.costmodel import CostTable, cost_table
-from phase.decode.ngram import MAX_CONTEXT
+from phase.policy.ngram import MAX_CONTEXT
 from phase.publish.site.build import build_docs
 from phase.results import ResultsFile, Run, Step
 

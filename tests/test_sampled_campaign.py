@@ -22,7 +22,7 @@ from phase.campaign import (
 from phase.campaign.factors import check_factors
 from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
-from phase.decode.sampling import SamplingSettings
+from phase.policy.sampling import SamplingSettings
 from phase.policy.strategy import parse_strategy
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths
@@ -141,7 +141,7 @@ def test_a_sampled_bare_ngram_keeps_the_adaptive_length_the_rules_recompute(
         test_model_path: Path) -> None:
     # A long repeated pattern: the matcher finds continuations of up to k tokens at once, so
     # a sampler that ignored the adaptive length would propose 16 at its first match.
-    from phase.decode.ngram_length import START, lengths
+    from phase.policy.ngram_length import START, lengths
 
     strategy = parse_strategy("ngram")
     assert strategy.adaptive and strategy.max_proposal > START

@@ -11,7 +11,7 @@ import pytest
 from phase.base.errors import UsageProblem
 from phase.decode import Engine
 from phase.decode.sampled import SampledDecoder
-from phase.decode.sampling import SamplingSettings
+from phase.policy.sampling import SamplingSettings
 
 pytestmark = pytest.mark.model
 

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 from phase.base.errors import UsageProblem
-from phase.decode.exactness import (
+from phase.policy.exactness import (
     chi2_critical,
     chi2_sf,
     goodness_of_fit,
     noncentrality_for,
     samples_for_shift,
 )
-from phase.decode.sampling import SamplingSettings, distribution, draw
-from phase.decode.speculative_sampling import (
+from phase.policy.sampling import SamplingSettings, distribution, draw
+from phase.policy.speculative_sampling import (
     greedy_match,
     llama_speculative,
     rejection,

@@ -4,11 +4,11 @@ The claim: for every strategy the first two generated tokens (m = 2) are distrib
 target's own sampling distribution, the one plain sampling draws from. The reference is that
 distribution computed exactly: p(t1) from the prompt's row and p(t2 | t1) from the row after
 each possible t1 (the test model's real one-token passes, truncated and tempered by
-phase.decode.sampling.distribution). Each strategy's samples are tested against it with
+phase.policy.sampling.distribution). Each strategy's samples are tested against it with
 Pearson's chi-square goodness of fit twice, on t1 and on the pair (t1, t2), each at
 α/2 = 0.0005, so a strategy that is exact fails with probability at most α = 0.001.
 
-Sample size (phase.decode.exactness): N = max over the two tests of λ* p_top (1 - p_top) / δ²
+Sample size (phase.policy.exactness): N = max over the two tests of λ* p_top (1 - p_top) / δ²
 with δ = 0.02, λ* the noncentrality at which the test (its own degrees of freedom, α/2) has
 power 0.9, p_top the most probable category's exact probability. Then any alternative that
 moves the most probable first token's (or pair's) probability by 2 points is detected with
@@ -22,7 +22,7 @@ two shared cores:
   costs one pass instead of one per seed; the speculative strategies run their verification
   rule (the same functions the loops call) on the real target and draft rows of this prompt.
 - Reduced power, the whole loop: LOOP_SEEDS real sampled runs per strategy (auto among
-  them, phase.decode.sampled_auto, once choosing the draft and once the n-gram at its first
+  them, phase.policy.sampled_auto, once choosing the draft and once the n-gram at its first
   step, under two fixed cost tables) through phase.decode.sampled (real passes, KV
   rollback, the draft model's own cache), tested the same way; the shift they can detect
   with power 0.9 is printed (about 17 points). Each of those runs must also give, seed for
@@ -50,7 +50,9 @@ import pytest
 from phase.costmodel import CostTable, Curve
 from phase.decode import Engine
 from phase.decode.chain import SamplerChain
-from phase.decode.exactness import (
+from phase.decode.native import NativeModel
+from phase.decode.sampled import SampledDecoder, SampledRun
+from phase.policy.exactness import (
     MIN_CATEGORY_P,
     categories,
     chi2_critical,
@@ -58,11 +60,10 @@ from phase.decode.exactness import (
     noncentrality_for,
     samples_for_shift,
 )
-from phase.decode.native import NativeModel
-from phase.decode.sampled import NgramSampler, SampledDecoder, SampledRun
-from phase.decode.sampled_auto import SampledAuto
-from phase.decode.sampling import SamplingSettings, distribution, draw
-from phase.decode.speculative_sampling import RULES
+from phase.policy.sampled_auto import SampledAuto
+from phase.policy.sampled_proposers import NgramSampler
+from phase.policy.sampling import SamplingSettings, distribution, draw
+from phase.policy.speculative_sampling import RULES
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

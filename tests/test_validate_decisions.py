@@ -17,8 +17,8 @@ from cost_factories import make_profile
 from factories import fixture_token_ids, make_model, make_results, make_run, replaced
 
 from phase.costmodel import cost_table
-from phase.decode.auto import K_MAX, AutoProposer
-from phase.decode.sampled_auto import SampledAuto
+from phase.policy.auto import K_MAX, AutoProposer
+from phase.policy.sampled_auto import SampledAuto
 from phase.results import FactorSpec, ResultsFile, Run, Step, load_raw
 from phase.validate import Finding, validate_results
 from phase.validate.rules.decisions import _Earlier
@@ -88,7 +88,7 @@ def _auto_run(good: int = 3, sampled: bool = False,
               draft_ms: Callable[[int], float] = lambda b: 4.0 + 0.5 * b) -> tuple[Run, object]:
     """An auto run over a copy task: the prompt holds the first half of the text to be
     generated, so n-gram matches exist; the draft guesses `good` tokens right per step.
-    `sampled`: decided by the sampled `auto` (phase.decode.sampled_auto), as a sampled run is."""
+    `sampled`: decided by the sampled `auto` (phase.policy.sampled_auto), as a sampled run is."""
     profile = make_profile(target=lambda b: 40.0 + 2.0 * b, draft=draft_ms)
     reference = fixture_token_ids(TOKENS)
     prompt = _prompt(reference)

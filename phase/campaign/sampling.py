@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.schedule import Rerun, ScheduledRun
-from phase.decode.sampling import SamplingSettings
+from phase.policy.sampling import SamplingSettings
 from phase.results import CampaignConfig, Level
 from phase.results.levels import run_seed, run_temperature
 

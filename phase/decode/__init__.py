@@ -3,10 +3,9 @@ beside the timed loops, sampled decoding: phase.decode.sampled).
 
 This package is the only place in phase that imports `llama_cpp`.
 
-The names below are looked up on first use (PEP 562), not imported with the package: a light
-module of it (`phase.decode.ngram_length`) that validation or the
-site needs then loads without llama.cpp and jinja2 (about a tenth of a second of CPU of every
-`phase validate` start). tests/test_cli_lazy.py checks that it stays so.
+The names below are looked up on first use (PEP 562), not imported with the package, so
+importing a light submodule does not load llama.cpp and jinja2 (about a tenth of a second of
+CPU of every `phase validate` start). tests/test_cli_lazy.py checks that it stays so.
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
     from phase.decode.backend import system_info
     from phase.decode.engine import Engine
     from phase.decode.placement import Device, ModelPlacement, this_build
-    from phase.decode.proposers import DraftProposer, NgramProposer, Proposer
-    from phase.decode.result import DecodeResult, compare_to_plain
+    from phase.decode.proposers import DraftProposer
     from phase.decode.vocab import IncompatibleVocab, VocabInfo, check_compatible
     from phase.decode.vocab_file import VocabFile, check_fit
 
@@ -29,8 +27,7 @@ _WHERE = {
     "system_info": "backend",
     "Engine": "engine",
     "Device": "placement", "ModelPlacement": "placement", "this_build": "placement",
-    "DraftProposer": "proposers", "NgramProposer": "proposers", "Proposer": "proposers",
-    "DecodeResult": "result", "compare_to_plain": "result",
+    "DraftProposer": "proposers",
     "IncompatibleVocab": "vocab", "VocabInfo": "vocab", "check_compatible": "vocab",
     "VocabFile": "vocab_file", "check_fit": "vocab_file",
 }

@@ -1,7 +1,7 @@
 """Plain sampled decoding's draws: llama.cpp's own sampler chain, seeded.
 
 The chain is top-k, top-p, min-p, temperature, dist: llama.cpp's common sampler order
-(phase.decode.sampling explains it and mirrors it in numpy for speculative verification).
+(phase.policy.sampling explains it and mirrors it in numpy for speculative verification).
 Each sampler is added only when it is on, as common_sampler_init leaves out nothing but
 relies on each being a no-op at its default; leaving them out keeps the chain honest about
 what runs. `dist` is seeded with the settings' seed, so a run is reproducible from it.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import llama_cpp
 
 from phase.decode.native import NativeModel
-from phase.decode.sampling import SamplingSettings
+from phase.policy.sampling import SamplingSettings
 
 # top-p and min-p keep at least this many tokens (llama.cpp's default min_keep for both).
 MIN_KEEP = 1

@@ -24,16 +24,13 @@ which is how a campaign's plain references get their `top2_gaps`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
 
 from phase.base.errors import UsageProblem
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
-from phase.decode.auto import AutoProposer
 from phase.decode.backend import system_info
 from phase.decode.loops import Decoded, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel
@@ -45,31 +42,19 @@ from phase.decode.profiler import (
     ProfileSettings,
     profile_models,
 )
-from phase.decode.proposers import (
-    AdaptiveNgramProposer,
-    DraftProposer,
-    NgramProposer,
-    Proposer,
-)
+from phase.decode.proposers import DraftProposer
 from phase.decode.reference_loop import plain_on_reference, speculate_on_reference
-from phase.decode.result import DecodeResult
 from phase.decode.template import format_prompt
-from phase.decode.timed import Timed, decode_result, timed_decode
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
+from phase.decode.window import Edges, Repeat, timed_window
+from phase.policy.auto import AutoProposer
+from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer, Proposer
+from phase.policy.result import DecodeResult
 from phase.policy.strategy import Strategy
-from phase.results import CostProfile, Pass, token_sha256
+from phase.results import CostProfile
 
 Callback = Callable[[], object] | None
-
-
-class _Repeat(NamedTuple):
-    """Passes after the first (Engine.run's min_window_s): the loop without the evidence
-    gathering, until the window is this long or this many passes."""
-
-    loop: Callable[[], Decoded]
-    min_window_s: float
-    max_passes: int
 
 
 class Engine:
@@ -274,7 +259,7 @@ class Engine:
             partial(plain_loop, self.target, prompt, n_tokens, [], None) if proposer is None
             else partial(speculate_loop, self.target, prompt, n_tokens, strategy.max_proposal,
                          proposer, []))
-        repeat = _Repeat(again, min_window_s, max_passes) if min_window_s > 0 else None
+        repeat = Repeat(again, min_window_s, max_passes) if min_window_s > 0 else None
         return self._timed_run(strategy, prompt, proposer, loop, gaps,
                                on_decode_start, on_decode_end, repeat)
 
@@ -310,56 +295,17 @@ class Engine:
     def _timed_run(self, strategy: Strategy, prompt: list[int], proposer: Proposer | None,
                    loop: Callable[[], Decoded], gaps: list[float] | None,
                    on_decode_start: Callback, on_decode_end: Callback,
-                   repeat: _Repeat | None = None) -> DecodeResult:
-        started_unix = time.time()
-        prefill_s = self._prefill(prompt, proposer)
-        if on_decode_start is not None:
-            on_decode_start()
-        window0 = time.perf_counter()
-        passes: list[Pass] = []
-        try:
-            timed = timed_decode(loop, gaps)
-            # The first pass's decisions, before another pass starts the proposer afresh.
-            decisions = list(getattr(proposer, "decisions", None) or []) or None
-            if repeat is not None:
-                passes = self._repeat(prompt, proposer, timed, repeat, window0)
-        finally:
-            if on_decode_end is not None:
-                on_decode_end()
-        result = decode_result(strategy, prompt, timed, started_unix, prefill_s, decisions,
-                               self.target.detokenize(timed.generated),
-                               (self.n_threads, self.n_threads_batch))
-        result.passes = passes
-        return result
-
-    def _repeat(self, prompt: list[int], proposer: Proposer | None, first: Timed,
-                repeat: _Repeat, window0: float) -> list[Pass]:
-        """More passes of the same decode until the window has lasted repeat.min_window_s:
-        each drops the generated positions from the caches (the prompt's stay: no prefill
-        inside the window) and starts the proposer afresh on the same prompt."""
-        passes = [Pass(decode_s=first.decode_s, tokens=len(first.generated),
-                       output_sha256=token_sha256(first.generated))]
-        while (len(passes) < repeat.max_passes
-               and time.perf_counter() - window0 < repeat.min_window_s):
-            self.target.truncate(len(prompt) - 1)
-            if proposer is not None:
-                restart = getattr(proposer, "restart", None)
-                (restart or proposer.begin)(prompt)
-            timed = timed_decode(repeat.loop, None)
-            passes.append(Pass(decode_s=timed.decode_s, tokens=len(timed.generated),
-                               output_sha256=token_sha256(timed.generated)))
-        return passes
-
-    def _prefill(self, prompt: list[int], proposer: Proposer | None) -> float:
-        """Every model in play takes the prompt but its last token; returns the seconds."""
-        t0 = time.perf_counter()
-        for model in self._models():  # runs are independent: nothing cached survives
-            model.clear()
-        if len(prompt) > 1:
-            self.target.decode(prompt[:-1], 0, 0)
+                   repeat: Repeat | None = None) -> DecodeResult:
+        """The run in the timed window (phase.decode.window), as every run is measured."""
+        edges = Edges()
         if proposer is not None:
-            proposer.begin(prompt)
-        return time.perf_counter() - t0
+            edges = Edges(proposer.begin, getattr(proposer, "restart", None) or proposer.begin)
+        window = timed_window(
+            self._models(), prompt, edges, loop, gaps,
+            lambda: list(getattr(proposer, "decisions", None) or []) or None,
+            on_decode_start, on_decode_end, repeat)
+        return window.result(strategy, prompt, self.target.detokenize(window.first.generated),
+                             (self.n_threads, self.n_threads_batch))
 
     def check_fits(self, prompt_tokens: int, n_tokens: int) -> None:
         """Raise UsageProblem unless a prompt of this length plus n_tokens fits what llama.cpp

@@ -9,10 +9,10 @@ from typing import Any
 from phase.base.errors import UsageProblem
 from phase.decode.engine import Engine
 from phase.decode.profiler import ProfileContext, ProfileSettings
-from phase.decode.result import compare_to_plain
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
+from phase.policy.result import compare_to_plain
 from phase.policy.strategy import parse_strategy
 
 

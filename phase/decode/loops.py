@@ -9,7 +9,8 @@ import time
 from typing import NamedTuple
 
 from phase.decode.native import NativeModel
-from phase.decode.proposers import Proposer
+from phase.policy.acceptance import greedy_verdict
+from phase.policy.proposers import Proposer
 
 # One target pass as timed in the hot loop: proposed, accepted, propose ms, verify ms. Steps
 # are built from these after the decode window closes, so validation stays out of the timing.
@@ -84,12 +85,8 @@ def speculate_loop(
         t1 = clock()
         target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
         done = len(seq) - start
-        m = 0
-        nxt = target.argmax(0)
-        while m < len(proposal) and proposal[m] == nxt:
-            m += 1
-            nxt = target.argmax(m)
-        kept = [*proposal[:m], nxt][:remaining]  # never trims while limit < remaining
+        m, kept = greedy_verdict(proposal, target.argmax)
+        kept = kept[:remaining]  # never trims while limit < remaining
         if watch and kept != ref[done:done + len(kept)]:
             # kept[j] is the argmax of logits row j, so row j holds the evidence.
             j = next(j for j, t in enumerate(kept) if done + j >= len(ref)

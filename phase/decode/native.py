@@ -175,6 +175,10 @@ class NativeModel(ModelText):
         # Metadata only: emptied cells are never attended to, so zeroing buffers is wasted time.
         llama_cpp.llama_memory_clear(self._memory, False)
 
+    def kv_positions(self) -> int:
+        """How many positions the KV memory holds (the last one plus one; 0 when empty)."""
+        return int(llama_cpp.llama_memory_seq_pos_max(self._memory, 0)) + 1
+
     def truncate(self, n_keep: int) -> None:
         """Drop every cached position >= n_keep."""
         if not llama_cpp.llama_memory_seq_rm(self._memory, 0, n_keep, -1):

@@ -29,7 +29,7 @@ from typing import Protocol
 
 from phase.costmodel.blocks import clean, disturbed_blocks
 from phase.decode.native import NativeModel
-from phase.decode.ngram import NgramMatcher
+from phase.policy.ngram import NgramMatcher
 from phase.results import CostProfile, PassCost, ProfilePoint
 
 TARGET_BATCHES: tuple[int, ...] = tuple(range(1, 18))

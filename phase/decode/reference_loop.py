@@ -16,7 +16,7 @@ import time
 
 from phase.decode.loops import Decoded, RawStep
 from phase.decode.native import NativeModel
-from phase.decode.proposers import Proposer
+from phase.policy.proposers import Proposer
 
 
 def plain_on_reference(target: NativeModel, prompt: list[int], n_tokens: int,

@@ -1,6 +1,6 @@
 """Sampled decoding: plain through llama.cpp's sampler chain, speculative through a verification
-rule (phase.decode.speculative_sampling) over numpy distributions (phase.decode.sampling).
-`auto` (phase.decode.sampled_auto) chooses per step between them with the same verification.
+rule (phase.policy.speculative_sampling) over numpy distributions (phase.policy.sampling).
+`auto` (phase.policy.sampled_auto) chooses per step between them with the same verification.
 
 Kept apart from the timed greedy loops (phase.decode.loops), which stay free of it. The step
 is the greedy engine's (phase.decode.engine): the target verifies [last, x1..xL] in one batch,
@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import numpy as np
 
 from phase.base.errors import UsageProblem
 from phase.decode.chain import SamplerChain
 from phase.decode.native import NativeModel
-from phase.decode.ngram import NgramMatcher, key_lengths
-from phase.decode.ngram_length import ProposalLength
-from phase.decode.sampling import SamplingSettings, distribution, draw
-from phase.decode.speculative_sampling import PROPOSES, RULES, Rows
 from phase.decode.vocab_file import check_fit
+from phase.policy.sampled_proposers import NgramSampler, SampledProposer
+from phase.policy.sampling import SamplingSettings, distribution, draw
+from phase.policy.speculative_sampling import PROPOSES, RULES, Rows
 
 
 class SampledRun(NamedTuple):
@@ -40,15 +39,6 @@ class SampledRun(NamedTuple):
     steps: int  # target passes
     # Per target pass: (proposed, accepted, propose ms, verify ms), as the greedy loops' trace.
     trace: tuple[tuple[int, int, float, float], ...] = ()
-
-
-class SampledProposer(Protocol):
-    def restart(self, prompt: Sequence[int]) -> None:
-        """Start a run on the prompt whose cache `prepare` built."""
-
-    def propose(self, seq: list[int], max_tokens: int,
-                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
-        """At most max_tokens proposals and their distributions q (None: point masses)."""
 
 
 def _observer(proposer: SampledProposer) -> Callable[[int, int], None] | None:
@@ -102,47 +92,6 @@ class DraftSampler:
                 return tokens, rows
             model.decode([token], len(cached), 1)
             cached.append(token)
-
-
-class NgramSampler:
-    """Prompt-lookup proposals (phase.decode.ngram), point masses for verification."""
-
-    def __init__(self, n_min: int, n_max: int) -> None:
-        self.n_min = n_min
-        # The greedy NgramProposer's keys: a temperature factor changes only how tokens are
-        # drawn, never which earlier occurrence a lookup copies from.
-        self.matcher = NgramMatcher(key_lengths(n_min, n_max))
-
-    def restart(self, prompt: Sequence[int]) -> None:
-        self.matcher.begin(prompt)
-
-    def propose(self, seq: list[int], max_tokens: int,
-                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
-        return self.matcher.lookup(seq, max_tokens, self.n_min).continuation, None
-
-
-class AdaptiveNgramSampler(NgramSampler):
-    """A bare `ngram`'s proposals when sampling: the greedy loop's adaptive length
-    (phase.decode.ngram_length: from 4, longer while proposals are kept whole, shorter after
-    a rejection), so that a temperature factor changes only how tokens are drawn, and the
-    consistency rule recomputes the same lengths from the trace. Rejection sampling stays
-    exact: the length depends only on the steps already verified."""
-
-    def __init__(self, n_min: int, n_max: int, k_max: int) -> None:
-        super().__init__(n_min, n_max)
-        self.k_max = k_max
-        self.length = ProposalLength(k_max)
-
-    def restart(self, prompt: Sequence[int]) -> None:
-        super().restart(prompt)
-        self.length = ProposalLength(self.k_max)
-
-    def propose(self, seq: list[int], max_tokens: int,
-                rng: np.random.Generator) -> tuple[list[int], Rows | None]:
-        return super().propose(seq, min(max_tokens, self.length.now), rng)
-
-    def observe(self, proposed: int, accepted: int) -> None:
-        self.length.observe(proposed, accepted)
 
 
 class _TargetRows(Sequence[np.ndarray]):
@@ -279,7 +228,7 @@ class SampledDecoder:
 
     def run(self, n_tokens: int, k: int, proposer: SampledProposer, settings: SamplingSettings,
             rule: str = "rejection") -> SampledRun:
-        """Any proposer (auto's: phase.decode.sampled_auto), restarted on the prompt."""
+        """Any proposer (auto's: phase.policy.sampled_auto), restarted on the prompt."""
         self._fresh(n_tokens, k)
         proposer.restart(self.prompt)
         return speculate_sampled(self.target, self.prompt, n_tokens, k, proposer, rule, settings)

@@ -1,46 +1,42 @@
 """One timed sampled run for a campaign: the greedy Engine.run's window, with the sampled loops.
 
-The same shape as Engine.run so a sampled run is measured exactly as a greedy one: prefill
-(every model in play takes the prompt but its last token) outside the window, the decode
-window between the two callbacks, wall and CPU time by `timed.timed_decode`, and, where the
-energy window must be longer than one decode, more passes back to back from the prompt's
-cache. Each pass draws with the run's own seed, so every pass repeats the first's tokens (as a
-greedy pass does) and the run is regenerable from its recorded settings. The greedy loops are
-untouched: nothing here runs for a temperature-0 run.
+The window is Engine.run's own (phase.decode.window), so a sampled run is measured exactly as
+a greedy one: every model cleared and the prompt prefilled outside it, the decode between the
+two callbacks, and, where the energy window must be longer than one decode, more passes back
+to back from the prompt's cache. Each pass draws with the run's own seed, so every pass
+repeats the first's tokens (as a greedy pass does) and the run is regenerable from its
+recorded settings. The greedy loops are untouched: nothing here runs for a temperature-0 run.
 
 Proposals are as in phase.decode.sampled: draft-k draws from the draft's q (the same
 truncation and temperature as the target), n-gram proposes point masses (a fixed length for
 `ngram-k`, the greedy loop's adaptive length for a bare `ngram`), auto decides per step
-(phase.decode.sampled_auto); every proposal is verified by rejection sampling.
+(phase.policy.sampled_auto); every proposal is verified by rejection sampling.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from phase.base.errors import UsageProblem
-from phase.decode.auto import K_MAX
 from phase.decode.loops import Decoded
 from phase.decode.sampled import (
-    AdaptiveNgramSampler,
     DraftSampler,
-    NgramSampler,
-    SampledProposer,
     SampledRun,
     plain_sampled,
     speculate_sampled,
 )
-from phase.decode.sampled_auto import SampledAuto
-from phase.decode.sampling import SamplingSettings
-from phase.decode.timed import decode_result, timed_decode
+from phase.decode.window import Edges, Repeat, timed_window
+from phase.policy.auto import K_MAX
+from phase.policy.sampled_auto import SampledAuto
+from phase.policy.sampled_proposers import AdaptiveNgramSampler, NgramSampler, SampledProposer
+from phase.policy.sampling import SamplingSettings
 from phase.policy.strategy import Strategy
-from phase.results import Pass, token_sha256
 
 if TYPE_CHECKING:
     from phase.decode.engine import Engine
-    from phase.decode.result import DecodeResult
+    from phase.policy.result import DecodeResult
 
 Callback = Callable[[], None] | None
 
@@ -79,50 +75,33 @@ def _loop(engine: Engine, prompt: list[int], n_tokens: int, strategy: Strategy,
     return run
 
 
+def _start(draft: DraftSampler | None, proposer: SampledProposer, prompt: list[int]) -> None:
+    """After the target's prefill: the draft's prompt cache, then the proposer on it."""
+    if draft is not None:
+        draft.prepare(prompt)
+    proposer.restart(prompt)
+
+
 def run_sampled(engine: Engine, prompt_tokens: Sequence[int], strategy: Strategy,
                 n_tokens: int, settings: SamplingSettings, *, on_decode_start: Callback = None,
                 on_decode_end: Callback = None, min_window_s: float = 0.0,
                 max_passes: int = 1) -> DecodeResult:
-    """Generate exactly `n_tokens` by sampling with `settings` (its seed included), timed as
-    Engine.run times a greedy decode; the result describes the first pass."""
+    """Generate exactly `n_tokens` by sampling with `settings` (its seed included), in the
+    timed window Engine.run's greedy decode has (phase.decode.window); the result describes
+    the first pass."""
     if max_passes < 1:
         raise UsageProblem(f"max_passes must be >= 1 (got {max_passes})")
     prompt = [int(t) for t in prompt_tokens]
     engine.check_fits(len(prompt), n_tokens)
     proposer, draft = _proposer(engine, strategy, settings, len(prompt) + n_tokens // 2)
-    started_unix = time.time()
-    t0 = time.perf_counter()
-    engine.target.clear()
-    if len(prompt) > 1:
-        engine.target.decode(prompt[:-1], 0, 0)
-    if draft is not None:
-        draft.prepare(prompt)
+    edges = Edges()
     if proposer is not None:
-        proposer.restart(prompt)
-    prefill_s = time.perf_counter() - t0
+        edges = Edges(partial(_start, draft, proposer), proposer.restart)
     loop = _loop(engine, prompt, n_tokens, strategy, proposer, settings)
-    if on_decode_start is not None:
-        on_decode_start()
-    window0 = time.perf_counter()
-    passes: list[Pass] = []
-    try:
-        timed = timed_decode(loop, None)
-        decisions = list(getattr(proposer, "decisions", None) or []) or None
-        if min_window_s > 0:
-            passes = [Pass(decode_s=timed.decode_s, tokens=len(timed.generated),
-                           output_sha256=token_sha256(timed.generated))]
-            while len(passes) < max_passes and time.perf_counter() - window0 < min_window_s:
-                engine.target.truncate(len(prompt) - 1)
-                if proposer is not None:
-                    proposer.restart(prompt)
-                again = timed_decode(loop, None)
-                passes.append(Pass(decode_s=again.decode_s, tokens=len(again.generated),
-                                   output_sha256=token_sha256(again.generated)))
-    finally:
-        if on_decode_end is not None:
-            on_decode_end()
-    result = decode_result(strategy, prompt, timed, started_unix, prefill_s, decisions,
-                           engine.target.detokenize(timed.generated),
-                           (engine.n_threads, engine.n_threads_batch))
-    result.passes = passes
-    return result
+    repeat = Repeat(loop, min_window_s, max_passes) if min_window_s > 0 else None
+    models = [m for m in (engine.target, engine.draft) if m is not None]
+    window = timed_window(models, prompt, edges, loop, None,
+                          lambda: list(getattr(proposer, "decisions", None) or []) or None,
+                          on_decode_start, on_decode_end, repeat)
+    return window.result(strategy, prompt, engine.target.detokenize(window.first.generated),
+                         (engine.n_threads, engine.n_threads_batch))

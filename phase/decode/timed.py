@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from phase.decode.auto import Decision
 from phase.decode.loops import Decoded, Divergence, RawStep
-from phase.decode.result import DecodeResult
+from phase.policy.auto import Decision
+from phase.policy.result import DecodeResult
 from phase.policy.strategy import Strategy
 from phase.results import Step
 

@@ -27,7 +27,7 @@ import math
 from phase.analysis import slowdown
 from phase.analysis.queries import Condition, condition_key
 from phase.base.errors import UsageProblem
-from phase.decode.ngram_length import GROW, SHRINK, START, lengths
+from phase.policy.ngram_length import GROW, SHRINK, START, lengths
 from phase.policy.strategy import Strategy, parse_strategy
 from phase.results import ResultsFile, Run
 from phase.results.levels import reference_for, run_tokens

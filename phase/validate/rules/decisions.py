@@ -2,7 +2,7 @@
 
 `auto` records per step the proposer it chose (`none`, `ngram`, `draft`; `proposed` is its
 k), the tokens it expected, its expected gain over a plain step and the n-gram lookup's
-matched context (phase.decode.auto). Like the adaptive n-gram length (rule consistency), what
+matched context (phase.policy.auto). Like the adaptive n-gram length (rule consistency), what
 follows from the trace is replayed, never trusted:
 
 - every `auto` step records a decision, and no other strategy's step does;
@@ -25,7 +25,7 @@ follows from the trace is replayed, never trusted:
   replay's, and no other step passed over a draft candidate worth more than its choice. A
   greedy run's draft cost includes the mirror of the last verified batch; a sampled run's
   (a temperature level above 0) does not, as its draft keeps its own rows
-  (phase.decode.sampled_auto).
+  (phase.policy.sampled_auto).
 
 The first problem per run is reported, at its step's JSON path.
 """
@@ -37,9 +37,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from phase.costmodel import CostTable, NoCost, cost_table
-from phase.decode.auto import DECAY, DRAFT_PRIOR, DRAFT_PRIOR_WEIGHT, K_MAX, _best
-from phase.decode.estimates import PositionEstimate
-from phase.decode.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
+from phase.policy.auto import (
+    DECAY,
+    DRAFT_PRIOR,
+    DRAFT_PRIOR_WEIGHT,
+    K_MAX,
+    best_proposal,
+)
+from phase.policy.estimates import PositionEstimate
+from phase.policy.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
 from phase.results import CostProfile, ResultsFile, Run
 from phase.results.levels import run_temperature
 from phase.results.schema import Step
@@ -304,7 +310,7 @@ def _costs(j: int, step: Step, state: _State, setting: _Setting, table: CostTabl
     best = None
     if draft_costs is not None and limit > 0:
         costs = draft_costs[:limit + 1]
-        best_k, best_tokens = _best(state.rates.rates(limit), costs, plain)
+        best_k, best_tokens = best_proposal(state.rates.rates(limit), costs, plain)
         best = (best_k, best_tokens, best_tokens - costs[best_k] / plain)
     if who == "draft" and best is not None and (best[0] != k or not _close(best[1], tokens)):
         yield (f"step {j} drafts {k} tokens expecting {tokens:.6g}; replayed from the earlier "

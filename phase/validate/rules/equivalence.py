@@ -27,7 +27,7 @@ absent). A greedy run must record no seed. Greedy runs are otherwise checked as 
 
 from __future__ import annotations
 
-from phase.decode.result import compare_to_plain
+from phase.policy.result import compare_to_plain
 from phase.results import Level, PlainReference, ResultsFile, Run, token_sha256
 from phase.results.levels import reference_levels, run_seed, run_temperature, run_tokens
 from phase.validate.registry import Rule

@@ -8,9 +8,9 @@ target's pass of k + 1 tokens, the draft's catch-up pass and its k - 1 single pa
 lookup). The lookup is made every step (it is what tells whether a match exists), so it is
 part of every candidate's cost. The winner is the candidate whose expected tokens exceed by
 the most what plain decoding would make for the same cost: for the run's tokens per unit cost
-(time, or energy) that serves better than each step's own ratio (see `_best`). It is proposed
-and verified exactly as the fixed strategies do; `decisions` keeps what was chosen and why,
-one per step.
+(time, or energy) that serves better than each step's own ratio (see `best_proposal`). It is
+proposed and verified exactly as the fixed strategies do; `decisions` keeps what was chosen and
+why, one per step.
 
 The draft model is not kept in step when it is not drafting: when it drafts again it first
 takes, in one batch, every token it has not seen, and that catch-up is costed as such.
@@ -20,14 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from phase.costmodel import CostTable
-from phase.decode.estimates import NgramEstimates, PositionEstimate
-from phase.decode.ngram import NgramMatcher
-
-if TYPE_CHECKING:  # proposers loads llama.cpp; validation reads this module's constants
-    from phase.decode.proposers import DraftProposer
+from phase.policy.estimates import NgramEstimates, PositionEstimate
+from phase.policy.ngram import NgramMatcher
 
 K_MAX = 16
 # Fading per step: evidence from ~50 steps ago counts a third as much as the latest.
@@ -36,6 +33,17 @@ DECAY = 0.98
 # can pay at all, worth two observations, so a few poor drafts rule it out for a while.
 DRAFT_PRIOR = 0.8
 DRAFT_PRIOR_WEIGHT = 2.0
+
+
+class Drafter(Protocol):
+    """The draft model's proposer as auto drives it (the greedy DraftProposer, or the sampled
+    draft behind it): auto never reaches the model itself, only what it proposes."""
+
+    def begin(self, prompt: Sequence[int]) -> None: ...
+
+    def restart(self, prompt: Sequence[int]) -> None: ...
+
+    def propose(self, seq: list[int], max_tokens: int) -> list[int]: ...
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,8 @@ class Decision:
                 "expected_gain": self.expected_gain, "match_tokens": self.match_tokens}
 
 
-def _best(rates: Sequence[float], costs: Sequence[float], plain: float) -> tuple[int, float]:
+def best_proposal(rates: Sequence[float], costs: Sequence[float],
+                  plain: float) -> tuple[int, float]:
     """(k, expected tokens) of the k with the largest expected surplus over plain decoding,
     tokens - cost / plain; costs[k] is the cost of a step proposing k tokens (costs[0]: none).
 
@@ -80,7 +89,7 @@ def _best(rates: Sequence[float], costs: Sequence[float], plain: float) -> tuple
 class AutoProposer:
     """A proposer that decides per step; `observe` tells it how each step went."""
 
-    def __init__(self, table: CostTable, draft: DraftProposer | None,
+    def __init__(self, table: CostTable, draft: Drafter | None,
                  matcher: NgramMatcher | None = None, k_max: int = K_MAX, *,
                  mirrors: bool = True) -> None:
         """`mirrors`: the draft re-evaluates each verified batch before it proposes again, a
@@ -131,8 +140,8 @@ class AutoProposer:
         choice = (1.0 - base[0] / plain, "none", 0, 1.0, base[0])
         n_avail = min(limit, len(match.continuation))
         if n_avail > 0:
-            k, tokens = _best(self.ngram.rates(match.context, n_avail), base[:n_avail + 1],
-                              plain)
+            k, tokens = best_proposal(self.ngram.rates(match.context, n_avail),
+                                      base[:n_avail + 1], plain)
             if k > 0 and tokens - base[k] / plain > choice[0]:
                 choice = (tokens - base[k] / plain, "ngram", k, tokens, base[k])
         if self.draft is not None and limit > 0:
@@ -144,7 +153,7 @@ class AutoProposer:
             first, single = mirror + draft(self._feed), draft(1)
             costs = [base[0]] + [base[k] + first + (k - 1) * single
                                  for k in range(1, limit + 1)]
-            k, tokens = _best(self.draft_rates.rates(limit), costs, plain)
+            k, tokens = best_proposal(self.draft_rates.rates(limit), costs, plain)
             if k > 0 and tokens - costs[k] / plain > choice[0]:
                 choice = (tokens - costs[k] / plain, "draft", k, tokens, costs[k])
         _, who, k, tokens, cost = choice

@@ -1,4 +1,4 @@
-"""`auto` when sampling: the greedy `auto`'s choice (phase.decode.auto: none, n-gram or draft,
+"""`auto` when sampling: the greedy `auto`'s choice (phase.policy.auto: none, n-gram or draft,
 and k, from the cost profile and online acceptance estimates) with sampled proposals and the
 same exact verification as the fixed strategies (rejection sampling; an n-gram proposal is a
 point mass, a draft proposal a draw from q with its rows).
@@ -11,20 +11,32 @@ step is a rejection-sampling step of some fixed proposal distribution, which emi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from phase.costmodel import CostTable
-from phase.decode.auto import AutoProposer, Decision
-from phase.decode.sampled import DraftSampler
-from phase.decode.speculative_sampling import Rows
+from phase.policy.auto import AutoProposer, Decision
+from phase.policy.speculative_sampling import Rows
+
+
+class SampledDrafter(Protocol):
+    """The sampled draft (phase.decode.sampled.DraftSampler) as auto uses it: its prompt
+    cache built and kept, and k draws from q with their rows."""
+
+    def prepare(self, prompt: Sequence[int]) -> None: ...
+
+    def restart(self, prompt: Sequence[int]) -> None: ...
+
+    def propose(self, seq: list[int], max_tokens: int,
+                rng: np.random.Generator) -> tuple[list[int], Rows | None]: ...
 
 
 class _DraftForAuto:
     """The sampled draft behind AutoProposer's greedy draft interface: `propose(seq, k)`
     draws with the step's generator and keeps the q rows for verification."""
 
-    def __init__(self, sampler: DraftSampler) -> None:
+    def __init__(self, sampler: SampledDrafter) -> None:
         self.sampler = sampler
         self.rng: np.random.Generator = np.random.default_rng(0)
         self.rows: Rows | None = None
@@ -41,13 +53,12 @@ class _DraftForAuto:
 
 
 class SampledAuto:
-    """A SampledProposer (phase.decode.sampled) deciding per step as the greedy `auto` does;
-    `decisions` holds one Decision per step of the current run."""
+    """A SampledProposer (phase.policy.sampled_proposers) deciding per step as the greedy
+    `auto` does; `decisions` holds one Decision per step of the current run."""
 
-    def __init__(self, table: CostTable, draft: DraftSampler | None, k_max: int) -> None:
+    def __init__(self, table: CostTable, draft: SampledDrafter | None, k_max: int) -> None:
         self._draft = _DraftForAuto(draft) if draft is not None else None
-        self.auto = AutoProposer(table, self._draft, k_max=k_max,  # type: ignore[arg-type]  # duck-typed draft (_DraftForAuto)
-                                 mirrors=False)
+        self.auto = AutoProposer(table, self._draft, k_max=k_max, mirrors=False)
 
     @property
     def decisions(self) -> list[Decision]:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from phase.decode.sampling import draw
+from phase.policy.sampling import draw
 
 Rows = Sequence[np.ndarray]
 
