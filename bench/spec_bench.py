@@ -55,7 +55,7 @@ from phase.costmodel.predict import measured_terms_ms, run_terms
 from phase.decode import DecodeResult, Engine
 from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.decode.result import compare_to_plain
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 from phase.prediction import TOLERANCE
 from phase.results import CostProfile
 

@@ -21,7 +21,7 @@ from phase.decode.profiler import (
     choose_contexts,
 )
 from phase.errors import UsageProblem
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 pytestmark = pytest.mark.model
 

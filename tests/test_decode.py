@@ -26,7 +26,7 @@ from phase.decode import (
 )
 from phase.decode.ngram_length import START, lengths
 from phase.errors import PhaseError, UsageProblem
-from phase.policy.strategy import Strategy, parse_strategy
+from phase.policy.strategies import Strategy, parse_strategy
 
 pytestmark = pytest.mark.model
 

@@ -11,7 +11,7 @@ from phase.decode import (
 from phase.decode.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
 from phase.decode.proposers import AdaptiveNgramProposer
 from phase.errors import UsageProblem
-from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN, Strategy, parse_strategy
+from phase.policy.strategies import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN, Strategy, parse_strategy
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
 from phase.models import ResolvedModel, resolve
-from phase.policy.strategy import Strategy, parse_strategy
+from phase.policy.strategies import Strategy, parse_strategy
 from phase.results import (
     Claim,
     ModelInfo,

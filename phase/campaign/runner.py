@@ -35,7 +35,7 @@ from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
 from phase.errors import PhaseError
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import (
     CampaignWriter,
     Claim,

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from phase.costmodel import CostTable, NoCost, cost_table
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import CostProfile, PrimaryEnergy, SensorInfo
 from phase.sensors.sampler import FOLLOW_MIN_PERIOD_S
 from phase.validate.lag import min_window

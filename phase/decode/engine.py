@@ -57,7 +57,7 @@ from phase.decode.timed import Timed, decode_result, timed_decode
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.errors import UsageProblem
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import CostProfile, Pass, token_sha256
 
 Callback = Callable[[], object] | None

@@ -13,7 +13,7 @@ from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.errors import UsageProblem
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from phase.decode.sampled_auto import SampledAuto
 from phase.decode.sampling import SamplingSettings
 from phase.decode.timed import decode_result, timed_decode
 from phase.errors import UsageProblem
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import Pass, token_sha256
 
 if TYPE_CHECKING:

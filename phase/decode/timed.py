@@ -12,7 +12,7 @@ from typing import NamedTuple
 from phase.decode.auto import Decision
 from phase.decode.loops import Decoded, Divergence, RawStep
 from phase.decode.result import DecodeResult
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import Step
 
 

@@ -28,7 +28,7 @@ from phase.analysis import slowdown
 from phase.analysis.queries import Condition, condition_key
 from phase.decode.ngram_length import GROW, SHRINK, START, lengths
 from phase.errors import UsageProblem
-from phase.policy.strategy import Strategy, parse_strategy
+from phase.policy.strategies import Strategy, parse_strategy
 from phase.results import ResultsFile, Run
 from phase.results.levels import reference_for, run_tokens
 from phase.results.schedule import ScheduledRun, planned_schedule, rerun
