@@ -51,11 +51,11 @@ from phase.analysis.bench_rows import BenchRow
 from phase.campaign.profiling import contexts
 from phase.costmodel import CostTable, cost_table
 from phase.costmodel.pace import PaceReading, pace_at, plain_pace
-from phase.costmodel.predict import measured_terms_ms, run_terms
+from phase.costmodel.predict import measured_terms_ms
 from phase.decode import DecodeResult, Engine
 from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.decode.result import compare_to_plain
-from phase.policy.strategies import parse_strategy
+from phase.policy.strategies import parse_strategy, run_terms
 from phase.prediction import TOLERANCE
 from phase.results import CostProfile
 

@@ -325,7 +325,7 @@ class Campaign:
                                         self.sampler, self.unavailable)
             writer.results.profile = profile  # written with the first run
             self.observer.message(profiling.summary_line(profile))
-        if any(s.name == "auto" for s in self.strategies.values()):
+        if any(s.family.needs_profile for s in self.strategies.values()):
             primary = writer.results.primary_energy
             self.engine.use_profile(profile, self.plan.auto_objective,
                                     primary.sensors if primary is not None else None)

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
-from phase.decode.auto import AutoProposer
 from phase.decode.backend import system_info
 from phase.decode.loops import Decoded, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel
@@ -44,10 +43,8 @@ from phase.decode.profiler import (
     ProfileSettings,
     profile_models,
 )
+from phase.decode.proposer_kits import GreedyProposers
 from phase.decode.proposers import (
-    AdaptiveNgramProposer,
-    DraftProposer,
-    NgramProposer,
     Proposer,
 )
 from phase.decode.reference_loop import plain_on_reference, speculate_on_reference
@@ -216,19 +213,7 @@ class Engine:
         """The proposer `run` uses for `strategy` (None for plain). Exposed so a caller can
         wrap it (tests corrupt proposals to exercise rollback) and pass it back to `run`.
         `kv_tokens`: the run's mean KV fill, at which `auto` reads its costs."""
-        if strategy.name == "plain":
-            return None
-        if strategy.name == "draft":
-            if self.draft is None:
-                raise UsageProblem(f"{strategy.label} needs a draft model (none loaded)")
-            return DraftProposer(self.draft)
-        if strategy.name == "auto":
-            draft = DraftProposer(self.draft) if self.draft is not None else None
-            return AutoProposer(self.cost_table(kv_tokens), draft, k_max=strategy.max_proposal)
-        if strategy.adaptive:
-            return AdaptiveNgramProposer(strategy.ngram_n_min, strategy.ngram_n_max,
-                                         strategy.max_proposal)
-        return NgramProposer(strategy.ngram_n_min, strategy.ngram_n_max)
+        return strategy.family.proposer(strategy, GreedyProposers(self), kv_tokens)
 
     # -- running --------------------------------------------------------------------------
 
@@ -262,7 +247,7 @@ class Engine:
         if max_passes < 1:
             raise UsageProblem(f"max_passes must be >= 1 (got {max_passes})")
         prompt, proposer = self._start(prompt_tokens, strategy, n_tokens, proposer)
-        if record_gaps and strategy.name != "plain":
+        if record_gaps and strategy.family.takes_k:
             raise UsageProblem("record_gaps is for plain decoding (the references)")
         ref = list(reference) if reference is not None else []
         gaps: list[float] | None = [] if record_gaps else None
@@ -303,7 +288,7 @@ class Engine:
         self._check(prompt, strategy, n_tokens)
         if proposer is None:
             proposer = self.proposer_for(strategy, len(prompt) + n_tokens // 2)
-        elif strategy.name == "plain":
+        elif not strategy.family.takes_k:
             raise UsageProblem("plain decoding takes no proposer")
         return prompt, proposer
 

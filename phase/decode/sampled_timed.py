@@ -20,18 +20,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from phase.decode.auto import K_MAX
 from phase.decode.loops import Decoded
+from phase.decode.proposer_kits import SampledProposers
 from phase.decode.sampled import (
-    AdaptiveNgramSampler,
     DraftSampler,
-    NgramSampler,
     SampledProposer,
     SampledRun,
     plain_sampled,
     speculate_sampled,
 )
-from phase.decode.sampled_auto import SampledAuto
 from phase.decode.sampling import SamplingSettings
 from phase.decode.timed import decode_result, timed_decode
 from phase.errors import UsageProblem
@@ -48,22 +45,10 @@ Callback = Callable[[], None] | None
 def _proposer(engine: Engine, strategy: Strategy, settings: SamplingSettings,
               kv_tokens: int) -> tuple[SampledProposer | None, DraftSampler | None]:
     """The run's proposer, and the draft sampler whose cache the prefill must build."""
-    if strategy.name == "plain":
-        return None, None
-    if strategy.name == "ngram" and strategy.adaptive:
-        return AdaptiveNgramSampler(strategy.ngram_n_min, strategy.ngram_n_max,
-                                    strategy.max_proposal), None
-    if strategy.name == "ngram":
-        return NgramSampler(strategy.ngram_n_min, strategy.ngram_n_max), None
-    draft = None
-    if engine.draft is not None:
-        draft = DraftSampler(engine.draft, settings.with_seed(0), "sample")
-    if strategy.name == "draft":
-        if draft is None:
-            raise UsageProblem(f"{strategy.label} needs a draft model; none is loaded")
-        return draft, draft
-    auto = SampledAuto(engine.cost_table(kv_tokens), draft, min(K_MAX, strategy.max_proposal))
-    return auto, draft
+    if not strategy.family.samples:
+        raise UsageProblem(f"{strategy.label} has no sampled variant: run it at temperature 0")
+    proposers = SampledProposers(engine, settings)
+    return strategy.family.proposer(strategy, proposers, kv_tokens), proposers.prefill_draft
 
 
 def _loop(engine: Engine, prompt: list[int], n_tokens: int, strategy: Strategy,

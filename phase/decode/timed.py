@@ -53,7 +53,7 @@ def decode_result(strategy: Strategy, prompt: list[int], timed: Timed, started_u
              for (p, a, p_ms, v_ms), d in zip(timed.raw_trace, made, strict=True)]
     drafted = sum(s.proposed for s in trace)
     accepted = sum(s.accepted for s in trace)
-    if strategy.name == "plain":
+    if not strategy.family.takes_k:
         acceptance, reason = None, "plain decoding proposes no tokens"
     elif drafted == 0:
         acceptance, reason = None, "no tokens were proposed in this run"

@@ -1,0 +1,65 @@
+"""What a strategy family builds its proposer from (phase.policy.strategies.Proposers):
+phase.decode's greedy proposers, or their sampled variants, over an Engine's models.
+
+The family says which proposer its strategy uses; these say how each is made here, so the
+engine and the sampled window ask the family instead of comparing strategy names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from phase.decode.auto import K_MAX, AutoProposer
+from phase.decode.proposers import AdaptiveNgramProposer, DraftProposer, NgramProposer
+from phase.decode.sampled import AdaptiveNgramSampler, DraftSampler, NgramSampler
+from phase.decode.sampled_auto import SampledAuto
+from phase.decode.sampling import SamplingSettings
+
+if TYPE_CHECKING:
+    from phase.decode.engine import Engine
+
+
+class GreedyProposers:
+    """Engine.run's proposers (temperature 0)."""
+
+    sampled = False
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def draft(self) -> DraftProposer | None:
+        return DraftProposer(self._engine.draft) if self._engine.draft is not None else None
+
+    def ngram(self, n_min: int, n_max: int, k_max: int | None) -> NgramProposer:
+        if k_max is not None:
+            return AdaptiveNgramProposer(n_min, n_max, k_max)
+        return NgramProposer(n_min, n_max)
+
+    def auto(self, kv_tokens: int, k_max: int) -> AutoProposer:
+        return AutoProposer(self._engine.cost_table(kv_tokens), self.draft(), k_max=k_max)
+
+
+class SampledProposers:
+    """The sampled window's proposers (phase.decode.sampled): draft proposals drawn from
+    the draft's q with the run's settings; `prefill_draft` is the draft sampler whose cache
+    the prefill must build (None where the proposer uses no draft model)."""
+
+    sampled = True
+
+    def __init__(self, engine: Engine, settings: SamplingSettings) -> None:
+        self._engine, self._settings = engine, settings
+        self.prefill_draft: DraftSampler | None = None
+
+    def draft(self) -> DraftSampler | None:
+        if self.prefill_draft is None and self._engine.draft is not None:
+            self.prefill_draft = DraftSampler(self._engine.draft, self._settings.with_seed(0),
+                                              "sample")
+        return self.prefill_draft
+
+    def ngram(self, n_min: int, n_max: int, k_max: int | None) -> NgramSampler:
+        if k_max is not None:
+            return AdaptiveNgramSampler(n_min, n_max, k_max)
+        return NgramSampler(n_min, n_max)
+
+    def auto(self, kv_tokens: int, k_max: int) -> SampledAuto:
+        return SampledAuto(self._engine.cost_table(kv_tokens), self.draft(), min(K_MAX, k_max))
