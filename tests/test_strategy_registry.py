@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from short_prompts import measure_command
+from test_publish_inputs import site_paths
 
 from phase.errors import UsageProblem
 from phase.policy.strategies import (
@@ -27,10 +28,27 @@ from phase.policy.strategies import (
     parse_strategy,
     registered,
 )
+from phase.publish.site.build import build_docs
 from phase.results import load_raw
 from phase.validate import validate_file
 
 REPO = Path(__file__).resolve().parent.parent
+FILE = "speculative-fixture-toy.json"
+NOTE = """---
+title: Fixture note about a toy strategy
+date: 2026-03-01
+finding: A registered strategy is published under its label.
+reproduce: make measure
+versions:
+  - version: 1
+    date: 2026-03-01
+    results: [{file}]
+    changes: First version.
+errata: []
+---
+
+{{{{ results_table() }}}}
+"""
 
 
 class RepeatLast:
@@ -73,7 +91,10 @@ def test_registration_is_removable_and_parses_the_family_grammar() -> None:
 
 @pytest.mark.model
 def test_a_registered_toy_strategy_is_measured_validated_and_labelled(tmp_path: Path) -> None:
-    out = tmp_path / "toy.json"
+    results_dir, notes = tmp_path / "results", tmp_path / "notes"
+    results_dir.mkdir()
+    notes.mkdir()
+    out = results_dir / FILE
     with registered(RepeatLastFamily()):
         result = CliRunner().invoke(measure_command(), [
             "--quick", "--no-sensor", "--prompts", "code", "--strategies",
@@ -88,3 +109,9 @@ def test_a_registered_toy_strategy_is_measured_validated_and_labelled(tmp_path: 
         assert toy[0].token_ids == plain.token_ids
         report = validate_file(out)
         assert not [f for f in report.findings if f.severity == "blocking"], report.findings
+        (notes / "2026-03-fixture-toy.md").write_text(NOTE.format(file=FILE))
+        paths = site_paths(tmp_path, type("I", (), {"results_dir": results_dir,
+                                                    "notes_dir": notes})())
+        build_docs(paths)
+    page = (paths.docs_dir / "notes/fixture-toy/index.md").read_text(encoding="utf-8")
+    assert re.search(r"\brepeat-last-2\b", page)
