@@ -115,3 +115,41 @@ def test_a_registered_toy_strategy_is_measured_validated_and_labelled(tmp_path: 
         build_docs(paths)
     page = (paths.docs_dir / "notes/fixture-toy/index.md").read_text(encoding="utf-8")
     assert re.search(r"\brepeat-last-2\b", page)
+
+
+# A strategy or proposer name compared: `== "draft"`, `!= "plain"`, `.startswith("ngram")`,
+# `in ("draft", "auto")`; the operand before `==`/`!=` is kept to tell a model's role or a
+# setting's value ("draft" model, mode "auto") from a strategy.
+_COMPARED = re.compile(r'(?:([\w.\]\[]+)\s*(?:==|!=)|startswith\(|\bin \()\s*\(?'
+                       r'"(?:plain|draft|ngram|auto)(?:-[^"]*)?"')
+_NOT_STRATEGIES = ("role", "mode")  # m.role == "draft", cpu_buffers' mode != "auto"
+# Where names are the point: the registry itself, and the display layer (captions, labels).
+_ALLOWED = ("phase/policy/strategies/", "phase/publish/")
+
+
+def name_comparisons(path: str, text: str) -> list[str]:
+    """`path:line` for each strategy or proposer name `text` compares."""
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for m in _COMPARED.finditer(line):
+            operand = (m.group(1) or "").split(".")[-1]
+            if operand not in _NOT_STRATEGIES:
+                out.append(f"{path}:{number}: {line.strip()}")
+    return out
+
+
+def test_the_scan_finds_name_comparisons_and_leaves_roles() -> None:
+    sample = ('if strategy.name == "plain":\n'
+              'ok = run.strategy.startswith("draft")\n'
+              'if who in ("ngram", "draft"):\n'
+              'if s.strategy != "draft-4":\n'
+              'if m.role == "draft" or mode != "auto":\n'
+              'if figure == "plain_ms_per_token":\n')
+    assert [f.split(":")[1] for f in name_comparisons("x.py", sample)] == ["1", "2", "3", "4"]
+
+
+def test_no_code_outside_the_registry_compares_strategy_names() -> None:
+    found = [hit for path in sorted((REPO / "phase").rglob("*.py"))
+             if not (rel := path.relative_to(REPO).as_posix()).startswith(_ALLOWED)
+             for hit in name_comparisons(rel, path.read_text(encoding="utf-8"))]
+    assert found == [], "ask the strategy's Family instead:\n" + "\n".join(found)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from phase.costmodel import CostTable
 from phase.decode.estimates import NgramEstimates, PositionEstimate
 from phase.decode.ngram import NgramMatcher
+from phase.policy.strategies import Proposing, proposing_of
 
 if TYPE_CHECKING:  # proposers loads llama.cpp; validation reads this module's constants
     from phase.decode.proposers import DraftProposer
@@ -151,9 +152,9 @@ class AutoProposer:
         decision = Decision(who, k, tokens, tokens * plain / cost, match.context)
         self.decisions.append(decision)
         self._last = decision
-        if who == "ngram":
+        if proposing_of(who) is Proposing.LOOKUP:
             return match.continuation[:k]
-        if who == "draft":
+        if proposing_of(who) is Proposing.DRAFT:
             assert self.draft is not None
             return self.draft.propose(seq, k)
         return []
@@ -162,7 +163,7 @@ class AutoProposer:
         """The step's outcome: `accepted` of its `proposed` tokens were kept."""
         self.draft_rates.fade()
         last = self._last
-        if last is not None and last.proposer == "draft" and proposed > 0:
+        if last is not None and proposing_of(last.proposer) is Proposing.DRAFT and proposed > 0:
             self.draft_rates.observe(proposed, accepted)
             # The next draft call mirrors this batch, after which only the newest token is new.
             self._mirror = proposed + 1 if self.mirrors else None

@@ -5,6 +5,7 @@ the Family interface, the lookups and the Strategy value. Adding a strategy is o
 plus one `register` line below.
 """
 
+from phase.costmodel.predict import Proposing
 from phase.policy.strategies.auto import Auto
 from phase.policy.strategies.costs import run_terms, step_costs
 from phase.policy.strategies.draft import Draft
@@ -30,6 +31,7 @@ from phase.policy.strategies.registry import (
     is_baseline,
     parse_strategy,
     proposer_families,
+    proposing_of,
     register,
     registered,
     unregister,
@@ -48,6 +50,7 @@ __all__ = [
     "Family",
     "Options",
     "Proposers",
+    "Proposing",
     "Strategy",
     "by_proposer",
     "decides",
@@ -58,6 +61,7 @@ __all__ = [
     "is_baseline",
     "parse_strategy",
     "proposer_families",
+    "proposing_of",
     "register",
     "registered",
     "run_terms",

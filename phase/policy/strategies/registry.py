@@ -205,6 +205,13 @@ def fixed_proposer(label: str) -> str:
     return fam.proposer_name if fam is not None and fam.proposer_name is not None else "none"
 
 
+def proposing_of(proposer: str | None) -> Proposing:
+    """The cost terms of a recorded proposer ("draft": DRAFT, "ngram": LOOKUP); NONE for
+    "none", None or a proposer no family records."""
+    recorded = by_proposer(proposer) if proposer is not None else None
+    return recorded.proposing if recorded is not None else Proposing.NONE
+
+
 def by_proposer(proposer: str) -> Family | None:
     """The family whose steps record `proposer` ("draft", "ngram"); None for "none"."""
     return next((f for f in _FAMILIES.values() if f.proposer_name == proposer), None)
