@@ -15,9 +15,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from cost_factories import make_profile
 from short_prompts import measure_command
 from test_publish_inputs import site_paths
 
+from phase.costmodel import cost_table
+from phase.costmodel.predict import Proposing
 from phase.errors import UsageProblem
 from phase.policy.strategies import (
     Family,
@@ -27,9 +30,10 @@ from phase.policy.strategies import (
     families,
     parse_strategy,
     registered,
+    run_terms,
 )
 from phase.publish.site.build import build_docs
-from phase.results import load_raw
+from phase.results import Step, load_raw
 from phase.validate import validate_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,6 +91,24 @@ def test_registration_is_removable_and_parses_the_family_grammar() -> None:
     assert "repeat-last" not in [f.name for f in families()]
     assert parse_strategy("ngram", **vars(Options(ngram_k=5, ngram_adaptive=False))).label \
         == "ngram-5"
+
+
+class LookupToy(RepeatLastFamily):
+    """The toy again, declaring that each of its steps costs a lookup."""
+
+    proposing = Proposing.LOOKUP
+
+
+def test_the_cost_model_charges_the_terms_the_family_declares() -> None:
+    table = cost_table(make_profile(lambda b: 10.0 * b), 100)
+    steps = [Step(proposed=2, accepted=1, propose_ms=0.0, verify_ms=0.0)] * 3
+    with registered(RepeatLastFamily()):
+        free = run_terms(steps, "repeat-last-2", table)
+    with registered(LookupToy()):
+        looked = run_terms(steps, "repeat-last-2", table)
+    assert free.target == looked.target == pytest.approx(3 * 30.0)
+    assert free.propose == 0.0
+    assert looked.propose == pytest.approx(3 * table.lookup) and table.lookup > 0
 
 
 @pytest.mark.model

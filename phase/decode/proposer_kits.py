@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 class GreedyProposers:
     """Engine.run's proposers (temperature 0)."""
 
-    sampled = False
-
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
@@ -43,8 +41,6 @@ class SampledProposers:
     """The sampled window's proposers (phase.decode.sampled): draft proposals drawn from
     the draft's q with the run's settings; `prefill_draft` is the draft sampler whose cache
     the prefill must build (None where the proposer uses no draft model)."""
-
-    sampled = True
 
     def __init__(self, engine: Engine, settings: SamplingSettings) -> None:
         self._engine, self._settings = engine, settings

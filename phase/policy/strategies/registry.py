@@ -63,9 +63,8 @@ class Options:
 class Proposers(Protocol):
     """What phase.decode offers a family to build its proposer from: greedy proposers
     (phase.decode.proposers, auto) or their sampled variants (phase.decode.sampled), the
-    same calls either way. Each returns a phase.decode proposer."""
-
-    sampled: bool
+    same calls either way (phase.decode.proposer_kits). Each returns a phase.decode
+    proposer; a family without a sampled variant says so (`Family.samples`)."""
 
     def draft(self) -> Any:
         """The draft model's proposer; None when no draft model is loaded."""
