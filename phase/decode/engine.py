@@ -213,7 +213,8 @@ class Engine:
         """The proposer `run` uses for `strategy` (None for plain). Exposed so a caller can
         wrap it (tests corrupt proposals to exercise rollback) and pass it back to `run`.
         `kv_tokens`: the run's mean KV fill, at which `auto` reads its costs."""
-        return strategy.family.proposer(strategy, GreedyProposers(self), kv_tokens)
+        return strategy.family.proposer(strategy, GreedyProposers(self.draft, self.cost_table),
+                                       kv_tokens)
 
     # -- running --------------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ def _proposer(engine: Engine, strategy: Strategy, settings: SamplingSettings,
     """The run's proposer, and the draft sampler whose cache the prefill must build."""
     if not strategy.family.samples:
         raise UsageProblem(f"{strategy.label} has no sampled variant: run it at temperature 0")
-    proposers = SampledProposers(engine, settings)
+    proposers = SampledProposers(engine.draft, engine.cost_table, settings)
     return strategy.family.proposer(strategy, proposers, kv_tokens), proposers.prefill_draft
 
 
