@@ -15,7 +15,7 @@ from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.analysis.bench_rows import BenchRow
 from phase.bandwidth.stream import WORD, arrays_for, stream_bytes, time_kernel
 from phase.decode import Engine
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 MIB = 1 << 20
 

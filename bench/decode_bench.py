@@ -29,7 +29,7 @@ from bench.common import (
 from phase.analysis.bench_rows import BenchRow
 from phase.campaign import load_prompt
 from phase.decode import Engine, cpu_buffers
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 PROMPTS = REPO / "experiments" / "prompts"
 PLAIN_PROMPT = "code"  # plain and draft-k: the code-writing prompt

@@ -37,7 +37,7 @@ from phase.analysis.bench_rows import BenchRow
 from phase.campaign import load_prompt
 from phase.campaign.disturbance import LoadProbe
 from phase.decode import Engine
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 DUTIES = (0.05, 0.10, 0.25, 0.50, 1.0)
 QUICK_DUTIES = (0.25, 1.0)

@@ -19,7 +19,7 @@ from bench.common import Context, Section, alternate, check_at_least, median, ra
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 MIN_RATIO = 0.995  # comparing with the reference costs at most 0.5% of plain tokens/s
 

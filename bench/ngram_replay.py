@@ -36,7 +36,7 @@ from phase.costmodel import CostTable, Curve, cost_table
 from phase.policy.auto import AutoProposer
 from phase.policy.ngram import NgramMatcher
 from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer
-from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
+from phase.policy.strategies import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 
 Cost = Callable[[int], float]
 

@@ -24,7 +24,7 @@ from bench.common import REPO, Context, Section, alternate, check_at_least, medi
 from bench.decode_bench import PLAIN_PROMPT, prompt_text
 from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 from phase.sensors import Sampler, discover
 
 FIXTURE = REPO / "tests" / "fixtures" / "sensors" / "sysfs_trees.json"

@@ -26,7 +26,7 @@ from bench.decode_bench import PLAIN_PROMPT, _common, _pct, _skip_without_native
 from phase.analysis.bench_rows import BenchRow
 from phase.decode import Engine
 from phase.decode.proposers import DraftProposer
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 K = 4
 

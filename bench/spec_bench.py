@@ -52,11 +52,11 @@ from phase.analysis.prediction import TOLERANCE
 from phase.campaign.profiling import contexts
 from phase.costmodel import CostTable, cost_table
 from phase.costmodel.pace import PaceReading, pace_at, plain_pace
-from phase.costmodel.predict import measured_terms_ms, run_terms
+from phase.costmodel.predict import measured_terms_ms
 from phase.decode import Engine
 from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.policy.result import DecodeResult, compare_to_plain
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy, run_terms
 from phase.results import CostProfile
 
 PROMPTS = ("code", "prose", "edit")

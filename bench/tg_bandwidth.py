@@ -32,7 +32,7 @@ from phase.analysis.intervals import ratio_interval
 from phase.costmodel.bytes_per_token import of_file
 from phase.decode import Engine, cpu_buffers
 from phase.models.sources import TEST_MODEL, resolve
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 MODEL = "qwen2.5-coder-0.5b"
 MIN_REPEATS = 3

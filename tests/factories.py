@@ -47,7 +47,7 @@ from typing import Any, NamedTuple, TypeVar
 from pydantic import BaseModel
 
 from phase.base.errors import UsageProblem
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 from phase.results import (
     SCHEMA_VERSION,
     CampaignConfig,

@@ -22,7 +22,7 @@ from phase.decode.profiler import (
     choose_contexts,
 )
 from phase.policy.result import DecodeResult
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 pytestmark = pytest.mark.model
 

@@ -17,7 +17,8 @@ from phase.costmodel import (
 )
 from phase.costmodel.breakeven import best_k, break_even
 from phase.costmodel.curve import points_at_fill
-from phase.costmodel.predict import expected_draft, expected_ngram, run_terms, step_costs
+from phase.costmodel.predict import expected_draft, expected_ngram
+from phase.policy.strategies import run_terms, step_costs
 from phase.results import CostProfile, PassCost, Step
 
 
@@ -130,19 +131,19 @@ def test_auto_steps_are_costed_by_their_recorded_proposer() -> None:
 def test_break_even_where_drafting_can_and_cannot_pay() -> None:
     # Verification rides on one weight read (a GPU): 9 rows cost little more than 1.
     cheap = cost_table(make_profile(lambda b: 10.0 + 0.5 * b, draft=lambda b: 1.0), 100)
-    alpha = break_even(cheap, "draft", 4)
+    alpha = break_even(cheap, expected_draft, 4)
     assert alpha is not None and 0.0 < alpha < 0.5
     expected = expected_draft(cheap, [alpha] * 4, 4)
     assert expected.tokens_per_step / expected.cost_per_step == pytest.approx(
         1 / cheap.plain(), rel=1e-3)
     # A CPU: every row costs nearly a plain step, and the draft nearly as much as the target.
     costly = cost_table(make_profile(lambda b: 11.0 + 30.0 * b, draft=lambda b: 20.0 * b), 100)
-    assert break_even(costly, "draft", 4) is None
-    ngram = break_even(costly, "ngram", 4)
+    assert break_even(costly, expected_draft, 4) is None
+    ngram = break_even(costly, expected_ngram, 4)
     assert ngram is not None and ngram > 0.7
-    k, speedup = best_k(costly, "ngram", [0.95] * 16)
+    k, speedup = best_k(costly, expected_ngram, [0.95] * 16)
     assert 1 <= k <= 16 and speedup > 1.0
-    assert best_k(costly, "ngram", [0.3] * 16) == (0, 1.0)
+    assert best_k(costly, expected_ngram, [0.3] * 16) == (0, 1.0)
     assert expected_ngram(costly, [1.0] * 4, 4).tokens_per_step == 5.0
 
 

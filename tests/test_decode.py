@@ -25,7 +25,7 @@ from phase.decode import (
 from phase.policy.ngram_length import START, lengths
 from phase.policy.proposers import Proposer
 from phase.policy.result import DecodeResult, compare_to_plain
-from phase.policy.strategy import Strategy, parse_strategy
+from phase.policy.strategies import Strategy, parse_strategy
 
 pytestmark = pytest.mark.model
 

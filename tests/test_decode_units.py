@@ -8,7 +8,7 @@ from phase.base.errors import UsageProblem
 from phase.policy.ngram_length import FLOOR, GROW, SHRINK, START, ProposalLength, lengths
 from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer
 from phase.policy.result import compare_to_plain
-from phase.policy.strategy import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN, Strategy, parse_strategy
+from phase.policy.strategies import NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN, Strategy, parse_strategy
 
 
 @pytest.mark.parametrize(

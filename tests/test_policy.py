@@ -22,7 +22,7 @@ from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer, Propose
 from phase.policy.sampled_auto import SampledAuto
 from phase.policy.sampling import SamplingSettings, distribution
 from phase.policy.speculative_sampling import Rows, Verdict, rejection
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 # -- greedy verification --------------------------------------------------------------------
 

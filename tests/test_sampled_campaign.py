@@ -23,7 +23,7 @@ from phase.campaign.factors import check_factors
 from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
 from phase.policy.sampling import SamplingSettings
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths
 from phase.results import ResultsFile, load_raw

@@ -13,7 +13,7 @@ from phase.cli import main
 from phase.decode.variants import cache_key, derive, derive_variant, recipe_for, recipe_of
 from phase.models import gguf
 from phase.models.sources import ModelError, resolve
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 GGML_Q8_0, GGML_Q4_0, GGML_F32 = 8, 2, 0
 LLAMA_FTYPE_Q8_0, LLAMA_FTYPE_Q4_0 = 7, 2

@@ -18,7 +18,7 @@ from phase.decode.sampled_timed import run_sampled
 from phase.decode.window import Edges, Repeat, timed_window
 from phase.policy.proposers import AdaptiveNgramProposer
 from phase.policy.sampling import SamplingSettings
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 
 class _Model:

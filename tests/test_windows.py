@@ -32,7 +32,7 @@ from phase.campaign.windows import (
     size_window,
     table_lines,
 )
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 from phase.results import SCHEMA_VERSION, Pass, PrimaryEnergy, ResultsFile, load_raw, migrate
 from phase.results.schedule import planned_schedule
 from phase.sensors import Sampler, discover

@@ -26,7 +26,15 @@ from phase.costmodel import NoCost, cost_table, position_rates
 from phase.costmodel.breakeven import best_k, break_even
 from phase.costmodel.curve import Sensors, sensor_names
 from phase.costmodel.pace import PaceReading, pace_at, plain_pace
-from phase.costmodel.predict import measured_terms_ms, run_terms
+from phase.costmodel.predict import measured_terms_ms
+from phase.policy.strategies import (
+    decides,
+    family,
+    fixed_proposer,
+    is_baseline,
+    proposer_families,
+    run_terms,
+)
 from phase.results import ResultsFile, Run
 
 TOLERANCE = 0.10
@@ -154,7 +162,7 @@ def pace_readings(results: ResultsFile) -> PaceReadings:
     if results.profile is None:
         return out
     for run in results.runs:
-        if run.strategy != "plain":
+        if not is_baseline(run.strategy):
             continue
         pace = plain_pace(run.trace, cost_table(results.profile, run_fill(run)))
         if pace is not None:
@@ -254,8 +262,10 @@ def break_even_rows(results: ResultsFile, ks: tuple[int, ...] = (1, 2, 4, 8, 16)
         if fill is None:
             continue
         table = cost_table(results.profile, fill)
-        rows.extend(BreakEven(prompt.name, k, break_even(table, "draft", k),
-                              break_even(table, "ngram", k), table.draft is not None)
+        draft, ngram = family("draft").expected(), family("ngram").expected()
+        assert draft is not None and ngram is not None
+        rows.extend(BreakEven(prompt.name, k, break_even(table, draft, k),
+                              break_even(table, ngram, k), table.draft is not None)
                     for k in ks)
     return rows
 
@@ -281,13 +291,19 @@ def best_k_rows(results: ResultsFile) -> list[BestK]:
         if fill is None:
             continue
         table = cost_table(results.profile, fill)
-        for proposer in ("draft", "ngram"):
-            steps = [s for r in proposer_runs(results, prompt.name, proposer) for s in r.trace
-                     if (s.proposer or _fixed_proposer(r.strategy)) == proposer]
-            rates = position_rates(steps)
-            if rates.alpha is None or (proposer == "draft" and table.draft is None):
+        for fam in proposer_families():
+            proposer, expected = fam.proposer_name, fam.expected()
+            if proposer is None or expected is None:
                 continue
-            k, speedup = best_k(table, proposer, rates.rates(16))
+            steps = [s for r in proposer_runs(results, prompt.name, proposer) for s in r.trace
+                     if (s.proposer or fixed_proposer(r.strategy)) == proposer]
+            rates = position_rates(steps)
+            if rates.alpha is None:
+                continue
+            try:
+                k, speedup = best_k(table, expected, rates.rates(16))
+            except NoCost:  # no draft model was profiled
+                continue
             out.append(BestK(prompt.name, proposer, rates.alpha, k, speedup,
                              sum(rates.kept), sum(rates.tried)))
     return out
@@ -297,11 +313,7 @@ def proposer_runs(results: ResultsFile, prompt: str, proposer: str) -> list[Run]
     """The prompt's runs with steps proposed by `proposer` (draft or ngram): a fixed strategy
     of it, or auto where it chose it; the runs whose acceptance a best k pools."""
     return [r for r in results.runs if r.prompt == prompt
-            and any((s.proposer or _fixed_proposer(r.strategy)) == proposer for s in r.trace)]
-
-
-def _fixed_proposer(strategy: str) -> str:
-    return strategy.split("-", 1)[0] if strategy.startswith(("draft", "ngram")) else "none"
+            and any((s.proposer or fixed_proposer(r.strategy)) == proposer for s in r.trace)]
 
 
 @dataclass(frozen=True)
@@ -317,7 +329,7 @@ def auto_choices(results: ResultsFile) -> list[AutoShare]:
     """What `auto` chose per prompt: share of its steps by proposer and k."""
     out: list[AutoShare] = []
     for prompt in results.config.prompts:
-        steps = [s for r in results.runs if r.prompt == prompt.name and r.strategy == "auto"
+        steps = [s for r in results.runs if r.prompt == prompt.name and decides(r.strategy)
                  for s in r.trace if s.proposer is not None]
         if not steps:
             continue
@@ -345,9 +357,9 @@ def report_lines(results: ResultsFile, sensor: Sensors = None) -> list[str]:
     lines.append("")
     lines.append("break-even acceptance (i.i.d.) per k: draft / n-gram")
     for r in break_even_rows(results):
-        show = [("no draft" if not r.has_draft and who == "draft" else
+        show = [("no draft" if not r.has_draft and fam.needs_draft else
                  "cannot pay" if a is None else f"{a:.0%}")
-                for who, a in (("draft", r.draft), ("ngram", r.ngram))]
+                for fam, a in ((family("draft"), r.draft), (family("ngram"), r.ngram))]
         lines.append(f"  {r.prompt[:10]:<10} k={r.k:<3} {show[0]:>10} / {show[1]}")
     lines.append("")
     lines.append("best k from measured per-position acceptance")

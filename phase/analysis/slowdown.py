@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from phase.analysis.queries import condition_key, is_disturbed
 from phase.costmodel import NoCost, cost_table
-from phase.costmodel.predict import run_terms
+from phase.policy.strategies import run_terms
 from phase.results import ResultsFile, Run
 
 

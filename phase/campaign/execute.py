@@ -18,7 +18,7 @@ from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.windows import WindowSize
 from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import Level, PlainReference, ResultsFile, Run
 from phase.results.levels import fill_tokens, filled, level_of, run_tokens
 from phase.sensors import Sampler

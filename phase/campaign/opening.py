@@ -12,7 +12,7 @@ from phase.campaign.disturbance import quiet_check
 from phase.campaign.plan import CampaignPlan
 from phase.campaign.references import RefKey, first_per_prompt
 from phase.decode import Engine
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import (
     CampaignWriter,
     PlainReference,
@@ -57,7 +57,7 @@ def cost_profile(writer: CampaignWriter, refs: dict[RefKey, PlainReference], *,
                                     sampler, unavailable)
         writer.results.profile = profile  # written with the first run
         message(profiling.summary_line(profile))
-    if any(s.name == "auto" for s in strategies.values()):
+    if any(s.family.needs_profile for s in strategies.values()):
         primary = writer.results.primary_energy
         engine.use_profile(profile, plan.auto_objective,
                            primary.sensors if primary is not None else None)

@@ -19,7 +19,7 @@ from phase.analysis.intervals import METHOD as INTERVAL_METHOD
 from phase.campaign.factors import Factor
 from phase.costmodel import Objective
 from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET
-from phase.policy.strategy import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
+from phase.policy.strategies import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.results import CampaignConfig, Confirms, PromptSpec, SamplingConfig
 from phase.results.config import SEED_RULE
 

@@ -39,7 +39,7 @@ from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.models.sources import ResolvedModel, resolve
-from phase.policy.strategy import Strategy, parse_strategy
+from phase.policy.strategies import Strategy, parse_strategy
 from phase.results import (
     ModelInfo,
     PromptSpec,
@@ -153,7 +153,8 @@ def _check_factors(plan: CampaignPlan) -> None:
 def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],
                      discovery: Discovery) -> None:
     """auto's energy objective needs energy per pass, so a sensor to read it from."""
-    if plan.auto_objective != "energy" or not any(s.name == "auto" for s in strategies.values()):
+    if plan.auto_objective != "energy" or not any(s.family.needs_profile
+                                                  for s in strategies.values()):
         return
     if not discovery.sensors:
         why = "; ".join(f"{u.backend}: {u.reason}" for u in discovery.unavailable)
@@ -201,9 +202,9 @@ def _parse_strategies(plan: CampaignPlan) -> dict[str, Strategy]:
         raise UsageProblem(f"max_passes must be >= 1, not {plan.max_passes}")
     if len(strategies) != len(plan.strategies):
         raise UsageProblem(f"strategy names repeat: {list(plan.strategies)}")
-    if any(st.name == "draft" for st in strategies.values()) and not plan.draft:
+    if any(st.family.needs_draft for st in strategies.values()) and not plan.draft:
         raise UsageProblem("draft-k strategies need a draft model: pass --draft")
-    if any(st.name == "auto" for st in strategies.values()) and not plan.profile:
+    if any(st.family.needs_profile for st in strategies.values()) and not plan.profile:
         raise UsageProblem("auto decides with the cost profile: leave profiling on "
                            "(drop --no-profile) or leave auto out of --strategies")
     if plan.auto_objective not in OBJECTIVES:
@@ -219,7 +220,7 @@ def _resolve_models(plan: CampaignPlan, strategies: dict[str, Strategy],
     target = resolve(plan.target, progress=lambda m: say(f"target: {m}"))
     draft: ResolvedModel | None = None
     # auto drafts too where drafting pays, so it loads the draft model when there is one.
-    if plan.draft and any(st.name in ("draft", "auto") for st in strategies.values()):
+    if plan.draft and any(st.family.uses_draft for st in strategies.values()):
         draft = resolve(plan.draft, progress=lambda m: say(f"draft: {m}"))
     return target, draft
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from phase.base.errors import PhaseError
 from phase.decode import Engine
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 from phase.results import (
     CampaignConfig,
     Level,

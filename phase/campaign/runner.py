@@ -36,7 +36,7 @@ from phase.campaign.references import decode_references
 from phase.campaign.schedule import ScheduledRun
 from phase.campaign.shards import CampaignIdentity, keep
 from phase.decode import Engine
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import (
     CampaignWriter,
     Level,

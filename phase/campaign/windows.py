@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 
 from phase.costmodel import CostTable, NoCost, cost_table
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy, proposer_families
 from phase.results import CostProfile, PrimaryEnergy, SensorInfo
 from phase.sensors.core.sampler import FOLLOW_MIN_PERIOD_S
 from phase.validate.lag import min_window
@@ -162,18 +163,23 @@ def shortest_decode_s(table: CostTable, strategy: Strategy, tokens: int) -> floa
     expected time (one one-token pass per token); a speculative step keeps at most its k
     proposals plus the target's own token, so every proposal kept is its shortest."""
     plain_ms = tokens * table.plain()
-    if strategy.name == "plain":
+    fam = strategy.family
+    if not fam.takes_k:
         return plain_ms / 1e3
     options = []
-    ks = range(1, strategy.max_proposal + 1) if strategy.name == "auto" else [strategy.max_proposal]
+    # A family that decides per step (auto) may use any proposer, any k up to its own, or none.
+    ks = range(1, strategy.max_proposal + 1) if fam.decides else [strategy.max_proposal]
+    uses = [f for f in proposer_families() if fam.decides or f is fam]
     for k in ks:
         steps = math.ceil(tokens / (k + 1))
-        if strategy.name in ("draft", "auto") and table.draft is not None:
-            # draft-k: the mirror of the last verification, k proposals, the verification
-            options.append(steps * (table.draft(k + 1) + table.draft_step(k) + table.target(k + 1)))
-        if strategy.name in ("ngram", "auto"):
-            options.append(steps * (table.lookup + table.target(k + 1)))
-    if strategy.name == "auto":
+        for f in uses:
+            # Its step's cost with every proposal kept (draft-k: the mirror of the last
+            # verification, k proposals, the verification; n-gram: a lookup and the
+            # verification); none where the table lacks its costs (no draft profiled).
+            if (expected := f.expected()) is not None:
+                with suppress(NoCost):
+                    options.append(steps * expected(table, [1.0] * k, k).cost_per_step)
+    if fam.decides:
         options.append(plain_ms)
     return (min(options) if options else plain_ms) / 1e3
 
@@ -198,9 +204,9 @@ def plan_windows(size: WindowSize, strategies: Mapping[str, Strategy],
             basis = "unknown before the runs"
             if table is not None:
                 expected = shortest_decode_s(table, strategy, tokens)
-                basis = ("cost profile" if strategy.name == "plain"
+                basis = ("cost profile" if not strategy.family.takes_k
                          else "cost profile, every proposal kept (the fewest passes)")
-            elif strategy.name == "plain" and plain_decode_s and prompt in plain_decode_s:
+            elif not strategy.family.takes_k and plain_decode_s and prompt in plain_decode_s:
                 expected, basis = plain_decode_s[prompt], "plain reference decode"
             passes = (passes_for(expected, size.min_s, max_passes) if expected is not None
                       else None)

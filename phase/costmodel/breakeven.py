@@ -16,27 +16,30 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from phase.costmodel.acceptance import iid_expected_tokens
-from phase.costmodel.curve import CostTable
-from phase.costmodel.predict import Expected, expected_draft, expected_ngram
+from phase.costmodel.curve import CostTable, NoCost
+from phase.costmodel.predict import Expected
 
-Strategy = Callable[[CostTable, list[float], int], Expected]
-PROPOSERS: dict[str, Strategy] = {"draft": expected_draft, "ngram": expected_ngram}
+# A proposer's expected step (phase.costmodel.predict.expected_draft, expected_ngram): its
+# strategy family (phase.policy.strategies) says which one is its.
+ExpectedStep = Callable[[CostTable, list[float], int], Expected]
 
 
-def _advantage(table: CostTable, proposer: str, k: int, alpha: float) -> float:
+def _advantage(table: CostTable, proposer: ExpectedStep, k: int, alpha: float) -> float:
     """Expected tokens per cost of the proposer at α, over plain decoding's."""
-    expected = PROPOSERS[proposer](table, [alpha] * k, k)
+    expected = proposer(table, [alpha] * k, k)
     return iid_expected_tokens(alpha, k) / expected.cost_per_step * table.plain()
 
 
-def break_even(table: CostTable, proposer: str, k: int, tolerance: float = 1e-4) -> float | None:
-    """α* for `proposer` ("draft" or "ngram") proposing k tokens; None when even α = 1 does
-    not beat plain decoding. Bisection: the advantage grows with α."""
-    if proposer not in PROPOSERS:
-        raise ValueError(f"proposer must be one of {', '.join(PROPOSERS)}, not {proposer!r}")
-    if proposer == "draft" and table.draft is None:
+def break_even(table: CostTable, proposer: ExpectedStep, k: int,
+               tolerance: float = 1e-4) -> float | None:
+    """α* for `proposer` (a family's expected step) proposing k tokens; None when even α = 1
+    does not beat plain decoding, or the table lacks its costs (no draft model was
+    profiled). Bisection: the advantage grows with α."""
+    try:
+        at_one = _advantage(table, proposer, k, 1.0)
+    except NoCost:
         return None
-    if _advantage(table, proposer, k, 1.0) < 1.0:
+    if at_one < 1.0:
         return None
     lo, hi = 0.0, 1.0
     if _advantage(table, proposer, k, lo) >= 1.0:
@@ -50,7 +53,7 @@ def break_even(table: CostTable, proposer: str, k: int, tolerance: float = 1e-4)
     return hi
 
 
-def best_k(table: CostTable, proposer: str, rates: list[float],
+def best_k(table: CostTable, proposer: ExpectedStep, rates: list[float],
            ks: range = range(1, 17)) -> tuple[int, float]:
     """The k (and its tokens per cost over plain's) that measured per-position acceptance
     rates make best; (0, 1.0) when no k beats plain decoding."""
@@ -58,7 +61,7 @@ def best_k(table: CostTable, proposer: str, rates: list[float],
     for k in ks:
         if k > len(rates):
             break
-        expected = PROPOSERS[proposer](table, rates, k)
+        expected = proposer(table, rates, k)
         adv = expected.tokens_per_step / expected.cost_per_step * table.plain()
         if adv > best_adv:
             best, best_adv = k, adv

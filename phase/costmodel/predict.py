@@ -22,25 +22,26 @@ acceptance rates a_i, a step of k proposals yields `expected_tokens(a_1..a_k)` t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from phase.costmodel.acceptance import expected_tokens
 from phase.costmodel.curve import CostTable, NoCost
 from phase.results import Step
 
 
-def _proposer(step: Step, strategy: str) -> str:
-    """Which proposer made a step: recorded by `auto`, implied by a fixed strategy's name."""
-    if step.proposer is not None:
-        return step.proposer
-    if step.proposed == 0 and strategy == "plain":
-        return "none"
-    if strategy.startswith("draft"):
-        return "draft"
-    if strategy.startswith("ngram"):
-        return "ngram"
-    return "none"
+class Proposing(Enum):
+    """What a step asked of the models besides the target's pass: the cost terms a strategy
+    family declares for its steps (phase.policy.strategies), so that this module needs no
+    strategy's name."""
+
+    NONE = "none"  # nothing: a plain step
+    LOOKUP = "lookup"  # an n-gram lookup
+    DRAFT = "draft"  # draft passes: the mirror of the last batch, the feed and the proposals
+
+
+StepProposing = Callable[[Step], Proposing]
 
 
 @dataclass(frozen=True)
@@ -55,15 +56,18 @@ class Terms:
         return self.target + self.propose
 
 
-def step_costs(steps: Sequence[Step], strategy: str, table: CostTable) -> list[Terms]:
-    """The predicted cost of each step, in order (the draft's catch-up depends on order)."""
+def step_costs(steps: Sequence[Step], table: CostTable, proposing: StepProposing,
+               every_step: bool = False) -> list[Terms]:
+    """The predicted cost of each step, in order (the draft's catch-up depends on order).
+    `proposing`: each step's terms; `every_step`: the draft is asked at every step, even
+    one that proposes nothing (a fixed draft strategy)."""
     out: list[Terms] = []
     feed = 1  # prefill leaves the draft one token short: the prompt's last
     mirrored: int | None = None  # the batch the draft re-evaluates at its next call
     for step in steps:
-        who = _proposer(step, strategy)
+        how = proposing(step)
         target = table.target(step.proposed + 1)
-        drafted = who == "draft" and (step.proposed > 0 or strategy.startswith("draft"))
+        drafted = how is Proposing.DRAFT and (step.proposed > 0 or every_step)
         if drafted:
             # A fixed draft strategy asks its proposer at every step, the last one (nothing
             # may be proposed there) included; each call first mirrors the previous batch.
@@ -73,15 +77,15 @@ def step_costs(steps: Sequence[Step], strategy: str, table: CostTable) -> list[T
             mirrored, feed = step.proposed + 1, 1
             continue
         # A lookup happens on every step of an n-gram run, and on every auto step (its
-        # decision looks for a match first).
-        looked = who == "ngram" or step.proposer is not None
-        out.append(Terms(target, table.lookup if looked else 0.0))
+        # decision looks for a match first, so its undrafted steps count as lookups).
+        out.append(Terms(target, table.lookup if how is not Proposing.NONE else 0.0))
         feed += step.accepted + 1
     return out
 
 
-def run_terms(steps: Sequence[Step], strategy: str, table: CostTable) -> Terms:
-    costs = step_costs(steps, strategy, table)
+def run_terms(steps: Sequence[Step], table: CostTable, proposing: StepProposing,
+              every_step: bool = False) -> Terms:
+    costs = step_costs(steps, table, proposing, every_step)
     return Terms(sum(c.target for c in costs), sum(c.propose for c in costs))
 
 

@@ -42,16 +42,15 @@ from phase.decode.profiler import (
     ProfileSettings,
     profile_models,
 )
-from phase.decode.proposers import DraftProposer
+from phase.decode.proposer_kits import GreedyProposers
 from phase.decode.reference_loop import plain_on_reference, speculate_on_reference
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import check_fit
 from phase.decode.window import Edges, Repeat, timed_window
-from phase.policy.auto import AutoProposer
-from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer, Proposer
+from phase.policy.proposers import Proposer
 from phase.policy.result import DecodeResult
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import CostProfile
 
 Callback = Callable[[], object] | None
@@ -201,19 +200,8 @@ class Engine:
         """The proposer `run` uses for `strategy` (None for plain). Exposed so a caller can
         wrap it (tests corrupt proposals to exercise rollback) and pass it back to `run`.
         `kv_tokens`: the run's mean KV fill, at which `auto` reads its costs."""
-        if strategy.name == "plain":
-            return None
-        if strategy.name == "draft":
-            if self.draft is None:
-                raise UsageProblem(f"{strategy.label} needs a draft model (none loaded)")
-            return DraftProposer(self.draft)
-        if strategy.name == "auto":
-            draft = DraftProposer(self.draft) if self.draft is not None else None
-            return AutoProposer(self.cost_table(kv_tokens), draft, k_max=strategy.max_proposal)
-        if strategy.adaptive:
-            return AdaptiveNgramProposer(strategy.ngram_n_min, strategy.ngram_n_max,
-                                         strategy.max_proposal)
-        return NgramProposer(strategy.ngram_n_min, strategy.ngram_n_max)
+        return strategy.family.proposer(strategy, GreedyProposers(self.draft, self.cost_table),
+                                       kv_tokens)
 
     # -- running --------------------------------------------------------------------------
 
@@ -247,7 +235,7 @@ class Engine:
         if max_passes < 1:
             raise UsageProblem(f"max_passes must be >= 1 (got {max_passes})")
         prompt, proposer = self._start(prompt_tokens, strategy, n_tokens, proposer)
-        if record_gaps and strategy.name != "plain":
+        if record_gaps and strategy.family.takes_k:
             raise UsageProblem("record_gaps is for plain decoding (the references)")
         ref = list(reference) if reference is not None else []
         gaps: list[float] | None = [] if record_gaps else None
@@ -288,7 +276,7 @@ class Engine:
         self._check(prompt, strategy, n_tokens)
         if proposer is None:
             proposer = self.proposer_for(strategy, len(prompt) + n_tokens // 2)
-        elif strategy.name == "plain":
+        elif not strategy.family.takes_k:
             raise UsageProblem("plain decoding takes no proposer")
         return prompt, proposer
 

@@ -13,7 +13,7 @@ from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.policy.result import compare_to_plain
-from phase.policy.strategy import parse_strategy
+from phase.policy.strategies import parse_strategy
 
 
 @dataclass(frozen=True)
@@ -36,11 +36,11 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
 
     say = progress or (lambda _m: None)
     strategy = parse_strategy(req.strategy)
-    if strategy.name == "draft" and not req.draft:
+    if strategy.family.needs_draft and not req.draft:
         raise UsageProblem(f"{strategy.label} needs a draft model: pass --draft NAME|PATH")
     target = resolve(req.model, progress=lambda m: say(f"target: {m}"))
     draft = None
-    if strategy.name in ("draft", "auto") and req.draft:
+    if strategy.family.uses_draft and req.draft:
         draft = resolve(req.draft, progress=lambda m: say(f"draft: {m}"))
     # Every check before the weights load: tokenize and fit with the vocabulary alone.
     with VocabFile(target.path) as vocab:
@@ -53,7 +53,7 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
     say(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
     with Engine(target.path, draft.path if draft else None, n_ctx=req.n_ctx,
                 n_threads=req.threads, n_threads_batch=req.threads) as engine:
-        if strategy.name == "auto":
+        if strategy.family.needs_profile:
             _profile_for(engine, prompt, req.n_tokens, say)
         result = engine.run(prompt, strategy, req.n_tokens)
         record: dict[str, Any] = {
@@ -64,7 +64,7 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
             **result.to_dict(),
         }
         if req.compare_plain:
-            plain = (result if strategy.name == "plain"
+            plain = (result if not strategy.family.takes_k
                      else engine.run(prompt, parse_strategy("plain"), req.n_tokens))
             matches, divergence = compare_to_plain(result.token_ids, plain.token_ids)
             record["matches_plain"] = matches

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from phase.base.errors import UsageProblem
 from phase.decode.loops import Decoded
+from phase.decode.proposer_kits import SampledProposers
 from phase.decode.sampled import (
     DraftSampler,
     SampledRun,
@@ -28,11 +29,9 @@ from phase.decode.sampled import (
     speculate_sampled,
 )
 from phase.decode.window import Edges, Repeat, timed_window
-from phase.policy.auto import K_MAX
-from phase.policy.sampled_auto import SampledAuto
-from phase.policy.sampled_proposers import AdaptiveNgramSampler, NgramSampler, SampledProposer
+from phase.policy.sampled_proposers import SampledProposer
 from phase.policy.sampling import SamplingSettings
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 
 if TYPE_CHECKING:
     from phase.decode.engine import Engine
@@ -44,22 +43,10 @@ Callback = Callable[[], None] | None
 def _proposer(engine: Engine, strategy: Strategy, settings: SamplingSettings,
               kv_tokens: int) -> tuple[SampledProposer | None, DraftSampler | None]:
     """The run's proposer, and the draft sampler whose cache the prefill must build."""
-    if strategy.name == "plain":
-        return None, None
-    if strategy.name == "ngram" and strategy.adaptive:
-        return AdaptiveNgramSampler(strategy.ngram_n_min, strategy.ngram_n_max,
-                                    strategy.max_proposal), None
-    if strategy.name == "ngram":
-        return NgramSampler(strategy.ngram_n_min, strategy.ngram_n_max), None
-    draft = None
-    if engine.draft is not None:
-        draft = DraftSampler(engine.draft, settings.with_seed(0), "sample")
-    if strategy.name == "draft":
-        if draft is None:
-            raise UsageProblem(f"{strategy.label} needs a draft model; none is loaded")
-        return draft, draft
-    auto = SampledAuto(engine.cost_table(kv_tokens), draft, min(K_MAX, strategy.max_proposal))
-    return auto, draft
+    if not strategy.family.samples:
+        raise UsageProblem(f"{strategy.label} has no sampled variant: run it at temperature 0")
+    proposers = SampledProposers(engine.draft, engine.cost_table, settings)
+    return strategy.family.proposer(strategy, proposers, kv_tokens), proposers.prefill_draft
 
 
 def _loop(engine: Engine, prompt: list[int], n_tokens: int, strategy: Strategy,

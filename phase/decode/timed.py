@@ -12,7 +12,7 @@ from typing import NamedTuple
 from phase.decode.loops import Decoded, Divergence, RawStep
 from phase.policy.auto import Decision
 from phase.policy.result import DecodeResult
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import Step
 
 
@@ -54,7 +54,7 @@ def decode_result(strategy: Strategy, prompt: list[int], timed: Timed, started_u
              for (p, a, p_ms, v_ms), d in zip(timed.raw_trace, made, strict=True)]
     drafted = sum(s.proposed for s in trace)
     accepted = sum(s.accepted for s in trace)
-    if strategy.name == "plain":
+    if not strategy.family.takes_k:
         acceptance, reason = None, "plain decoding proposes no tokens"
     elif drafted == 0:
         acceptance, reason = None, "no tokens were proposed in this run"

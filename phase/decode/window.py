@@ -22,7 +22,7 @@ from phase.decode.native import NativeModel
 from phase.decode.timed import Timed, decode_result, timed_decode
 from phase.policy.auto import Decision
 from phase.policy.result import DecodeResult
-from phase.policy.strategy import Strategy
+from phase.policy.strategies import Strategy
 from phase.results import Pass, token_sha256
 
 Callback = Callable[[], object] | None

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from phase.costmodel import CostTable
 from phase.policy.estimates import NgramEstimates, PositionEstimate
 from phase.policy.ngram import NgramMatcher
+from phase.policy.strategies import Proposing, proposing_of
 
 K_MAX = 16
 # Fading per step: evidence from ~50 steps ago counts a third as much as the latest.
@@ -160,9 +161,9 @@ class AutoProposer:
         decision = Decision(who, k, tokens, tokens * plain / cost, match.context)
         self.decisions.append(decision)
         self._last = decision
-        if who == "ngram":
+        if proposing_of(who) is Proposing.LOOKUP:
             return match.continuation[:k]
-        if who == "draft":
+        if proposing_of(who) is Proposing.DRAFT:
             assert self.draft is not None
             return self.draft.propose(seq, k)
         return []
@@ -171,7 +172,7 @@ class AutoProposer:
         """The step's outcome: `accepted` of its `proposed` tokens were kept."""
         self.draft_rates.fade()
         last = self._last
-        if last is not None and last.proposer == "draft" and proposed > 0:
+        if last is not None and proposing_of(last.proposer) is Proposing.DRAFT and proposed > 0:
             self.draft_rates.observe(proposed, accepted)
             # The next draft call mirrors this batch, after which only the newest token is new.
             self._mirror = proposed + 1 if self.mirrors else None

@@ -18,6 +18,7 @@ import numpy as np
 from phase.costmodel import CostTable
 from phase.policy.auto import AutoProposer, Decision
 from phase.policy.speculative_sampling import Rows
+from phase.policy.strategies import Proposing, proposing_of
 
 
 class SampledDrafter(Protocol):
@@ -73,7 +74,7 @@ class SampledAuto:
             self._draft.rng, self._draft.rows = rng, None
         tokens = self.auto.propose(seq, max_tokens)
         chose = self.auto.decisions[-1].proposer
-        if chose == "draft" and self._draft is not None:
+        if proposing_of(chose) is Proposing.DRAFT and self._draft is not None:
             return tokens, self._draft.rows
         return tokens, None  # n-gram: point masses; none: no proposal
 

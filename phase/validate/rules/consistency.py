@@ -28,7 +28,7 @@ from phase.analysis import slowdown
 from phase.analysis.queries import Condition, condition_key
 from phase.base.errors import UsageProblem
 from phase.policy.ngram_length import GROW, SHRINK, START, lengths
-from phase.policy.strategy import Strategy, parse_strategy
+from phase.policy.strategies import Proposing, Strategy, parse_strategy
 from phase.results import ResultsFile, Run
 from phase.results.levels import reference_for, run_tokens
 from phase.results.schedule import ScheduledRun, planned_schedule, rerun
@@ -210,7 +210,8 @@ def _steps(run: Run, results: ResultsFile, settings: RuleSettings) -> list[tuple
                         f"left to generate; at most {most} fit before the target's own token",
                         f"trace[{j}].proposed"))
             break
-        if (strategy is not None and strategy.name == "draft" and strategy.k is not None
+        if (strategy is not None and strategy.family.proposing is Proposing.DRAFT
+                and strategy.k is not None
                 and run.drafted > 0 and step.proposed <= strategy.k
                 and step.proposed != min(strategy.k, most)):
             # The draft model always drafts as many tokens as it may (DraftProposer). A run

@@ -46,6 +46,7 @@ from phase.policy.auto import (
 )
 from phase.policy.estimates import PositionEstimate
 from phase.policy.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
+from phase.policy.strategies import Proposing, decides, proposing_of
 from phase.results import CostProfile, ResultsFile, Run
 from phase.results.levels import run_temperature
 from phase.results.schema import Step
@@ -64,7 +65,7 @@ _DRAFT_SPEEDUP = 0.5
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     for i, run in enumerate(results.runs):
-        problem = (_replay(run, results) if run.strategy == "auto" else _undecided(run))
+        problem = (_replay(run, results) if decides(run.strategy) else _undecided(run))
         if problem is not None:
             message, j, field, numbers = problem
             out.append(ctx.finding("decisions", "blocking", message, run=run, numbers=numbers,
@@ -98,7 +99,7 @@ class _State:
     def after(self, step: Step) -> None:
         """AutoProposer.observe, from the recorded outcome."""
         self.rates.fade()
-        if step.proposer == "draft" and step.proposed > 0:
+        if proposing_of(step.proposer) is Proposing.DRAFT and step.proposed > 0:
             self.rates.observe(step.proposed, step.accepted)
             self.mirror = step.proposed + 1 if self.mirrors else None
             self.feed = 1
@@ -209,13 +210,13 @@ def _shape(run: Run, j: int, step: Step, state: _State, setting: _Setting,
         yield (f"step {j} proposes {k} tokens with {run.tokens - state.generated} left to "
                f"generate: auto proposes at most {max(limit, 0)} there", j, "proposed",
                {"proposed": k, "limit": max(limit, 0)})
-    if who == "ngram" and step.match_tokens == 0:
+    if proposing_of(who) is Proposing.LOOKUP and step.match_tokens == 0:
         yield (f"step {j} proposes {k} tokens from the n-gram matcher, but its lookup found no "
                "match (match_tokens 0)", j, "match_tokens", {"proposed": k})
-    if who == "draft" and not setting.draft:
+    if proposing_of(who) is Proposing.DRAFT and not setting.draft:
         yield (f"step {j} proposes from the draft model, but this campaign has no draft model "
                "(none in $.models, or no draft costs in the profile)", j, "proposer", {})
-    if who == "draft" and setting.min_draft_ms is not None:
+    if proposing_of(who) is Proposing.DRAFT and setting.min_draft_ms is not None:
         least = k * setting.min_draft_ms * _DRAFT_SPEEDUP
         if step.propose_ms < least:
             yield (f"step {j} claims {k} tokens drafted by the draft model, but spent "
@@ -278,7 +279,7 @@ def _replayed_match(run: Run, j: int, step: Step, state: _State,
                f"ids and the {state.generated} tokens generated so far finds {context}",
                j, "match_tokens", {"match_tokens": step.match_tokens or 0, "replayed": context})
         return
-    if step.proposer != "ngram":
+    if proposing_of(step.proposer) is not Proposing.LOOKUP:
         return
     k, accepted = step.proposed, step.accepted
     proposal = continuation[:k]
@@ -301,6 +302,7 @@ def _close(a: float, b: float) -> bool:
 def _costs(j: int, step: Step, state: _State, setting: _Setting, table: CostTable,
            limit: int) -> Iterator[Problem]:
     who, k = step.proposer, step.proposed
+    drafted = proposing_of(who) is Proposing.DRAFT
     tokens, gain = step.expected_tokens, step.expected_gain
     assert tokens is not None and gain is not None
     plain = table.plain()
@@ -312,13 +314,13 @@ def _costs(j: int, step: Step, state: _State, setting: _Setting, table: CostTabl
         costs = draft_costs[:limit + 1]
         best_k, best_tokens = best_proposal(state.rates.rates(limit), costs, plain)
         best = (best_k, best_tokens, best_tokens - costs[best_k] / plain)
-    if who == "draft" and best is not None and (best[0] != k or not _close(best[1], tokens)):
+    if drafted and best is not None and (best[0] != k or not _close(best[1], tokens)):
         yield (f"step {j} drafts {k} tokens expecting {tokens:.6g}; replayed from the earlier "
                f"draft steps' outcomes, the draft model's best is {best[0]} tokens expecting "
                f"{best[1]:.6g}", j, "proposed",
                {"proposed": k, "replayed_k": best[0], "replayed_tokens": best[1]})
         return
-    cost = draft_costs[k] if who == "draft" and draft_costs is not None else base[k]
+    cost = draft_costs[k] if drafted and draft_costs is not None else base[k]
     if not _close(gain, tokens * plain / cost):
         yield (f"step {j} records an expected gain of {gain:.6g}, but {tokens:.6g} expected "
                f"tokens at the profile's {cost:.6g} {table.unit} for this choice, over a plain "
@@ -327,18 +329,18 @@ def _costs(j: int, step: Step, state: _State, setting: _Setting, table: CostTabl
     if who == "none" and not _close(tokens, 1.0):
         yield (f"step {j} proposes nothing but expects {tokens:.6g} tokens (a plain step "
                "yields 1)", j, "expected_tokens", {"expected_tokens": tokens})
-    if who == "ngram" and not 1.0 < tokens < k + 1:
+    if proposing_of(who) is Proposing.LOOKUP and not 1.0 < tokens < k + 1:
         yield (f"step {j} expects {tokens:.6g} tokens from {k} proposed: between 1 and {k + 1} "
                "(each position's acceptance estimate lies strictly between 0 and 1)",
                j, "expected_tokens", {"expected_tokens": tokens})
     chosen = tokens - cost / plain
     none = 1.0 - base[0] / plain
-    if who == "ngram" and chosen <= none:
+    if proposing_of(who) is Proposing.LOOKUP and chosen <= none:
         yield (f"step {j} proposes {k} n-gram tokens worth {chosen:.6g} over plain at the "
                f"profile's costs, no more than proposing nothing ({none:.6g}): auto proposes "
                "only what beats a plain step", j, "proposer", {"surplus": chosen,
                                                                "none_surplus": none})
-    if who != "draft" and best is not None and best[0] > 0 and best[2] > max(chosen, none) \
+    if not drafted and best is not None and best[0] > 0 and best[2] > max(chosen, none) \
             and not _close(best[2], max(chosen, none)):
         yield (f"step {j} chose {who} (expected surplus over plain {chosen:.6g}), but drafting "
                f"{best[0]} tokens, replayed from the earlier draft steps' outcomes, was worth "

@@ -1,0 +1,70 @@
+"""Decoding strategies by name: `plain`, `draft-K`, `ngram` / `ngram-K`, `auto`.
+
+One module per family (plain, draft, ngram, auto), each registered here; registry.py holds
+the Family interface, the lookups and the Strategy value. Adding a strategy is one module
+plus one `register` line below.
+"""
+
+from phase.costmodel.predict import Proposing
+from phase.policy.strategies.auto import Auto
+from phase.policy.strategies.costs import run_terms, step_costs
+from phase.policy.strategies.draft import Draft
+from phase.policy.strategies.ngram import Ngram
+from phase.policy.strategies.plain import Plain
+from phase.policy.strategies.registry import (
+    AUTO_K,
+    DEFAULT_DRAFT_KS,
+    NGRAM_ADAPTIVE,
+    NGRAM_K,
+    NGRAM_N_MAX,
+    NGRAM_N_MIN,
+    Family,
+    Options,
+    Proposers,
+    Strategy,
+    by_proposer,
+    decides,
+    families,
+    family,
+    family_of,
+    fixed_proposer,
+    is_baseline,
+    parse_strategy,
+    proposer_families,
+    proposing_of,
+    register,
+    registered,
+    unregister,
+)
+
+for _family in (Plain(), Draft(), Ngram(), Auto()):
+    register(_family)
+
+__all__ = [
+    "AUTO_K",
+    "DEFAULT_DRAFT_KS",
+    "NGRAM_ADAPTIVE",
+    "NGRAM_K",
+    "NGRAM_N_MAX",
+    "NGRAM_N_MIN",
+    "Family",
+    "Options",
+    "Proposers",
+    "Proposing",
+    "Strategy",
+    "by_proposer",
+    "decides",
+    "families",
+    "family",
+    "family_of",
+    "fixed_proposer",
+    "is_baseline",
+    "parse_strategy",
+    "proposer_families",
+    "proposing_of",
+    "register",
+    "registered",
+    "run_terms",
+    "step_costs",
+    "unregister",
+]
