@@ -235,12 +235,9 @@ def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table
     rows = ds.summary.rows
     page = raw_page(ds.stem, root)
     baselines = unstable_baselines(ds)
-    unstable = {
-        f.condition: f.message for f in ds.report.findings if f.rule == "variance"
-    }
-    show_board = any(
-        r.board_mj_per_token is not None or r.board_mj_per_token_reason for r in rows
-    )
+    unstable = {f.condition: f.message for f in ds.report.findings if f.rule == "variance"}
+    show_board = any(r.board_mj_per_token is not None or r.board_mj_per_token_reason
+                     for r in rows)
     show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
     factors = list(dict.fromkeys(name for r in rows for name in r.factors))
     # Where every row is plain decoding, acceptance is empty and every ratio to plain is 1 by

@@ -252,8 +252,7 @@ def build_raw_page(
         sensors=sensors,
         runs=_run_rows(ds, raw, sensors),
         summary_table=None,
-        profile=profile_view(raw.profile),
-        groups=run_groups(raw),
+        profile=profile_view(raw.profile), groups=run_groups(raw),
         **common,
     )
 
