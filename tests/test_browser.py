@@ -115,6 +115,9 @@ def _pages(site: Path) -> list[str]:
 PAGE_JS = """() => ({
   ids: Array.from(document.querySelectorAll('[id]')).map(e => e.id),
   rawLinks: Array.from(document.querySelectorAll('a.phase-raw-link')).map(a => a.href),
+  groups: Object.fromEntries(Array.from(document.querySelectorAll('tr.phase-run-group'))
+    .map(tr => [tr.id, Array.from(tr.querySelectorAll('a.phase-group-run'))
+      .map(a => a.hash.slice(1))])),
   downloads: Array.from(document.querySelectorAll('a.phase-table-download'))
     .map(a => [a.href, a.dataset.sha256, a.textContent]),
   tables: document.querySelectorAll('.phase-table table, .phase-runs-table table, '
@@ -172,6 +175,7 @@ def test_site_over_http(visited: Visited) -> None:
         charts_seen += len(seen["charts"])
     # Each raw-data link opens a page holding the anchored run (or summary row).
     raw_links = {link for seen in visited.pages.values() for link in seen["rawLinks"]}
+    runs_reached: set[tuple[str, str]] = set()
     by_page: dict[str, set[str]] = {}
     for link in raw_links:
         url, fragment = urldefrag(link)
@@ -181,8 +185,15 @@ def test_site_over_http(visited: Visited) -> None:
         assert rel in visited.pages, url  # a page of the site, visited
         ids = set(visited.pages[rel]["ids"])
         assert [f for f in sorted(fragments) if f and f not in ids] == [], url
+        # A link to a group of runs lands on the list of them, each a run of that page.
+        groups = visited.pages[rel]["groups"]
+        for fragment in fragments & set(groups):
+            assert groups[fragment], (url, fragment)
+            assert all(run.startswith("run-") and run in ids for run in groups[fragment]), url
+            runs_reached.update((url, run) for run in groups[fragment])
+        runs_reached.update((url, f) for f in fragments if f.startswith("run-"))
     assert charts_seen >= 10
-    assert len(raw_links) > 50
+    assert len(raw_links) > 20 and len(runs_reached) > 50
     assert {urlsplit(u).path.rsplit("/", 1)[-1] for u in by_page} >= {
         "speculative-fixture-gpu.html", "speculative-fixture-cpu.html",
         "summary-speculative-7b.html"}

@@ -114,11 +114,16 @@ def test_own_campaigns_become_a_versioned_note(tmp_path: Path, browser) -> None:
             assert drawn, charts
             links = page.eval_on_selector_all(".phase-table a.phase-raw-link",
                                               "els => els.map(a => a.href)")
-            assert len(links) == 6  # 3 conditions x 2 repeats, each run linked
+            assert len(links) == 3  # 3 conditions, each linked once to its runs
             page.locator(".phase-table a.phase-raw-link").first.click()
             page.wait_for_load_state("load")
             fragment = page.url.split("#", 1)[1]
             assert page.evaluate("id => !!document.getElementById(id)", fragment)
+            # It lands on the list of the condition's 2 runs, each linked to its run's row.
+            runs = page.eval_on_selector_all(
+                f"[id='{fragment}'] a.phase-group-run", "els => els.map(a => a.hash.slice(1))")
+            assert len(runs) == 2
+            assert all(page.evaluate("id => !!document.getElementById(id)", r) for r in runs)
         finally:
             context.close()
     assert watch.errors == [] and watch.outside == []

@@ -37,7 +37,10 @@ temperature_table.html.j2 in the manifests, no page of the committed notes); the
 cb454ab, after issue 44's claims work: schema 12, Student t intervals on log ratios with
 the Benjamini-Hochberg correction, titles and findings from each experiment's declared rule,
 counts behind every rate, headlines stated with their confirmation, builds compared only where
-comparable, and new versions of three notes with errata on the ones they correct. A change
+comparable, and new versions of three notes with errata on the ones they correct; then to
+6ce2d0f (issue 44, a note page under 150 KB): a note's row links once to its runs, listed
+under one anchor of the data page (which gains that list), chart specs keep 7 significant
+digits, and a finding's run link has no title. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -56,7 +59,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "cb454ab1a854e404f1611f9a139f628f231f1b8d"
+REFERENCE = "6ce2d0f1d7c69d2e56b4ebda82f14cfd214d86d5"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from cost_factories import make_profile
 from factories import T0, make_results, make_run, write_results
-from test_publish_inputs import XSS_PROMPT, site_paths
+from test_publish_inputs import XSS_PROMPT, landed_runs, site_paths
 
+from phase.analysis.prediction import proposer_runs
 from phase.costmodel import CostTable, cost_table
 from phase.policy.ngram import MAX_CONTEXT
+from phase.publish.markup.anchors import run_anchor
 from phase.publish.site.build import build_docs
 from phase.results import ResultsFile, Run, Step
 
@@ -221,18 +223,34 @@ def test_every_cost_row_links_to_its_source_on_the_data_page(docs: Path, page: s
         b = int(cells[0])
         assert [h.partition("#")[2] for h in links][:1] == [f"profile-0-target-b{b}"]
     # A prediction links to exactly its condition's runs, and the fill they were priced at.
-    ids = {(r.prompt, r.strategy): sorted(x.id for x in results.runs
+    ids = {(r.prompt, r.strategy): sorted(run_anchor(x.id) for x in results.runs
                                           if (x.prompt, x.strategy) == (r.prompt, r.strategy))
            for r in results.runs}
+    # Runs are linked once per row, to the data page's list of exactly those runs.
+    note = docs / "notes/fixture-costs/index.md"
+
+    def landed(links: list[str]) -> list[str]:
+        runs = [h for h in links if "#profile-" not in h]
+        assert len(runs) == 1, links
+        return sorted(landed_runs(docs, note, runs))
+
     for cells, links in tables["cost_prediction"]:
         fragments = [h.partition("#")[2] for h in links]
-        runs = sorted(f.removeprefix("run-") for f in fragments if f.startswith("run-"))
+        runs = landed(links)
         if cells[0] == "code":  # the other prompt's name is markup, escaped in the cell
             assert runs == ids[("code", cells[1])]
         assert len(runs) == 2 and "profile-0" in fragments
+    # A best k links to the runs its acceptance pooled: the prompt's runs its proposer
+    # stepped in (a fixed strategy of it, or auto where auto chose it).
+    for cells, links in tables["best_k"]:
+        if cells[0] == "code":
+            assert landed(links) == sorted(run_anchor(r.id) for r in proposer_runs(
+                results, "code", cells[1]))
     # auto's choices link to the prompt's auto runs and nothing else.
     for _cells, links in tables["auto_choices"]:
-        assert all("-auto" in h for h in links) and len(links) == 2
+        runs = landed(links)
+        autos = {run_anchor(r.id) for r in results.runs if r.strategy == "auto"}
+        assert set(runs) <= autos and len(runs) == 2
 
 
 def test_the_data_page_shows_the_profile_blocks(docs: Path) -> None:

@@ -9,6 +9,7 @@ rules cannot silently turn those tests into no-ops.
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -333,3 +334,26 @@ def parse_tables(text: str) -> dict[str, dict[tuple[str, str], ParsedRow]]:
     parser = _TableParser()
     parser.feed(text)
     return parser.tables
+
+
+_GROUP = re.compile(r'<tr id="([^"]+)" class="phase-run-group">(.*?)</tr>', re.S)
+_GROUP_RUN = re.compile(r'<a class="phase-group-run" href="#([^"]+)">')
+
+
+def landed_runs(docs_dir: Path, page: Path, hrefs: list[str]) -> list[str]:
+    """The run anchors a row's links land on: a link to a group of the data page stands for
+    the runs that group lists there (each of which must be a run on that page), a link to a
+    run for itself. `page` is the page the links are on, under `docs_dir` (Markdown)."""
+    out: list[str] = []
+    for href in hrefs:
+        target, _, anchor = href.partition("#")
+        data = (page.parent / target).resolve()
+        text = data.with_suffix(".md").read_text(encoding="utf-8")
+        assert data.with_suffix(".md").is_relative_to(docs_dir.resolve()), href
+        ids = set(re.findall(r'id="([^"]+)"', text))
+        assert anchor in ids, f"{href}: no such anchor on {data.name}"
+        groups = {a: _GROUP_RUN.findall(body) for a, body in _GROUP.findall(text)}
+        runs = groups.get(anchor, [anchor])
+        assert runs and all(r.startswith("run-") and r in ids for r in runs), (href, runs)
+        out += runs
+    return out

@@ -47,10 +47,26 @@ class Chart:
         return hashlib.sha256(canonical_json(self.spec).encode()).hexdigest()[:16]
 
 
+# Significant digits a chart's numbers keep: far finer than a pixel or a tooltip shows (a
+# tooltip formats to at most 3), where 17 digits of every value made up a quarter of a spec.
+CHART_DIGITS = 7
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.{CHART_DIGITS}g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def canonical_json(spec: Any) -> str:
     """The spec as the page embeds it and vl-convert draws it: data strings made safe for
-    SVG and never a script URL (phase.base.escaping.vega_safe; a no-op for clean data)."""
-    return json.dumps(vega_safe(spec), sort_keys=True, separators=(",", ":"),
+    SVG and never a script URL (phase.base.escaping.vega_safe; a no-op for clean data), numbers
+    to CHART_DIGITS significant digits."""
+    return json.dumps(_rounded(vega_safe(spec)), sort_keys=True, separators=(",", ":"),
                       ensure_ascii=True)
 
 

@@ -46,3 +46,9 @@ def raw_page(stem: str, root: str) -> str:
 
 def note_page(slug: str, root: str, version: int | None = None) -> str:
     return f"{root}notes/{slug}/" + (f"v{version}/index.html" if version else "index.html")
+
+
+def runs_anchor(prompt: str, what: str) -> str:
+    """A group of a prompt's runs on a data page other than one condition's (every run of a
+    strategy over its levels, the runs a proposer stepped in)."""
+    return f"runs-{_safe(prompt)}--{_safe(what)}"

@@ -13,7 +13,8 @@ Each takes `file="name.json"` like the other calls, and shows, for a file withou
 Every row links to what it was computed from on the file's data page, as the results table's
 rows link to their runs: a pass cost to its timed blocks, a prediction to the runs it priced
 and the profiled fills it read, a break-even to those fills, a best k to the runs whose steps
-gave its acceptance, a share of auto's choices to the auto runs it counts.
+gave its acceptance, a share of auto's choices to the auto runs it counts. Runs are linked
+once per row, to the data page's list of exactly those runs (numbers/rungroups.py).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from phase.publish.markup.islands import island
 from phase.publish.notes.page import PageAssets
 from phase.publish.numbers.downloads import cells_frame
 from phase.publish.numbers.pagenotes import LONG_REASON, note_anchor
+from phase.publish.numbers.rungroups import GroupLinks
 from phase.publish.numbers.tables import Link
 from phase.results import CostProfile, ResultsFile, Run
 
@@ -164,6 +166,11 @@ class CostCalls:
     def _page(self, d: Dataset) -> str:
         return raw_page(d.stem, self.root)
 
+    def _groups(self, raw: ResultsFile, page: str) -> Callable[[list[Run]], list[Link]]:
+        """A row's link to its runs: once, to the group of the data page that lists them."""
+        groups = GroupLinks(raw, page)
+        return lambda runs: [Link(label, href, "") for label, href in groups.hrefs(runs)]
+
     def _block(self, parts: list[str]) -> Markup:
         return island("\n".join(parts))
 
@@ -221,8 +228,8 @@ class CostCalls:
             priced = runs_by_condition(raw)
             profile = raw.profile
             assert profile is not None  # predictions need one
-            sources = [run_links(page, runs) + _fill_links(page, profile,
-                                                            {run_fill(r) for r in runs})
+            groups = self._groups(raw, page)
+            sources = [groups(runs) + _fill_links(page, profile, {run_fill(r) for r in runs})
                        for p in preds for runs in [priced.get((p.prompt, p.strategy, ()), [])]]
             missed = sum(not p.within for p in preds)
             notes = [f"{len(preds) - missed} of {len(preds)} conditions predicted within "
@@ -268,6 +275,7 @@ class CostCalls:
                   _alpha(r.ngram)] for r in rows],
                 sources=[_fill_links(page, profile, fills[r.prompt]) for r in rows])))
             best = best_k_rows(raw)
+            linked = self._groups(raw, page)
             parts.append(self._table(CostTable(
                 "best_k", "The best k for each prompt, from its measured acceptance", d.name,
                 self._page(d), ["prompt", "proposer", "acceptance (i.i.d.; kept/tried)",
@@ -279,7 +287,7 @@ class CostCalls:
                 ["Predicted from each position's measured acceptance (pooled over the "
                  "prompt's runs of that proposer) and the profiled costs. Acceptance: proposed "
                  "positions kept over positions tried, summed over those runs and positions."],
-                [run_links(page, proposer_runs(raw, b.prompt, b.proposer))
+                [linked(proposer_runs(raw, b.prompt, b.proposer))
                  + _fill_links(page, profile, fills.get(b.prompt, set())) for b in best])))
         return self._block(parts)
 
@@ -296,6 +304,7 @@ class CostCalls:
             totals: dict[str, int] = {}
             for s in shares:
                 totals[s.prompt] = totals.get(s.prompt, 0) + s.steps
+            linked = self._groups(raw, page)
             parts.append(self._table(CostTable(
                 "auto_choices", "auto's choices", d.name, page,
                 ["prompt", "choice", "k", "steps", "share (steps/all auto steps)"],
@@ -304,7 +313,7 @@ class CostCalls:
                   CostCell(rate_with_counts(s.share, Counts(s.steps, totals[s.prompt]),
                                             lambda v: pct(v, 1)), s.share)]
                  for s in shares],
-                sources=[run_links(page, autos[s.prompt]) for s in shares])))
+                sources=[linked(autos[s.prompt]) for s in shares])))
         return self._block(parts)
 
 

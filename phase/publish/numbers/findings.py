@@ -53,7 +53,8 @@ def finding_rows(ds: Dataset, root: str) -> list[FindingRow]:
     for f in sorted(ds.report.findings, key=lambda f: order[f.severity]):
         link = None
         if f.run_id is not None:
-            link = Link(f.run_id, f"{page}#{run_anchor(f.run_id)}", f"run {f.run_id}")
+            # Labelled by the run's id, the link needs no title saying it again.
+            link = Link(f.run_id, f"{page}#{run_anchor(f.run_id)}", "")
         elif f.prompt is not None and f.strategy is not None and raw is None:
             link = Link("row", f"{page}#{row_anchor(f.prompt, f.strategy, f.levels)}",
                         "summary row")

@@ -35,6 +35,7 @@ from phase.publish.numbers.pagenotes import (
     all_notes,
     note_anchor,
 )
+from phase.publish.numbers.rungroups import GroupLinks
 from phase.publish.numbers.spreads import baseline_caveat, unstable_baselines
 from phase.results import ResultsFile, SummaryRow
 
@@ -82,6 +83,9 @@ class TableRow:
     unstable: str | None  # the variance finding's message when the condition is unstable
     # The row's level of each of the table's extra factors (Table.factors), as shown.
     levels: list[str] = field(default_factory=list)
+    # What the row links to on the data page: one link to the group listing its runs (links,
+    # each run, are the same runs; written once there rather than in every row).
+    source: list[Link] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -231,12 +235,9 @@ def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table
     rows = ds.summary.rows
     page = raw_page(ds.stem, root)
     baselines = unstable_baselines(ds)
-    unstable = {
-        f.condition: f.message for f in ds.report.findings if f.rule == "variance"
-    }
-    show_board = any(
-        r.board_mj_per_token is not None or r.board_mj_per_token_reason for r in rows
-    )
+    unstable = {f.condition: f.message for f in ds.report.findings if f.rule == "variance"}
+    show_board = any(r.board_mj_per_token is not None or r.board_mj_per_token_reason
+                     for r in rows)
     show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
     factors = list(dict.fromkeys(name for r in rows for name in r.factors))
     # Where every row is plain decoding, acceptance is empty and every ratio to plain is 1 by
@@ -247,6 +248,7 @@ def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table
              "speed_vs_plain": not only_plain, "acceptance": not only_plain,
              "energy_ratio_vs_plain": not only_plain}
     keys = [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
+    groups = GroupLinks(ds.raw, page) if ds.raw is not None else None
     out_rows = []
     for row in rows:
         cells = {k: _cite_long(c, notes) for k, c in _cells(ds, row).items()}
@@ -266,6 +268,7 @@ def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table
                 links=_links(ds, row, page),
                 unstable=unstable.get(condition_key(row)),
                 levels=[str(row.factors.get(name, "")) for name in factors],
+                source=_source(ds, row, page, groups),
             )
         )
     lines = [statistics_caption([n for n in TABLE_FIGURES if FIGURES[n].key in keys]),
@@ -298,6 +301,15 @@ def _links(ds: Dataset, row: SummaryRow, page: str) -> list[Link]:
         Link(str(repeats.get(run_id, i) + 1), f"{page}#{run_anchor(run_id)}", f"run {run_id}")
         for i, run_id in enumerate(row.run_ids)
     ]
+
+
+def _source(ds: Dataset, row: SummaryRow, page: str, groups: GroupLinks | None) -> list[Link]:
+    """The row's one link to its runs, listed on the data page (or the summary-only row)."""
+    if ds.raw is None or groups is None:
+        return _links(ds, row, page)
+    by_id = {r.id: r for r in ds.raw.runs}
+    return [Link(label, href, "") for label, href in
+            groups.hrefs(by_id[i] for i in row.run_ids if i in by_id)]
 
 
 def _baseline_note(baselines: dict[str, str]) -> str:

@@ -34,6 +34,7 @@ from phase.publish.numbers.downloads import (
 from phase.publish.numbers.findings import FindingRow, finding_rows
 from phase.publish.numbers.profile_blocks import ProfileView, profile_view
 from phase.publish.numbers.provenance import ProvenanceBox, provenance_box
+from phase.publish.numbers.rungroups import RunGroup, run_groups
 from phase.publish.numbers.tables import Cell, Table, build_table
 from phase.publish.pages.base import BuildInputs, NavItem, PageKind, Rendered
 from phase.results import ResultsFile, Run, SummaryFile, dump_json
@@ -105,6 +106,9 @@ class RawPage:
     profile: ProfileView | None = None
     # CSV and JSON of each table on the page: "runs" or "rows", and "findings".
     downloads: dict[str, TableDownloads] = field(default_factory=dict)
+    # The runs of each condition (and the other sets a note's row names), which the notes'
+    # rows link to once instead of linking each run.
+    groups: list[RunGroup] = field(default_factory=list)
 
     @property
     def table_files(self) -> list[TableFile]:
@@ -247,7 +251,7 @@ def build_raw_page(
         sensors=sensors,
         runs=_run_rows(ds, raw, sensors),
         summary_table=None,
-        profile=profile_view(raw.profile),
+        profile=profile_view(raw.profile), groups=run_groups(raw),
         **common,
     )
 
