@@ -36,6 +36,7 @@ from bench.disturbance_bench import start_hog, stop_hog
 from phase.analysis import summarize
 from phase.analysis.figures import row_value
 from phase.campaign.profiling import summary_line
+from phase.policy.strategies import decides, is_baseline, proposes_nothing
 from phase.results import ResultsFile, load_raw
 from phase.validate import validate_results
 
@@ -112,16 +113,17 @@ def run(out: Path, name: str, tokens: int, repeats: int, hog: str | None, hog_s:
 
 def _ratios(raw: ResultsFile, name: str) -> dict[tuple[str, str], float]:
     summary = summarize(raw, validate_results(raw, name), name)
-    return {(r.prompt, r.strategy): v for r in summary.rows if r.strategy != "plain"
+    return {(r.prompt, r.strategy): v for r in summary.rows if not is_baseline(r.strategy)
             if (v := row_value("speed_vs_plain", summary.rows, r)) is not None}
 
 
 def _auto_choices(raw: ResultsFile) -> dict[str, Counter[str]]:
     out: dict[str, Counter[str]] = {}
     for run in raw.runs:
-        if run.strategy == "auto" and not run.disturbed:
+        if decides(run.strategy) and not run.disturbed:
             counts = out.setdefault(run.prompt, Counter())
-            counts.update(f"{s.proposer}-{s.proposed}" if s.proposer != "none" else "none"
+            counts.update(f"{s.proposer}-{s.proposed}" if not proposes_nothing(s.proposer)
+                          else "none"
                           for s in run.trace)
     return out
 

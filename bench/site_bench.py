@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.common import REPO, Context, Section, check_at_most, median
 from phase.analysis.bench_rows import BenchRow
+from phase.policy.strategies import is_baseline
 from phase.publish.notes.source import GLOB_CHARS, discover_notes
 from phase.publish.site.build import SitePaths, build_docs
 from phase.publish.site.mkdocs_run import mkdocs_build
@@ -80,7 +81,7 @@ def campaign(f: ModuleType, index: int) -> Any:
     for repeat in range(REPEATS):
         for prompt in PROMPTS:
             for strategy in STRATEGIES:
-                k = None if strategy == "plain" else int(strategy.rsplit("-", 1)[1])
+                k = None if is_baseline(strategy) else int(strategy.rsplit("-", 1)[1])
                 acc = ACCEPTANCE.get(strategy)
                 # +-1% between repeats: realistic spread, well inside the variance rule
                 decode_s = TOKENS / SPEED[strategy] * (1 + 0.01 * (repeat - 1))

@@ -56,7 +56,7 @@ from phase.costmodel.predict import measured_terms_ms
 from phase.decode import Engine
 from phase.decode.profiler import ProfileSettings, choose_contexts
 from phase.policy.result import DecodeResult, compare_to_plain
-from phase.policy.strategies import parse_strategy, run_terms
+from phase.policy.strategies import decides, is_baseline, parse_strategy, run_terms
 from phase.results import CostProfile
 
 PROMPTS = ("code", "prose", "edit")
@@ -212,7 +212,7 @@ def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
     elif runs[arm][0]["token_ids"] != runs[best][0]["token_ids"]:
         passed = None
         where = [f"{a}: {_where(_leaves(runs[a], plain_text))}" for a in (arm, best)
-                 if a != "plain"]
+                 if not is_baseline(a)]
         detail += f"; not judged, the texts differ ({', '.join(where)}): see{ON_PLAIN}"
     label = arm.removesuffix(ON_PLAIN)
     vs = "best fixed" if len(others) > 1 else best.removesuffix(ON_PLAIN)
@@ -226,7 +226,7 @@ def _versus(section: Section, name: str, runs: dict[str, list[dict[str, Any]]],
 def run_auto(ctx: Context) -> Section:
     section = Section("auto")
     labels = ["plain", *(f"draft-{k}" for k in ctx.ks), "ngram", "auto"]
-    following = [f"{label}{ON_PLAIN}" for label in labels if label != "plain"]
+    following = [f"{label}{ON_PLAIN}" for label in labels if not is_baseline(label)]
     with _engine(ctx) as engine:
         prompts = {name: engine.format_prompt(prompt_text(name)) for name in PROMPTS}
         profile_s: dict[str, float] = {}
@@ -244,13 +244,13 @@ def run_auto(ctx: Context) -> Section:
             text = plain_texts[name]
             arms = {label: _arm(engine, prompt, label, ctx.spec_tokens) for label in labels}
             arms |= {f"{label}{ON_PLAIN}": _arm(engine, prompt, label, ctx.spec_tokens, text)
-                     for label in labels if label != "plain"}
+                     for label in labels if not is_baseline(label)}
             runs = alternate(ctx.repeats, arms, ctx.log)
             runs["plain" + ON_PLAIN] = runs["plain"]  # plain's own text, by definition
             table = cost_table(profile, len(prompt) + ctx.spec_tokens // 2)
             priced = {label: _priced(r, label.removesuffix(ON_PLAIN), table)
                       for label, r in runs.items()}
-            fixed = [label for label in labels if label != "auto"]
+            fixed = [label for label in labels if not decides(label)]
             for arm, others, target in (
                     ("auto", fixed, AUTO_VS_BEST),
                     ("auto" + ON_PLAIN, [f + ON_PLAIN for f in fixed], AUTO_VS_BEST),

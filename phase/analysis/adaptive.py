@@ -43,6 +43,7 @@ from phase.analysis.queries import (
     primary_energy_j,
     primary_sensors,
 )
+from phase.policy.strategies import is_baseline
 from phase.results import (
     AdaptiveCondition,
     AdaptiveRecord,
@@ -136,7 +137,7 @@ def states(results: ResultsFile, before: int | None = None,
     """Every compared condition (config order, plain left out) on the runs of rounds before
     `before` (None: every run). Empty where plain is not among the strategies."""
     config = results.config
-    if PLAIN not in config.strategies:
+    if not any(map(is_baseline, config.strategies)):
         return []
     names = [p.name for p in config.prompts] if prompts is None else list(prompts)
     by: dict[Condition, list[Run]] = {}
@@ -150,7 +151,7 @@ def states(results: ResultsFile, before: int | None = None,
         plain_speed = _per_round(plain, "speed", results)
         plain_energy = _per_round(plain, "energy", results) if energy else {}
         for strategy in config.strategies:
-            if strategy == PLAIN:
+            if is_baseline(strategy):
                 continue
             runs = by.get((prompt, strategy, combo.levels), [])
             speed = ratio_interval(config, _per_round(runs, "speed", results), plain_speed)
@@ -195,7 +196,7 @@ def decide(results: ResultsFile, repeat: int) -> Decision:
 
     wide = tuple(s.condition for s in states(results, repeat) if not s.narrow(target))
     if not wide:
-        if PLAIN not in config.strategies:
+        if not any(map(is_baseline, config.strategies)):
             return stop("narrow", "no ratio to narrow: plain is not among the strategies")
         return stop("narrow", f"every ratio to plain is within ±{target:.0%}")
     # Each wide condition, and plain for its prompt at its levels (its ratio's baseline).

@@ -34,8 +34,9 @@ from typing import Literal, cast
 
 from phase.analysis.formatting import count, fmt, pct, pct1, ratio, times
 from phase.analysis.memory import MemoryView
-from phase.analysis.queries import PLAIN, condition_key, cpu_ms_per_token
+from phase.analysis.queries import condition_key, cpu_ms_per_token
 from phase.analysis.relative import vs_plain
+from phase.policy.strategies import is_baseline
 from phase.results import FigureInterval, Run, SummaryRow
 from phase.results.schedule import Levels
 from phase.results.summary import IntervalFigure
@@ -102,7 +103,8 @@ class Figure:
 def plain_row(rows: Sequence[SummaryRow], prompt: str, levels: Levels = ()) -> SummaryRow | None:
     """Plain decoding's row for the prompt at these extra levels: the baseline of every "vs
     plain" figure."""
-    return next((r for r in rows if condition_key(r) == (prompt, PLAIN, levels)), None)
+    return next((r for r in rows if is_baseline(r.strategy)
+                 and (r.prompt, condition_key(r)[2]) == (prompt, levels)), None)
 
 
 def _field(name: str) -> RowGetter:

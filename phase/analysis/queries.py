@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
+from phase.policy.strategies import BASELINE
 from phase.results import (
     CampaignConfig,
     Level,
@@ -39,7 +40,9 @@ from phase.results.schedule import Levels, combinations
 # for an experiment over prompt x strategy only, such as the speculative study).
 Condition = tuple[str, str, Levels]
 
-PLAIN = "plain"
+# The baseline's label, to build labels and keys with (plain_key, scheduling plain runs);
+# whether a label is the baseline is the registry's to say (is_baseline), never `== PLAIN`.
+PLAIN = BASELINE
 # Enclosing scopes in the order we prefer one for the "board" column.
 BOARD_SCOPES = ("board", "wall", "module")
 

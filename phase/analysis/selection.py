@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from phase.analysis.figures import row_value
-from phase.analysis.queries import PLAIN, Condition, condition_key
+from phase.analysis.queries import Condition, condition_key
+from phase.policy.strategies import is_baseline
 from phase.results import Level, SummaryRow
 
 RULE = "the highest speed ratio to plain decoding among the campaign's conditions"
@@ -38,7 +39,7 @@ def _ratio(rows: Sequence[SummaryRow], row: SummaryRow) -> float | None:
 
 def select(rows: Sequence[SummaryRow]) -> Selection | None:
     """The headline's condition, or None where no condition has a speed ratio to plain."""
-    scored = [(ratio, row) for row in rows if row.strategy != PLAIN
+    scored = [(ratio, row) for row in rows if not is_baseline(row.strategy)
               if (ratio := _ratio(rows, row)) is not None]
     if not scored:
         return None

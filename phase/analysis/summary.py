@@ -47,7 +47,6 @@ from phase.analysis.intervals import (
     ratio_interval,
 )
 from phase.analysis.queries import (
-    PLAIN,
     Condition,
     Rejection,
     board_sensor,
@@ -64,6 +63,7 @@ from phase.analysis.queries import (
 )
 from phase.analysis.relative import RUN_SPREAD, spread, vs_plain
 from phase.base.errors import PhaseError
+from phase.policy.strategies import is_baseline
 from phase.results import (
     SCHEMA_VERSION,
     FigureInterval,
@@ -264,7 +264,8 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
         raise PhaseError(f"{raw_name}: {why or 'no runs yet'}, so there is nothing to "
                          "summarize")
     # Ratios are to plain decoding of the same prompt at the same extra levels.
-    plain = {condition_key(row): samples for row, samples in built if row.strategy == PLAIN}
+    plain = {condition_key(row): samples for row, samples in built
+             if is_baseline(row.strategy)}
     # Each ratio figure's intervals over the campaign: one family, corrected together.
     families: dict[IntervalFigure, list[tuple[SummaryRow, Interval]]] = defaultdict(list)
     for row, samples in built:
@@ -274,7 +275,7 @@ def summarize(raw: ResultsFile, judgement: Judgement, raw_name: str) -> SummaryF
             baseline = base.by_figure[figure] if base is not None else {}
             if not values or not baseline:
                 continue
-            if row.strategy == PLAIN:  # plain over itself: 1, with nothing to test
+            if is_baseline(row.strategy):  # plain over itself: 1, with nothing to test
                 centre, interval = vs_plain(getattr(row, figure), getattr(row, figure)), None
             else:
                 centre, interval = _ratio(values, baseline)

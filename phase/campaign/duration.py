@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from phase.analysis.queries import PLAIN
 from phase.campaign.windows import PlannedWindow
+from phase.policy.strategies import is_baseline
 from phase.results import CampaignConfig
 from phase.results.schedule import ScheduledRun
 
@@ -62,7 +62,7 @@ def estimate(runs: Sequence[ScheduledRun], planned: Sequence[PlannedWindow],
     """The expected time of the runs not `done` (run ids; a resumed campaign's), from the
     planned windows of their prompts' plain decodes."""
     runs = [r for r in runs if r.run_id not in done]
-    plain = {w.prompt: w for w in planned if w.strategy == PLAIN}
+    plain = {w.prompt: w for w in planned if is_baseline(w.strategy)}
     wait = config.cooldown_s + config.idle_window_s
     total: float | None = 0.0
     for run in runs:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from phase.analysis.figures import memory_value
 from phase.analysis.formatting import pct, times
 from phase.analysis.memory import MemoryView, memory_views
-from phase.analysis.queries import PLAIN
 from phase.analysis.rules.outcome import (
     COMBINED,
     UNRESOLVED,
@@ -42,6 +41,7 @@ from phase.analysis.rules.outcome import (
     median_estimate,
     slope_estimate,
 )
+from phase.policy.strategies import is_baseline
 from phase.results import ResultsFile, SummaryRow
 
 VERDICT_WORDS = {"yes": "is memory-bound", "no": "is not memory-bound",
@@ -84,7 +84,7 @@ class MemoryBound:
     fill_band: float  # memory-bound: tokens/s ratio × bytes ratio within 1 ± this
 
     def __call__(self, results: ResultsFile, rows: Sequence[SummaryRow]) -> Judgement:
-        views = memory_views(results, [r for r in rows if r.strategy == PLAIN])
+        views = memory_views(results, [r for r in rows if is_baseline(r.strategy)])
         parts = (self.share_part(views), self.slope_part(views), self.threads_part(views),
                  self.fill_part(views))
         verdict = combine([p.verdict for p in parts])

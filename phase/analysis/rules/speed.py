@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from phase.analysis.figures import row_interval, row_value
 from phase.analysis.formatting import span, times
 from phase.analysis.intervals import resolved
-from phase.analysis.queries import PLAIN, condition_key, levels_text
+from phase.analysis.queries import condition_key, levels_text
 from phase.analysis.rules.outcome import (
     COMBINED,
     NO,
@@ -28,6 +28,7 @@ from phase.analysis.rules.outcome import (
     Part,
     combine,
 )
+from phase.policy.strategies import is_baseline
 from phase.results import FigureInterval, ResultsFile, SummaryRow
 
 SPEED = "speed_vs_plain"
@@ -90,10 +91,10 @@ class BeatsPlain:
 
     def __call__(self, results: ResultsFile, rows: Sequence[SummaryRow]) -> Judgement:
         groups: dict[str, list[SummaryRow]] = {}
-        with_plain = {(r.prompt, condition_key(r)[2]) for r in rows if r.strategy == PLAIN}
+        with_plain = {(r.prompt, condition_key(r)[2]) for r in rows if is_baseline(r.strategy)}
         for r in rows:
             key = (r.prompt, condition_key(r)[2])
-            if r.strategy != PLAIN and key in with_plain:
+            if not is_baseline(r.strategy) and key in with_plain:
                 levels = levels_text(key[1])
                 groups.setdefault(f"{r.prompt} at {levels}" if levels else r.prompt,
                                   []).append(r)

@@ -29,8 +29,10 @@ from phase.policy.strategies.registry import (
     family_of,
     fixed_proposer,
     is_baseline,
+    needs_draft,
     parse_strategy,
     proposer_families,
+    proposes_nothing,
     proposing_of,
     register,
     registered,
@@ -40,8 +42,13 @@ from phase.policy.strategies.registry import (
 for _family in (Plain(), Draft(), Ngram(), Auto()):
     register(_family)
 
+# The label the others' ratios are to. Code builds labels with it (scheduling plain runs, a
+# condition's plain key); to tell whether a label is the baseline it asks `is_baseline`.
+BASELINE = Plain.name
+
 __all__ = [
     "AUTO_K",
+    "BASELINE",
     "DEFAULT_DRAFT_KS",
     "NGRAM_ADAPTIVE",
     "NGRAM_K",
@@ -59,8 +66,10 @@ __all__ = [
     "family_of",
     "fixed_proposer",
     "is_baseline",
+    "needs_draft",
     "parse_strategy",
     "proposer_families",
+    "proposes_nothing",
     "proposing_of",
     "register",
     "registered",

@@ -202,11 +202,23 @@ def decides(label: str) -> bool:
     return fam is not None and fam.decides
 
 
+def needs_draft(label: str) -> bool:
+    """Whether `label` is a strategy that cannot run without a draft model (draft-K)."""
+    fam = family_of(label)
+    return fam is not None and fam.needs_draft
+
+
 def fixed_proposer(label: str) -> str:
     """The proposer every step of a `label` run used ("none" for plain, and for auto, whose
     steps record their own)."""
     fam = family_of(label)
     return fam.proposer_name if fam is not None and fam.proposer_name is not None else "none"
+
+
+def proposes_nothing(proposer: str | None) -> bool:
+    """Whether a step's recorded proposer is the choice to propose nothing ("none"); None, a
+    step that recorded no proposer, is not that choice."""
+    return proposer == "none"
 
 
 def proposing_of(proposer: str | None) -> Proposing:

@@ -19,9 +19,10 @@ from typing import Any
 
 import altair as alt
 
-from phase.analysis import FIGURES, PLAIN, condition_key
+from phase.analysis import FIGURES, condition_key
 from phase.analysis.figures import row_interval
 from phase.analysis.queries import Condition
+from phase.policy.strategies import is_baseline, needs_draft
 from phase.publish.charts.spec import ENERGY_KINDS, Chart, energy_reason, overlaid_levels
 from phase.results import SummaryFile, SummaryRow
 
@@ -155,7 +156,7 @@ def energy_vs_speed(rows: list[SummaryRow], counts: CountsText | None = None) ->
 
 def ratio_vs_acceptance(rows: list[SummaryRow], counts: CountsText | None = None) -> Chart:
     title = TITLES["ratio_vs_acceptance"]
-    speculating = [r for r in rows if r.strategy != PLAIN]
+    speculating = [r for r in rows if not is_baseline(r.strategy)]
     if all(r.chip_mj_per_token is None for r in rows):
         return Chart("ratio_vs_acceptance", title, None,
                      f"Not drawn: it needs chip energy, which is missing ({_energy_reason(rows)}).",
@@ -202,7 +203,7 @@ def ratio_vs_acceptance(rows: list[SummaryRow], counts: CountsText | None = None
 
 def per_k(rows: list[SummaryRow], counts: CountsText | None = None) -> Chart:
     title = TITLES["per_k"]
-    drafts = [r for r in rows if r.k is not None and r.strategy.startswith("draft")]
+    drafts = [r for r in rows if r.k is not None and needs_draft(r.strategy)]
     if not drafts:
         return Chart("per_k", title, None,
                      "Not drawn: this results file has no draft-k strategies.", "")
@@ -212,7 +213,7 @@ def per_k(rows: list[SummaryRow], counts: CountsText | None = None) -> Chart:
                      f"Not drawn: this results file has one draft length only (k = {drafts[0].k}), "
                      "so there is no trend over k to show.", "")
     prompts = list(dict.fromkeys(r.prompt for r in rows))
-    plain = [r for r in rows if r.strategy == PLAIN]
+    plain = [r for r in rows if is_baseline(r.strategy)]
     color = alt.Color("prompt:N", sort=prompts, title="prompt")
     k_axis = alt.X("k:Q", title="draft length k", scale=alt.Scale(type="log", base=2),
                    axis=alt.Axis(values=sorted({r.k for r in drafts if r.k}), format="d"))

@@ -44,6 +44,7 @@ from phase.analysis.prediction import (
     run_fill,
 )
 from phase.costmodel.curve import points_at_fill
+from phase.policy.strategies import decides
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import profile_anchor, raw_page, run_anchor
 from phase.publish.markup.islands import island
@@ -300,7 +301,7 @@ class CostCalls:
                 continue
             page = self._page(d)
             autos = {s.prompt: [r for r in raw.runs if r.prompt == s.prompt
-                                and r.strategy == "auto"] for s in shares}
+                                and decides(r.strategy)] for s in shares}
             totals: dict[str, int] = {}
             for s in shares:
                 totals[s.prompt] = totals.get(s.prompt, 0) + s.steps

@@ -33,6 +33,7 @@ from phase.analysis.figures import (
 from phase.analysis.formatting import DASH, fmt
 from phase.analysis.memory import MemoryView, memory_views
 from phase.analysis.queries import condition_key
+from phase.policy.strategies import is_baseline
 from phase.publish.data.datasets import Dataset
 from phase.publish.notes.cost_section import (
     CostCalls,
@@ -58,7 +59,8 @@ def _cell(name: str, v: MemoryView) -> CostCell:
 class MemoryCalls(CostCalls):
     def _views(self, d: Dataset) -> list[MemoryView]:
         assert d.raw is not None
-        return memory_views(d.raw, [r for r in d.summary.rows if r.strategy == "plain"])
+        return memory_views(d.raw, [r for r in d.summary.rows
+                                   if is_baseline(r.strategy)])
 
     def memory_table(self, file: str | None = None) -> Markup:
         parts = []

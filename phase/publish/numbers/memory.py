@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from phase.analysis.figures import memory_value
 from phase.analysis.formatting import fmt, pct
 from phase.analysis.memory import MemoryView, memory_views
+from phase.policy.strategies import is_baseline
 from phase.publish.data.datasets import Dataset
 
 
@@ -39,4 +40,5 @@ def memory_headline(d: Dataset) -> str | None:
     raw = d.raw
     if raw is None or not raw.bandwidth:
         return None
-    return highest_share(memory_views(raw, [r for r in d.summary.rows if r.strategy == "plain"]))
+    return highest_share(memory_views(raw, [r for r in d.summary.rows
+                                              if is_baseline(r.strategy)]))

@@ -21,8 +21,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from phase.analysis import PLAIN, runs_by_condition
+from phase.analysis import runs_by_condition
 from phase.analysis.relative import spread_of_range
+from phase.policy.strategies import is_baseline, needs_draft
 from phase.publish.data.datasets import Dataset
 from phase.results import ResultsFile, Run
 
@@ -78,7 +79,7 @@ def _condition(prompt: str, strategy: str, runs: list[Run]) -> StepCost | None:
     if not steps:
         return None
     proposing = [s for s in steps if s.proposed > 0]
-    plain = strategy == PLAIN
+    plain = is_baseline(strategy)
     ks = {r.k for r in runs}
     propose = spread_of([sum(s.propose_ms for s in r.trace) / r.tokens for r in runs])
     verify = spread_of([sum(s.verify_ms for s in r.trace) / r.tokens for r in runs])
@@ -124,8 +125,8 @@ def pooled_median(raw: ResultsFile, figure: str, strategies: Sequence[str] | Non
         if strategies is not None:
             return run.strategy in strategies
         if figure == "plain_ms_per_token":
-            return run.strategy == PLAIN
-        return run.strategy.startswith("draft")
+            return is_baseline(run.strategy)
+        return needs_draft(run.strategy)
 
     runs = [r for r in raw.runs if wanted(r)]
     if figure == "propose_ms_per_drafted":

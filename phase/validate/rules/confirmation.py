@@ -12,6 +12,7 @@ both files (phase.publish.data.confirmations).
 from __future__ import annotations
 
 from phase.analysis.queries import PLAIN, condition_key
+from phase.policy.strategies import is_baseline
 from phase.results import ResultsFile
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
@@ -29,7 +30,12 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         out.append(ctx.finding("confirmation", "blocking", message, json_path=path,
                                numbers=numbers or None))
 
-    if sorted(config.strategies) != sorted({PLAIN, confirms.strategy}):
+    # The baseline once and the confirmed strategy once, nothing else (a confirmation
+    # builds its strategies as (PLAIN, the strategy), phase.campaign.confirm).
+    baselines = [s for s in config.strategies if is_baseline(s)]
+    others = [s for s in config.strategies if not is_baseline(s)]
+    confirmed = [] if is_baseline(confirms.strategy) else [confirms.strategy]
+    if len(baselines) != 1 or others != confirmed:
         block(f"strategies {config.strategies}: a confirmation of {confirms.strategy} runs "
               f"only it and {PLAIN}", "$.config.strategies")
     if [p.name for p in config.prompts] != [confirms.prompt]:
@@ -44,9 +50,10 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         block("a confirmation alternates the condition and plain in a fixed design: no "
               "adaptive rounds, no shuffling", "$.config")
     levels = tuple(confirms.factors.items())
-    allowed = {(confirms.prompt, confirms.strategy, levels), (confirms.prompt, PLAIN, levels)}
     for i, run in enumerate(results.runs):
-        if condition_key(run) not in allowed:
+        prompt, strategy, at = condition_key(run)
+        if (prompt, at) != (confirms.prompt, levels) or not (
+                strategy == confirms.strategy or is_baseline(strategy)):
             block(f"run {run.id} ({run.prompt} × {run.strategy}) is not the confirmed "
                   f"condition nor its plain baseline", f"$.runs[{i}]")
     return out

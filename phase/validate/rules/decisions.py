@@ -46,7 +46,7 @@ from phase.policy.auto import (
 )
 from phase.policy.estimates import PositionEstimate
 from phase.policy.ngram import DEFAULT_KEY_NS, MAX_CONTEXT, NgramMatcher
-from phase.policy.strategies import Proposing, decides, proposing_of
+from phase.policy.strategies import Proposing, decides, proposes_nothing, proposing_of
 from phase.results import CostProfile, ResultsFile, Run
 from phase.results.levels import run_temperature
 from phase.results.schema import Step
@@ -203,7 +203,7 @@ def _step_problems(run: Run, j: int, step: Step, state: _State, setting: _Settin
 def _shape(run: Run, j: int, step: Step, state: _State, setting: _Setting,
            limit: int) -> Iterator[Problem]:
     who, k = step.proposer, step.proposed
-    if (who == "none") != (k == 0):
+    if proposes_nothing(who) != (k == 0):
         yield (f"step {j} proposes {k} tokens but records proposer {who!r}: `none` is the "
                "choice to propose nothing", j, "proposer", {"proposed": k})
     if k > max(limit, 0):
@@ -326,7 +326,7 @@ def _costs(j: int, step: Step, state: _State, setting: _Setting, table: CostTabl
                f"tokens at the profile's {cost:.6g} {table.unit} for this choice, over a plain "
                f"step's {plain:.6g}, is {tokens * plain / cost:.6g}", j, "expected_gain",
                {"expected_gain": gain, "replayed": tokens * plain / cost})
-    if who == "none" and not _close(tokens, 1.0):
+    if proposes_nothing(who) and not _close(tokens, 1.0):
         yield (f"step {j} proposes nothing but expects {tokens:.6g} tokens (a plain step "
                "yields 1)", j, "expected_tokens", {"expected_tokens": tokens})
     if proposing_of(who) is Proposing.LOOKUP and not 1.0 < tokens < k + 1:
