@@ -180,33 +180,22 @@ class CostCalls:
             parts.append(self.assets.chart(_cost_charts().cost_curve(raw.profile), d.name))
             if raw.profile is None:
                 continue
+            # The per-pass costs at each fill are the data page's cost profile (with their
+            # timed blocks): linked once here, not repeated as a table per fill.
             page = self._page(d)
-            for index, point in enumerate(raw.profile.points):
-                draft = {c.tokens: c for c in point.draft}
-                sources = [[Link("target", f"{page}#{profile_anchor(index, 'target', c.tokens)}",
-                                 "")]
-                           + ([Link("draft", f"{page}#{profile_anchor(index, 'draft', c.tokens)}",
-                                    "")]
-                              if c.tokens in draft else [])
-                           for c in point.target]
-                rows = [[_num(c.tokens, lambda v: f"{v:.0f}"), _num(c.ms, lambda v: fmt(v, 2)),
-                         _num(c.ms_spread, lambda v: pct(v, 1)),
-                         _num(draft[c.tokens].ms if c.tokens in draft else None,
-                              lambda v: fmt(v, 2))]
-                        for c in point.target]
-                where = f" (prompt {point.prompt})" if point.prompt else ""
-                notes = [f"n-gram lookup: {fmt(raw.profile.ngram_lookup_ms, 3)} ms"]
-                share = profile_share(raw)
-                if share is not None:
-                    notes.append(f"Profiling took {fmt(raw.profile.wall_s, 1)} s, "
-                                 f"{pct(share, 1)} of the campaign's wall time.")
-                notes += [r for r in (raw.profile.draft_reason, raw.profile.energy_reason) if r]
-                parts.append(self._table(CostTable(
-                    "cost_curve", f"Cost per pass at a KV fill of {point.kv_tokens}{where}",
-                    d.name, page, ["b", "target ms (median of blocks)",
-                                   "spread ((max − min) / median of blocks)",
-                                   "draft ms (median of blocks)"], rows,
-                    notes, sources)))
+            fills = [(f"KV fill {point.kv_tokens}"
+                      + (f" (prompt {point.prompt})" if point.prompt else ""),
+                      f"{page}#{profile_anchor(index)}")
+                     for index, point in enumerate(raw.profile.points)]
+            notes = [f"n-gram lookup: {fmt(raw.profile.ngram_lookup_ms, 3)} ms"]
+            share = profile_share(raw)
+            if share is not None:
+                notes.append(f"Profiling took {fmt(raw.profile.wall_s, 1)} s, "
+                             f"{pct(share, 1)} of the campaign's wall time.")
+            notes += [self._reason(r) for r in (raw.profile.draft_reason,
+                                                 raw.profile.energy_reason) if r]
+            parts.append(self.env.get_template("cost_profile_link.html.j2").render(
+                dataset=d.name, fills=fills, notes=self.assets.notes.once(notes)))
         return self._block(parts)
 
     def cost_prediction(self, file: str | None = None) -> Markup:
