@@ -192,8 +192,9 @@ class CostCalls:
             if share is not None:
                 notes.append(f"Profiling took {fmt(raw.profile.wall_s, 1)} s, "
                              f"{pct(share, 1)} of the campaign's wall time.")
-            notes += [self._reason(r) for r in (raw.profile.draft_reason,
-                                                 raw.profile.energy_reason) if r]
+            # A reason as it is (once() writes a long one as the page's numbered note, or
+            # nothing where the page said it already), not "see note N" after that note.
+            notes += [r for r in (raw.profile.draft_reason, raw.profile.energy_reason) if r]
             parts.append(self.env.get_template("cost_profile_link.html.j2").render(
                 dataset=d.name, fills=fills, notes=self.assets.notes.once(notes)))
         return self._block(parts)
@@ -233,14 +234,22 @@ class CostCalls:
                     "and the error is large, the host drifted after it was profiled.")
             notes.append(PREDICTION_STATISTICS)
             reasons = sorted({p.energy_reason for p in preds if p.energy_reason})
-            notes += [f"J/token: {self._reason(r)}" for r in reasons]
+            headers = ["prompt", "strategy", "tokens/s (mean of runs)",
+                       "predicted (mean of runs)", "error", "pace (mean of runs)",
+                       "error at that pace", "J/token (mean of runs)",
+                       "predicted J/token (mean of runs)", "where it misses"]
+            # Columns a dash in every row (no energy measured) are not drawn; the note says why.
+            no_energy = bool(reasons) and all(
+                p.measured_j_per_token is None and p.predicted_j_per_token is None
+                for p in preds)
+            if no_energy:
+                headers, rows = headers[:7] + headers[9:], [r[:7] + r[9:] for r in rows]
+            said = "J/token (columns left out, no row has it)" if no_energy else "J/token"
+            notes += [f"{said}: {self._reason(r)}" for r in reasons]
             parts.append(self._table(CostTable(
                 "cost_prediction", "Predicted and measured, per condition", d.name,
-                self._page(d), ["prompt", "strategy", "tokens/s (mean of runs)",
-                                "predicted (mean of runs)", "error", "pace (mean of runs)",
-                                "error at that pace", "J/token (mean of runs)",
-                                "predicted J/token (mean of runs)", "where it misses"],
-                rows, notes, sources)))
+                self._page(d), headers, rows, notes,
+                sources if any(sources) else [])))
         return self._block(parts)
 
     def break_even(self, file: str | None = None) -> Markup:
