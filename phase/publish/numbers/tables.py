@@ -230,6 +230,25 @@ def _cite_long(cell: Cell, notes: PageNotes | None) -> Cell:
     return replace(cell, title=None, note=notes.cite(cell.title))
 
 
+def _shown_keys(ds: Dataset, only_plain: bool) -> list[str]:
+    """The keys of the columns the table draws, in order: a figure no row has is left out,
+    and a note under the table says why, once."""
+    rows = ds.summary.rows
+    show_board = any(r.board_mj_per_token is not None or r.board_mj_per_token_reason
+                     for r in rows)
+    show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
+    # Where every row is plain decoding, acceptance is empty and every ratio to plain is 1 by
+    # definition. Chip energy that no row has (no sensor on the machine): its column and its
+    # ratio to plain would be a dash in every row.
+    show_chip = not _no_chip_energy(ds)
+    shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
+             "cpu_vs_plain": show_cpu and not only_plain,
+             "speed_vs_plain": not only_plain, "acceptance": not only_plain,
+             "chip_mj_per_token": show_chip,
+             "energy_ratio_vs_plain": show_chip and not only_plain}
+    return [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
+
+
 def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table:
     """The results table of one dataset, for a page whose way back to the site root is `root`;
     with a page's `notes`, what the page said before is not said again."""
@@ -237,22 +256,9 @@ def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table
     page = raw_page(ds.stem, root)
     baselines = unstable_baselines(ds)
     unstable = {f.condition: f.message for f in ds.report.findings if f.rule == "variance"}
-    show_board = any(r.board_mj_per_token is not None or r.board_mj_per_token_reason
-                     for r in rows)
-    show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
     factors = list(dict.fromkeys(name for r in rows for name in r.factors))
-    # Where every row is plain decoding, acceptance is empty and every ratio to plain is 1 by
-    # definition: the columns are left out and a note under the table says so once.
     only_plain = bool(rows) and all(r.strategy == PLAIN for r in rows)
-    # Chip energy that no row has (no sensor on the machine): its column and its ratio to
-    # plain would be a dash in every row; they are left out and a note says why, once.
-    show_chip = not _no_chip_energy(ds)
-    shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
-             "cpu_vs_plain": show_cpu and not only_plain,
-             "speed_vs_plain": not only_plain, "acceptance": not only_plain,
-             "chip_mj_per_token": show_chip,
-             "energy_ratio_vs_plain": show_chip and not only_plain}
-    keys = [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
+    keys = _shown_keys(ds, only_plain)
     groups = GroupLinks(ds.raw, page) if ds.raw is not None else None
     out_rows = []
     for row in rows:
