@@ -112,10 +112,11 @@ def test_own_campaigns_become_a_versioned_note(tmp_path: Path, browser) -> None:
             charts = _charts_drawn(page)
             drawn = [c for c in charts if c["drawn"] == "svg" and c["marks"] > 0]
             assert drawn, charts
-            links = page.eval_on_selector_all(".phase-table a.phase-raw-link",
+            # (the rows' links; a note under the table may link to the data page's findings)
+            links = page.eval_on_selector_all(".phase-table td.phase-runs a.phase-raw-link",
                                               "els => els.map(a => a.href)")
             assert len(links) == 3  # 3 conditions, each linked once to its runs
-            page.locator(".phase-table a.phase-raw-link").first.click()
+            page.locator(".phase-table td.phase-runs a.phase-raw-link").first.click()
             page.wait_for_load_state("load")
             fragment = page.url.split("#", 1)[1]
             assert page.evaluate("id => !!document.getElementById(id)", fragment)

@@ -127,14 +127,14 @@ def test_every_ratio_on_an_unstable_baseline_says_so_in_table_and_prose(built_si
     assert unstable_plain == expected and expected
     # In the table: every ratio cell of those prompts carries the mark, which links to the
     # one note on the page that gives the reason (said once, not in every cell's title).
+    rows = parse_tables(page)[measured]
     for prompt in unstable_plain:
         for ratio in ("speed_vs_plain", "cpu_vs_plain"):
-            found = re.search(
-                rf'data-prompt="{prompt}" data-strategy="draft-2".*?data-key="{ratio}"[^>]*>'
-                r'[0-9.]+<sup class="phase-unstable-mark"><a href="#(phase-note-\d+)">†</a>',
-                page)
-            assert found, (prompt, ratio)
-            note = re.search(rf'<p class="phase-table-note" id="{found[1]}"><sup>\d+</sup> '
+            cell = rows[(prompt, "draft-2")].cells[ratio]
+            found = re.fullmatch(r"[0-9.]+†", cell.text) and cell.marks
+            assert found and len(cell.marks) == 1, (prompt, ratio, cell)
+            anchor = cell.marks[0].removeprefix("#")
+            note = re.search(rf'<p class="phase-table-note" id="{anchor}"><sup>\d+</sup> '
                              r'† Plain decoding was itself unstable on ([^<]*)</p>', page)
             assert note and f"{prompt} (tokens/s spread" in note[1], (prompt, ratio)
     # In the prose: a ratio figure is followed by its mark where its baseline is unstable.

@@ -79,7 +79,7 @@ def test_table_numbers_are_the_medians_of_the_raw_runs(built_site) -> None:
         cells = row.cells
         speeds = [r.tokens_per_s for r in runs]
         assert float(cells["tokens_per_s"].value) == pytest.approx(
-            statistics.median(speeds), rel=1e-12)
+            statistics.median(speeds), rel=1e-5)  # data-value keeps 6 digits
         assert cells["tokens_per_s"].text == f"{statistics.median(speeds):.1f}"
         # Its order-statistic 95% interval, within the runs' range around the median, from six
         # runs; with fewer, none (no honest 95% interval of a median exists).
@@ -92,12 +92,12 @@ def test_table_numbers_are_the_medians_of_the_raw_runs(built_site) -> None:
         assert cells["n"].text == str(len(runs))
         chip = [w.energy_j / r.tokens * 1000 for r in runs for w in r.energy
                 if w.sensor == "gpu" and report.rejection_of(r.id, "gpu") is None]
-        assert float(cells["chip"].value) == pytest.approx(statistics.median(chip), rel=1e-12)
+        assert float(cells["chip"].value) == pytest.approx(statistics.median(chip), rel=1e-5)
         cpu = statistics.median(r.cpu_s / r.tokens * 1000 for r in runs)
-        assert float(cells["cpu"].value) == pytest.approx(cpu, rel=1e-12)
+        assert float(cells["cpu"].value) == pytest.approx(cpu, rel=1e-5)
         if strategy != "plain":
             accepted = statistics.median(r.acceptance for r in runs)
-            assert float(cells["acceptance"].value) == pytest.approx(accepted)
+            assert float(cells["acceptance"].value) == pytest.approx(accepted, rel=1e-5)
             assert cells["speed_vs_plain"].low is not None
         # Each row links once, to the raw-data page's list of exactly its own runs.
         assert len(row.links) == 1
@@ -153,7 +153,17 @@ def test_rejected_values_are_struck_through_with_their_reason(built_site) -> Non
     # The unstable condition is marked in its row, with the variance finding as the reason.
     unstable = rows[("code", "ngram")]
     assert unstable.cls == "phase-unstable"
-    assert 'title="unstable: chip energy per token spreads 18.2%' in page
+    # The badge carries no title (it was the finding's text, in every unstable row): one note
+    # under the table says what it means and links to the findings on the data page, and the
+    # finding itself, with its spread, is listed there (and here, a list this short).
+    assert '<span class="phase-badge">unstable</span>' in page and 'title="unstable' not in page
+    table = page.split(f'data-dataset="{GPU_FILE}"', 1)[1].split("</div>", 1)[0]
+    (href,) = re.findall(r'<p class="phase-table-note phase-unstable-note">[^<]*<a '
+                         r'class="phase-raw-link" href="([^"]+)">', table)
+    assert href == f"../../../raw/{Path(GPU_FILE).stem}.html#findings"
+    raw = (built_site.paths.site_dir / f"raw/{Path(GPU_FILE).stem}.html").read_text()
+    assert 'id="findings"' in raw and "unstable: chip energy per token spreads 18.2%" in raw
+    assert "unstable: chip energy per token spreads 18.2%" in page
     assert all(r.cls == "" for k, r in rows.items() if k != ("code", "ngram"))
     assert "output differs from plain decoding from token 7" in page
 
@@ -168,22 +178,20 @@ def test_missing_energy_says_why_instead_of_plotting_zeros(built_site) -> None:
     page = _page(built_site, "notes/speculative-decoding-cpu/index.md")
     rows = parse_tables(page)[measured]
     assert len(rows) == len({(r.prompt, r.strategy) for r in raw.runs})
-    # The reason is long: said once, as the page's numbered note that every empty chip cell
-    # links to, not repeated in each cell's title.
+    # No row has chip energy: its columns are not drawn (a dash in every row), and the table
+    # says why once, citing the page's numbered note with the reason the file records.
     notes = {n: html.unescape(text) for n, text in re.findall(
         r'<p class="phase-table-note" id="phase-note-(\d+)"><sup>\d+</sup> ([^<]*)</p>', page)}
-    cited = re.findall(rf'data-dataset="{re.escape(measured)}".*?</table>', page, re.S)[0]
+    cited = re.findall(rf'data-dataset="{re.escape(measured)}".*?</div>', page, re.S)[0]
     for row in rows.values():
-        chip = row.cells["chip"]
-        assert chip.text.startswith("—") and chip.value is None and chip.title is None
-        assert row.cells["ratio"].value is None
+        assert "chip" not in row.cells and "ratio" not in row.cells
         assert "board" not in row.cells  # no board sensor, no board column
         assert row.cells["cpu"].value is not None
-    marks = set(re.findall(r'<td data-key="chip">—<sup class="phase-note-mark">'
-                           r'<a href="#phase-note-(\d+)">', cited))
-    assert len(marks) == 1 and why in notes[marks.pop()]
+    assert "chip mJ/token" not in cited.split("</table>")[0]
+    said = re.findall(r"Chip energy not available, so its columns \(chip mJ/token, energy vs "
+                      r"plain\) are left out: note (\d+)\.", cited)
+    assert len(said) == 1 and why in notes[said[0]]
     assert html.unescape(page).count(why) == 1  # said once on the page
-    assert "Chip energy not available: note" in page
     # The energy charts of the CPU file are replaced by a sentence; tokens/s vs k is drawn.
     missing = page.split(f'data-dataset="{measured}"')
     assert sum('class="phase-chart-missing" data-kind="energy_vs_speed"' in part[-200:]

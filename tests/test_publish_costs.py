@@ -209,8 +209,7 @@ def test_every_cost_row_links_to_its_source_on_the_data_page(docs: Path, page: s
     anchors = set(re.findall(r'id="([^"]+)"', raw))
     results = costs_results()
     tables = _cost_tables(page)
-    assert set(tables) == {"cost_curve", "cost_prediction", "break_even", "best_k",
-                           "auto_choices"}
+    assert set(tables) == {"cost_prediction", "break_even", "best_k", "auto_choices"}
     for kind, rows in tables.items():
         for cells, links in rows:
             assert links, f"{kind} row {cells} links nowhere"
@@ -218,10 +217,16 @@ def test_every_cost_row_links_to_its_source_on_the_data_page(docs: Path, page: s
                 target, _, anchor = href.partition("#")
                 assert target.endswith(f"raw/{Path(FILE).stem}.html"), href
                 assert anchor in anchors, f"{kind}: {href} has no anchor on the data page"
-    # A pass cost links to its own pass size's blocks; the data page shows them.
-    for cells, links in tables["cost_curve"]:
-        b = int(cells[0])
-        assert [h.partition("#")[2] for h in links][:1] == [f"profile-0-target-b{b}"]
+    # The pass costs are not a table per fill on the note: it links once to each profiled
+    # fill on the data page, which lists every pass size with its blocks.
+    (curve,) = re.findall(r'<div class="phase-cost-profile" data-kind="cost_curve" '
+                          rf'data-dataset="{re.escape(FILE)}">(.*?)</div>', page, re.S)
+    fills = re.findall(r'href="([^"]+)"', curve)
+    assert len(fills) == len(results.profile.points) if results.profile else False
+    for index, href in enumerate(fills):
+        target, _, anchor = href.partition("#")
+        assert target.endswith(f"raw/{Path(FILE).stem}.html") and anchor == f"profile-{index}"
+        assert anchor in anchors
     # A prediction links to exactly its condition's runs, and the fill they were priced at.
     ids = {(r.prompt, r.strategy): sorted(run_anchor(x.id) for x in results.runs
                                           if (x.prompt, x.strategy) == (r.prompt, r.strategy))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -270,6 +270,7 @@ class ParsedCell:
     low: str | None = None  # data-low, data-high: the 95% interval's ends
     high: str | None = None
     interval: str = ""  # the interval's line under the value
+    marks: list[str] = field(default_factory=list)  # hrefs of the links in the cell (notes)
 
 
 @dataclass
@@ -293,24 +294,38 @@ class _TableParser(HTMLParser):
         self.text: list[str] = []
         self.interval: list[str] | None = None
         self.struck = False
+        # The table's column keys, from its headings (data-key on a <th>; None for a label
+        # column), and the index of the row's next cell.
+        self.keys: list[str | None] = []
+        self.column = 0
+        self.marks: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = dict(attrs)
         if tag == "div" and "phase-table" in (a.get("class") or "").split():
             self.dataset = a.get("data-dataset")
             self.tables.setdefault(self.dataset or "", {})
+            self.keys = []
+        elif tag == "th" and self.dataset is not None and self.row is None:
+            self.keys.append(a.get("data-key"))
         elif tag == "tr" and self.dataset is not None and "data-prompt" in a:
             self.row = ParsedRow(a["data-prompt"] or "", a["data-strategy"] or "",
                                  a.get("class") or "", {}, [])
-        elif tag == "td" and self.row is not None and "data-key" in a:
-            self.cell = (a["data-key"] or "", a)
-            self.text, self.struck, self.interval = [], False, None
+            self.column = 0
+        elif tag == "td" and self.row is not None:
+            key = self.keys[self.column] if self.column < len(self.keys) else None
+            self.column += 1
+            if key is not None:
+                self.cell = (key, a)
+                self.text, self.struck, self.interval, self.marks = [], False, None, []
         elif tag == "span" and self.cell is not None and a.get("class") == "phase-ci":
             self.interval = []
         elif tag == "del" and self.cell is not None:
             self.struck = True
         elif tag == "a" and self.row is not None and "phase-raw-link" in (a.get("class") or ""):
             self.row.links.append(a.get("href") or "")
+        elif tag == "a" and self.cell is not None:
+            self.marks.append(a.get("href") or "")
 
     def handle_data(self, data: str) -> None:
         if self.cell is not None:
@@ -321,7 +336,8 @@ class _TableParser(HTMLParser):
             key, a = self.cell
             self.row.cells[key] = ParsedCell("".join(self.text), a.get("data-value"),
                                              a.get("title"), self.struck, a.get("data-low"),
-                                             a.get("data-high"), "".join(self.interval or []))
+                                             a.get("data-high"), "".join(self.interval or []),
+                                             self.marks)
             self.cell = None
         elif tag == "tr" and self.row is not None and self.dataset is not None:
             self.tables[self.dataset][(self.row.prompt, self.row.strategy)] = self.row

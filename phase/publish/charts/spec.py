@@ -48,8 +48,9 @@ class Chart:
 
 
 # Significant digits a chart's numbers keep: far finer than a pixel or a tooltip shows (a
-# tooltip formats to at most 3), where 17 digits of every value made up a quarter of a spec.
-CHART_DIGITS = 7
+# tooltip formats to at most 3), where 17 digits of every value made up a quarter of a spec;
+# the same 6 digits as a table cell's data-value (phase.publish.markup.values).
+CHART_DIGITS = 6
 
 
 def _rounded(value: Any) -> Any:

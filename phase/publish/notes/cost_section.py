@@ -181,33 +181,23 @@ class CostCalls:
             parts.append(self.assets.chart(_cost_charts().cost_curve(raw.profile), d.name))
             if raw.profile is None:
                 continue
+            # The per-pass costs at each fill are the data page's cost profile (with their
+            # timed blocks): linked once here, not repeated as a table per fill.
             page = self._page(d)
-            for index, point in enumerate(raw.profile.points):
-                draft = {c.tokens: c for c in point.draft}
-                sources = [[Link("target", f"{page}#{profile_anchor(index, 'target', c.tokens)}",
-                                 "")]
-                           + ([Link("draft", f"{page}#{profile_anchor(index, 'draft', c.tokens)}",
-                                    "")]
-                              if c.tokens in draft else [])
-                           for c in point.target]
-                rows = [[_num(c.tokens, lambda v: f"{v:.0f}"), _num(c.ms, lambda v: fmt(v, 2)),
-                         _num(c.ms_spread, lambda v: pct(v, 1)),
-                         _num(draft[c.tokens].ms if c.tokens in draft else None,
-                              lambda v: fmt(v, 2))]
-                        for c in point.target]
-                where = f" (prompt {point.prompt})" if point.prompt else ""
-                notes = [f"n-gram lookup: {fmt(raw.profile.ngram_lookup_ms, 3)} ms"]
-                share = profile_share(raw)
-                if share is not None:
-                    notes.append(f"Profiling took {fmt(raw.profile.wall_s, 1)} s, "
-                                 f"{pct(share, 1)} of the campaign's wall time.")
-                notes += [r for r in (raw.profile.draft_reason, raw.profile.energy_reason) if r]
-                parts.append(self._table(CostTable(
-                    "cost_curve", f"Cost per pass at a KV fill of {point.kv_tokens}{where}",
-                    d.name, page, ["b", "target ms (median of blocks)",
-                                   "spread ((max − min) / median of blocks)",
-                                   "draft ms (median of blocks)"], rows,
-                    notes, sources)))
+            fills = [(f"KV fill {point.kv_tokens}"
+                      + (f" (prompt {point.prompt})" if point.prompt else ""),
+                      f"{page}#{profile_anchor(index)}")
+                     for index, point in enumerate(raw.profile.points)]
+            notes = [f"n-gram lookup: {fmt(raw.profile.ngram_lookup_ms, 3)} ms"]
+            share = profile_share(raw)
+            if share is not None:
+                notes.append(f"Profiling took {fmt(raw.profile.wall_s, 1)} s, "
+                             f"{pct(share, 1)} of the campaign's wall time.")
+            # A reason as it is (once() writes a long one as the page's numbered note, or
+            # nothing where the page said it already), not "see note N" after that note.
+            notes += [r for r in (raw.profile.draft_reason, raw.profile.energy_reason) if r]
+            parts.append(self.env.get_template("cost_profile_link.html.j2").render(
+                dataset=d.name, fills=fills, notes=self.assets.notes.once(notes)))
         return self._block(parts)
 
     def cost_prediction(self, file: str | None = None) -> Markup:
@@ -245,14 +235,22 @@ class CostCalls:
                     "and the error is large, the host drifted after it was profiled.")
             notes.append(PREDICTION_STATISTICS)
             reasons = sorted({p.energy_reason for p in preds if p.energy_reason})
-            notes += [f"J/token: {self._reason(r)}" for r in reasons]
+            headers = ["prompt", "strategy", "tokens/s (mean of runs)",
+                       "predicted (mean of runs)", "error", "pace (mean of runs)",
+                       "error at that pace", "J/token (mean of runs)",
+                       "predicted J/token (mean of runs)", "where it misses"]
+            # Columns a dash in every row (no energy measured) are not drawn; the note says why.
+            no_energy = bool(reasons) and all(
+                p.measured_j_per_token is None and p.predicted_j_per_token is None
+                for p in preds)
+            if no_energy:
+                headers, rows = headers[:7] + headers[9:], [r[:7] + r[9:] for r in rows]
+            said = "J/token (columns left out, no row has it)" if no_energy else "J/token"
+            notes += [f"{said}: {self._reason(r)}" for r in reasons]
             parts.append(self._table(CostTable(
                 "cost_prediction", "Predicted and measured, per condition", d.name,
-                self._page(d), ["prompt", "strategy", "tokens/s (mean of runs)",
-                                "predicted (mean of runs)", "error", "pace (mean of runs)",
-                                "error at that pace", "J/token (mean of runs)",
-                                "predicted J/token (mean of runs)", "where it misses"],
-                rows, notes, sources)))
+                self._page(d), headers, rows, notes,
+                sources if any(sources) else [])))
         return self._block(parts)
 
     def break_even(self, file: str | None = None) -> Markup:

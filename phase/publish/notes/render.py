@@ -49,7 +49,9 @@ from phase.base.escaping import join as md_join
 from phase.publish.charts.spec import ENERGY_KINDS, STRATEGY_KINDS, Chart
 from phase.publish.data.confirmations import CONFIRMATIONS_GLOBAL
 from phase.publish.data.datasets import Dataset, page_stem
+from phase.publish.markup.anchors import raw_page
 from phase.publish.markup.islands import island
+from phase.publish.markup.values import data_value
 from phase.publish.notes.citations import cited_section
 from phase.publish.notes.cost_section import cost_calls
 from phase.publish.notes.figures import CAVEAT_ID, Figures
@@ -88,6 +90,7 @@ def environment(templates_dir: Path) -> jinja2.Environment:
     env.filters["url"] = safe_url
     env.filters["authored"] = authored_markdown
     env.filters["island"] = island
+    env.filters["value"] = data_value
     return env
 
 
@@ -211,7 +214,10 @@ class _Calls:
         downloads = {d.name: self.assets.downloads(findings_frame(rows), f"{d.stem}-findings",
                                                    f"the findings ({d.name})")
                      for d, rows in groups}
-        return self._render("findings.html.j2", groups=groups, downloads=downloads)
+        # A long list is linked on its data page (the findings section), not repeated.
+        pages = {d.name: f"{raw_page(d.stem, self.root)}#findings" for d, _ in groups}
+        return self._render("findings.html.j2", groups=groups, downloads=downloads,
+                            data_pages=pages)
 
     def provenance(self, file: str | None = None) -> Markup:
         self.called.add("provenance")

@@ -2,9 +2,10 @@
 
 Each column is a figure of the registry (phase.analysis.figures): its heading, hover title,
 value and formatter come from there, so the page, its downloads, the changes table and a
-note's figure calls agree on what a reader sees; each cell also keeps its exact value
-(rendered as `data-value`) and, where the summary row has one, the figure's 95%
-interval (`data-low`, `data-high`, and a second line under the value).
+note's figure calls agree on what a reader sees; each cell also keeps its value
+(rendered as `data-value`, to 6 significant digits; exact in the downloads) and, where
+the summary row has one, the figure's 95% interval (`data-low`, `data-high`, and a second
+line under the value).
 """
 
 from __future__ import annotations
@@ -229,6 +230,25 @@ def _cite_long(cell: Cell, notes: PageNotes | None) -> Cell:
     return replace(cell, title=None, note=notes.cite(cell.title))
 
 
+def _shown_keys(ds: Dataset, only_plain: bool) -> list[str]:
+    """The keys of the columns the table draws, in order: a figure no row has is left out,
+    and a note under the table says why, once."""
+    rows = ds.summary.rows
+    show_board = any(r.board_mj_per_token is not None or r.board_mj_per_token_reason
+                     for r in rows)
+    show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
+    # Where every row is plain decoding, acceptance is empty and every ratio to plain is 1 by
+    # definition. Chip energy that no row has (no sensor on the machine): its column and its
+    # ratio to plain would be a dash in every row.
+    show_chip = not _no_chip_energy(ds)
+    shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
+             "cpu_vs_plain": show_cpu and not only_plain,
+             "speed_vs_plain": not only_plain, "acceptance": not only_plain,
+             "chip_mj_per_token": show_chip,
+             "energy_ratio_vs_plain": show_chip and not only_plain}
+    return [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
+
+
 def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table:
     """The results table of one dataset, for a page whose way back to the site root is `root`;
     with a page's `notes`, what the page said before is not said again."""
@@ -236,18 +256,9 @@ def build_table(ds: Dataset, root: str, notes: PageNotes | None = None) -> Table
     page = raw_page(ds.stem, root)
     baselines = unstable_baselines(ds)
     unstable = {f.condition: f.message for f in ds.report.findings if f.rule == "variance"}
-    show_board = any(r.board_mj_per_token is not None or r.board_mj_per_token_reason
-                     for r in rows)
-    show_cpu = any(r.cpu_ms_per_token is not None for r in rows)
     factors = list(dict.fromkeys(name for r in rows for name in r.factors))
-    # Where every row is plain decoding, acceptance is empty and every ratio to plain is 1 by
-    # definition: the columns are left out and a note under the table says so once.
     only_plain = bool(rows) and all(r.strategy == PLAIN for r in rows)
-    shown = {"board_mj_per_token": show_board, "cpu_ms_per_token": show_cpu,
-             "cpu_vs_plain": show_cpu and not only_plain,
-             "speed_vs_plain": not only_plain, "acceptance": not only_plain,
-             "energy_ratio_vs_plain": not only_plain}
-    keys = [FIGURES[name].key for name in TABLE_FIGURES if shown.get(name, True)]
+    keys = _shown_keys(ds, only_plain)
     groups = GroupLinks(ds.raw, page) if ds.raw is not None else None
     out_rows = []
     for row in rows:
@@ -318,18 +329,29 @@ def _baseline_note(baselines: dict[str, str]) -> str:
         + ": every ratio to plain on those prompts is uncertain by at least as much.")
 
 
+def _no_chip_energy(ds: Dataset) -> bool:
+    """No row has a chip energy, standing or struck through (a struck value is a reading
+    validation rejected, which the table shows), and every row records why."""
+    rows = ds.summary.rows
+    return bool(rows) and all(r.chip_mj_per_token is None and r.chip_mj_per_token_reason
+                              for r in rows) and not any(
+        _measured(ds, r, ds.summary.chip_sensor) for r in rows)
+
+
 def _notes(ds: Dataset, page: PageNotes | None = None) -> list[str]:
     summary = ds.summary
     notes = []
     reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
                       if r.chip_mj_per_token_reason})
     if reasons and all(r.chip_mj_per_token is None for r in summary.rows):
+        said = "Chip energy not available" + (
+            ", so its columns (chip mJ/token, energy vs plain) are left out"
+            if _no_chip_energy(ds) else "")
         if page is not None and all(len(r) >= LONG_REASON for r in reasons):
-            # The reasons are the page's numbered notes, which the empty cells cite.
-            notes.append("Chip energy not available: " + "; ".join(
-                f"note {page.cite(r)}" for r in reasons) + ".")
+            # A long reason is the page's numbered note, said once on the page.
+            notes.append(f"{said}: " + "; ".join(f"note {page.cite(r)}" for r in reasons) + ".")
         else:
-            notes.append("Chip energy not available: " + "; ".join(reasons))
+            notes.append(f"{said}: " + "; ".join(reasons))
     elif summary.chip_sensor:
         notes.append(f"Chip energy from sensor {summary.chip_sensor}.")
     if summary.board_sensor:
