@@ -101,11 +101,15 @@ def test_quiet_check_names_a_busy_process() -> None:
 
 
 THRESHOLD = 0.8
+# Judged by load alone: under `make test` the other xdist worker keeps about half the machine
+# busy and its work comes and goes, which slowed a "quiet" run below 0.8x of its condition's
+# earlier one (a real slowdown, rightly judged, but not this test's subject). Slowdown
+# judgement has its own tests (tests/test_slowdown.py, tests/test_profile_disturbance.py).
 PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=24, repeats=2, cooldown_s=0.3, idle_window_s=0.0,
     threads=1, threads_batch=1, profile=False, disturbed_load=THRESHOLD, max_reruns=2,
-    quiet_check_s=0.3,
+    quiet_check_s=0.3, slow_vs_condition=None, slow_vs_profile=None,
 )
 
 
