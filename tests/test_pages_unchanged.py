@@ -40,7 +40,7 @@ counts behind every rate, headlines stated with their confirmation, builds compa
 comparable, and new versions of three notes with errata on the ones they correct; then to
 6ce2d0f (issue 44, a note page under 150 KB): a note's row links once to its runs, listed
 under one anchor of the data page (which gains that list), chart specs keep 7 significant
-digits, and a finding's run link has no title; then to fabcd3b (the rest of that item):
+digits, and a finding's run link has no title; then to 672c922 (the rest of that item):
 a column empty in every row is not drawn, a column's key is on its heading, cells' data-value
 and chart specs keep 6 significant digits, an unstable badge has no title (one note per
 table says what it means), and a note links to its data page's cost profile and, past 12
@@ -63,7 +63,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "fabcd3b48272a4d8a04b10d4f960f1577e242228"
+REFERENCE = "672c922b2e5f120ebbebce39163beabfb910f51d"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
