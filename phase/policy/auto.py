@@ -161,9 +161,10 @@ class AutoProposer:
         decision = Decision(who, k, tokens, tokens * plain / cost, match.context)
         self.decisions.append(decision)
         self._last = decision
-        if proposing_of(who) is Proposing.LOOKUP:
+        kind = proposing_of(who)  # once per step: the registry lookup scans its families
+        if kind is Proposing.LOOKUP:
             return match.continuation[:k]
-        if proposing_of(who) is Proposing.DRAFT:
+        if kind is Proposing.DRAFT:
             assert self.draft is not None
             return self.draft.propose(seq, k)
         return []
