@@ -131,3 +131,24 @@ def test_what_moved_to_the_data_page_is_linked_to_a_real_anchor(built_site) -> N
             kinds.add(kind)
     assert kinds == {"phase-findings-elsewhere", "phase-table-note phase-unstable-note",
                      "phase-cost-profile"}
+
+
+def test_a_long_prediction_table_draws_its_largest_errors_and_downloads_every_row(
+        built_site) -> None:
+    """The sampling note predicts 48 conditions (prompt x strategy x temperature): the page
+    draws the 12 with the largest error, each row naming its levels and linking to exactly its
+    condition's runs; the table's CSV holds all 48."""
+    page = (built_site.paths.docs_dir / "notes/speculative-sampling-x86-64-2c/index.md")
+    text = page.read_text(encoding="utf-8")
+    start = text.index('data-kind="cost_prediction"')
+    table = text[start:text.index("</table>", start)]
+    rows = re.findall(r"<tr><td>(.*?)</tr>", table, re.S)
+    assert len(rows) == 12
+    for row in rows:
+        prompt, strategy, levels = re.findall(r"<td>([^<]*)</td>", "<td>" + row)[:3]
+        assert levels.startswith("temperature=")
+        assert f"#row-{prompt}--{strategy}--{levels.replace('=', '-')}\"" in row
+    csv_name = re.search(r'href="([^"]*cost_prediction[^"]*\.csv)"', text[start:])
+    assert csv_name is not None
+    csv = (page.parent / csv_name.group(1)).read_text(encoding="utf-8").strip().splitlines()
+    assert len(csv) == 1 + 48

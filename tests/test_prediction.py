@@ -9,6 +9,7 @@ import pytest
 from cost_factories import make_profile
 from factories import make_results, make_run, make_window
 
+from phase.analysis import runs_by_condition
 from phase.analysis.prediction import (
     PROFILE_SHARE_LIMIT,
     auto_choices,
@@ -244,3 +245,18 @@ def test_pace_at_takes_the_nearest_reading_on_each_side() -> None:
     assert pace_at(readings, 10.0, exclude="b") == pytest.approx(2.5)
     assert pace_at(readings[:1], 0.0, exclude="a") is None
     assert pace_at([], 3.0) is None
+
+
+def test_each_prediction_keeps_its_conditions_levels() -> None:
+    """The committed sampled campaign has one prompt and strategy at three temperatures: each
+    is its own prediction, carrying its levels, so the page can tell them apart and link each
+    row to exactly its runs."""
+    results_dir = Path(__file__).parent.parent / "results"
+    path = next(results_dir.glob("speculative_sampling-*-12-03.json"))
+    results = load_raw(path)
+    preds = predict_conditions(results)
+    keys = [(p.prompt, p.strategy, p.levels) for p in preds]
+    assert len(set(keys)) == len(keys)
+    assert set(keys) == set(runs_by_condition(results))
+    assert {len(p.levels) for p in preds} == {1}
+    assert len({(p.prompt, p.strategy) for p in preds}) < len(preds)

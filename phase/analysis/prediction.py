@@ -36,6 +36,7 @@ from phase.policy.strategies import (
     run_terms,
 )
 from phase.results import ResultsFile, Run
+from phase.results.schedule import Levels
 
 TOLERANCE = 0.10
 PROFILE_SHARE_LIMIT = 0.05  # issue 15: profiling adds less than 5% to a campaign's wall time
@@ -76,6 +77,9 @@ class ConditionPrediction:
     # had no plain run to read it from; and the prediction at that pace.
     pace: float | None = None
     paced_tokens_per_s: float | None = None
+    # The condition's extra factor levels (a sampled campaign's temperature): without them two
+    # conditions of one prompt and strategy would read as one.
+    levels: Levels = ()
 
     @property
     def error(self) -> float:
@@ -202,7 +206,7 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
     why_no_energy = _energy_sensor_ok(results, sensor)
     readings = pace_readings(results)
     out = []
-    for (prompt, strategy, _levels), runs in runs_by_condition(results).items():
+    for (prompt, strategy, levels), runs in runs_by_condition(results).items():
         predicted = [predict_run(results, r, sensor) for r in runs]
         paces = [run_pace(readings, r) for r in runs]
         known = [p for p in paces if p is not None]
@@ -231,6 +235,7 @@ def predict_conditions(results: ResultsFile, sensor: Sensors = None
                                             "no measured energy for these runs"),
             pace=_mean(known) if paced else None,
             paced_tokens_per_s=tokens / paced_s if paced_s > 0 else None,
+            levels=levels,
         ))
     return out
 

@@ -34,6 +34,7 @@ from phase.analysis.counts import Counts, rate_with_counts
 from phase.analysis.formatting import DASH, fmt, pct
 from phase.analysis.prediction import (
     TOLERANCE,
+    ConditionPrediction,
     auto_choices,
     best_k_rows,
     break_even_rows,
@@ -43,6 +44,7 @@ from phase.analysis.prediction import (
     proposer_runs,
     run_fill,
 )
+from phase.analysis.queries import levels_text
 from phase.costmodel.curve import points_at_fill
 from phase.policy.strategies import decides
 from phase.publish.data.datasets import Dataset, page_stem
@@ -91,6 +93,8 @@ class CostTable:
     notes: list[str] = field(default_factory=list)
     # Per row, links to its source on the data page (same order as rows).
     sources: list[list[Link]] = field(default_factory=list)
+    # The rows drawn on the page (indices; None: all). The downloads always hold every row.
+    shown: list[int] | None = None
 
 
 def run_links(page: str, runs: list[Run], by_repeat: bool = False) -> list[Link]:
@@ -154,6 +158,10 @@ class CostCalls:
         tag = hashlib.sha256(table.title.encode()).hexdigest()[:8]
         stem = f"{page_stem(Path(table.dataset).stem)}-{table.kind}-{tag}"
         downloads = self.assets.downloads(frame, stem, f"this table ({table.dataset})")
+        if table.shown is not None:
+            table = replace(table, rows=[table.rows[i] for i in table.shown],
+                            sources=[table.sources[i] for i in table.shown]
+                            if table.sources else [])
         return self.env.get_template("cost_table.html.j2").render(
             table=table, downloads=downloads, said=self.assets.notes.once(table.notes))
 
@@ -221,7 +229,8 @@ class CostCalls:
             assert profile is not None  # predictions need one
             groups = self._groups(raw, page)
             sources = [groups(runs) + _fill_links(page, profile, {run_fill(r) for r in runs})
-                       for p in preds for runs in [priced.get((p.prompt, p.strategy, ()), [])]]
+                       for p in preds
+                       for runs in [priced.get((p.prompt, p.strategy, p.levels), [])]]
             missed = sum(not p.within for p in preds)
             notes = [f"{len(preds) - missed} of {len(preds)} conditions predicted within "
                      f"{TOLERANCE:.0%} of the measured tokens/s."]
@@ -245,12 +254,20 @@ class CostCalls:
                 for p in preds)
             if no_energy:
                 headers, rows = headers[:7] + headers[9:], [r[:7] + r[9:] for r in rows]
+            if any(p.levels for p in preds):  # else one prompt and strategy would repeat as one
+                headers = [*headers[:2], "levels", *headers[2:]]
+                rows = [[*r[:2], CostCell(levels_text(p.levels)), *r[2:]]
+                        for r, p in zip(rows, preds, strict=True)]
             said = "J/token (columns left out, no row has it)" if no_energy else "J/token"
             notes += [f"{said}: {self._reason(r)}" for r in reasons]
+            shown = _misses_shown(preds)
+            if shown is not None:
+                notes.insert(0, f"Drawn here: the {len(shown)} of {len(preds)} conditions with the "
+                                "largest error; every row is in this table's CSV and JSON.")
             parts.append(self._table(CostTable(
                 "cost_prediction", "Predicted and measured, per condition", d.name,
                 self._page(d), headers, rows, notes,
-                sources if any(sources) else [])))
+                sources if any(sources) else [], shown)))
         return self._block(parts)
 
     def break_even(self, file: str | None = None) -> Markup:
@@ -330,3 +347,17 @@ def _cost_charts() -> ModuleType:
     from phase.publish.charts import cost_model
 
     return cost_model
+
+
+# A page draws at most this many rows of a per-condition table (the rest are in its downloads),
+# as it lists at most this many findings: a campaign over factors has dozens of conditions.
+ROWS_DRAWN = 12
+
+
+def _misses_shown(preds: list[ConditionPrediction]) -> list[int] | None:
+    """The rows a long prediction table draws: the ROWS_DRAWN conditions with the largest
+    error, in the table's order; None (every row) for a table that short."""
+    if len(preds) <= ROWS_DRAWN:
+        return None
+    largest = sorted(range(len(preds)), key=lambda i: -abs(preds[i].error))
+    return sorted(largest[:ROWS_DRAWN])
