@@ -123,6 +123,17 @@ def test_no_rate_sends_everything_at_the_start() -> None:
     assert clock.slept == []
 
 
+def test_on_the_real_clock_the_open_loop_really_waits_for_arrivals() -> None:
+    # the defaults: time.perf_counter and time.sleep; 200 requests/s keeps it to milliseconds
+    decoder = ScriptedDecoder(SimClock(), SCRIPTS, step_s=0.0)
+    load = OpenLoop(request_rate=200.0, n_requests=4, max_new_tokens=16, seed=5)
+    run = run_open(decoder, prompts(6), load)
+    offsets = [r.arrival - run.started for r in sorted(run.requests, key=lambda r: r.id)]
+    assert offsets == pytest.approx(_expected_arrivals(200.0, 4, 5, 0.0), abs=1e-9)
+    assert all(r.admission >= r.arrival for r in run.requests)
+    assert run.ended - run.started >= offsets[-1]
+
+
 def test_open_loop_cap_and_rate_are_checked() -> None:
     with pytest.raises(UsageProblem, match="max_concurrency: 9 is more than"):
         _open(rate=1.0, cap=9)

@@ -26,6 +26,10 @@ def _at_least_one(name: str, value: int) -> None:
         raise UsageProblem(f"{name}: {value} is not a count of requests; give an integer >= 1")
 
 
+# the closed-loop concurrencies a study sweeps unless told otherwise
+DEFAULT_CONCURRENCIES = (1, 2, 4, 8)
+
+
 @dataclass(frozen=True)
 class ClosedLoop:
     """Closed loop: `concurrency` clients, each sending its next request when its last one
