@@ -1,6 +1,7 @@
 """A user's own workload drives the speculative study: `phase measure speculative --quick
 --workload FILE.jsonl` on the real test model runs the file's prompts in place of the
-experiment's and records the workload (name, source, path, sha256, count) in its results file."""
+experiment's and records the workload (name, source, path, sha256, count) in its results file
+and on its data page."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from phase.cli import main
+from phase.publish.data.datasets import load_dataset
+from phase.publish.pages.raw import build_raw_page
 from phase.results import load_raw
-from phase.validate import validate_results
+from phase.validate import RuleSettings, validate_results
 
 pytestmark = pytest.mark.model
 
@@ -44,3 +47,9 @@ def test_speculative_study_on_own_workload(test_model_path: Path, tmp_path: Path
         ("fruit", "ngram"), ("fruit", "plain"), ("hi", "ngram"), ("hi", "plain")]
     assert all(r.tokens == 6 and r.matches_plain for r in results.runs)
     assert not validate_results(results, out.name).blocking
+    # Its data page says which workload, pinned by what.
+    _, dataset = load_dataset(out, RuleSettings())
+    assert dataset is not None
+    identity = dict(build_raw_page(dataset, {}, []).identity)
+    assert identity["workload"] == (f"mine: 3 prompts from path:{workload}, sha256 "
+                                    f"{recorded.sha256}")

@@ -241,6 +241,10 @@ def build_raw_page(
                  ("runs", str(len(raw.runs))), ("tokens per run", str(raw.config.tokens)),
                  ("repeats", str(raw.config.repeats)), ("seed", str(raw.config.seed)),
                  ("shuffled", "yes" if raw.config.shuffle else "no")]
+    workload = raw.config.workload
+    if workload is not None:  # the prompts came from a workload: which, and pinned how
+        identity.append(("workload", f"{workload.name}: {workload.count} prompts from "
+                                     f"{workload.source}, sha256 {workload.sha256}"))
     sensors = [s.name for s in raw.sensors]
     return RawPage(
         title=f"Raw data: {ds.stem}",
