@@ -6,6 +6,7 @@ and on its data page."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,11 @@ from phase.validate import RuleSettings, validate_results
 pytestmark = pytest.mark.model
 
 
+ARGS = ["measure", "speculative", "--quick", "--no-sensor", "--strategies", "plain,ngram",
+        "--tokens", "6", "--repeats", "1", "--no-profile", "--no-disturbance", "--threads", "1",
+        "--cooldown", "0", "--idle-window", "0"]
+
+
 def test_speculative_study_on_own_workload(test_model_path: Path, tmp_path: Path) -> None:
     workload = tmp_path / "mine.jsonl"
     workload.write_text('{"prompt": "Name a fruit.", "id": "fruit", "category": "short"}\n'
@@ -27,11 +33,8 @@ def test_speculative_study_on_own_workload(test_model_path: Path, tmp_path: Path
                         '{"prompt": "Count to three."}\n')
     out = tmp_path / "out.json"
     # Two of its three prompts (--prompts selects by id), the shortest campaign that runs.
-    result = CliRunner().invoke(main, [
-        "measure", "speculative", "--quick", "--no-sensor", "--workload", str(workload),
-        "--prompts", "hi,fruit", "--strategies", "plain,ngram", "--tokens", "6",
-        "--repeats", "1", "--no-profile", "--no-disturbance", "--threads", "1",
-        "--cooldown", "0", "--idle-window", "0", "-o", str(out)])
+    result = CliRunner().invoke(main, [*ARGS, "--workload", str(workload),
+                                       "--prompts", "hi,fruit", "-o", str(out)])
     assert result.exit_code == 0, result.output
     results = load_raw(out)
     recorded = results.config.workload
@@ -53,3 +56,17 @@ def test_speculative_study_on_own_workload(test_model_path: Path, tmp_path: Path
     identity = dict(build_raw_page(dataset, {}, []).identity)
     assert identity["workload"] == (f"mine: 3 prompts from path:{workload}, sha256 "
                                     f"{recorded.sha256}")
+
+    # A resumed campaign must run the same prompts: a workload file edited since is refused
+    # (the recorded sha256 differs), the file left as it was.
+    data = json.loads(out.read_text())
+    data["status"], data["runs"] = "running", data["runs"][:1]
+    out.write_text(json.dumps(data))
+    before = out.read_bytes()
+    workload.write_text(workload.read_text().replace("Say hi.", "Say hello."))
+    resumed = CliRunner().invoke(main, [*ARGS, "--workload", str(workload),
+                                        "--prompts", "hi,fruit", "--resume", str(out)])
+    assert resumed.exit_code == 2, resumed.output
+    assert "cannot resume, the campaign differs" in resumed.stderr
+    assert "config.workload" in resumed.stderr
+    assert out.read_bytes() == before
