@@ -44,7 +44,10 @@ digits, and a finding's run link has no title; then to 672c922 (the rest of that
 a column empty in every row is not drawn, a column's key is on its heading, cells' data-value
 and chart specs keep 6 significant digits, an unstable badge has no title (one note per
 table says what it means), and a note links to its data page's cost profile and, past 12
-findings, to its findings instead of repeating them. A change
+findings, to its findings instead of repeating them; then to 6fe73f0 (issue 46,
+workloads): schema 13 (config.workload, never written where a campaign ran its experiment's
+own prompts) stamps the derived summaries, and so their digests on the raw data pages, and
+nothing else. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -63,7 +66,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "672c922b2e5f120ebbebce39163beabfb910f51d"
+REFERENCE = "6fe73f0a5f1f6040b52ef0b86f841aa2664874f7"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
