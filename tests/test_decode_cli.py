@@ -95,3 +95,48 @@ def test_generate_auto_profiles_first_and_records_its_decisions(test_model_path:
     assert record["strategy"] == "auto" and record["matches_plain"] is True
     assert all(s["proposer"] in ("none", "ngram", "draft") for s in record["trace"])
     assert all(s["expected_gain"] is not None for s in record["trace"])
+
+
+def test_generate_sampled_repeats_with_its_seed_and_differs_across_seeds(
+        test_model_path: Path) -> None:
+    # draft-4: a proposer's rejection sampling (plain's chain: tests/test_sampled_runs.py).
+    model, strategy = str(test_model_path), "draft-4"
+
+    def tokens(seed: int) -> list[int]:
+        code, out, err = generate("--model", model, "--draft", model, "--strategy", strategy,
+                                  "--temperature", "0.7", "--seed", str(seed), "--tokens", "12",
+                                  "--prompt", "Name a fruit.", "--json")
+        assert code == 0, err
+        record = json.loads(out)
+        assert record["sampling"] == {"temperature": 0.7, "top_k": 0, "top_p": 1.0,
+                                      "min_p": 0.0, "seed": seed}
+        assert len(record["token_ids"]) == 12
+        return list(record["token_ids"])
+
+    first = tokens(7)
+    assert tokens(7) == first
+    # Three seeds drawing the same 12 tokens at temperature 0.7 would mean the seed is unused.
+    assert len({tuple(first), tuple(tokens(8)), tuple(tokens(9))}) > 1
+
+
+def test_generate_greedy_records_no_sampling(test_model_path: Path) -> None:
+    code, out, _ = generate("--model", str(test_model_path), "--tokens", "2",
+                            "--prompt", "Name a fruit.", "--json")
+    assert code == 0 and json.loads(out)["sampling"] is None
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--temperature", "-0.5"], "--temperature: -0.5 is out of range; give 0 (greedy) or"),
+    (["--temperature", "0.7", "--top-p", "1.5"], "top_p must be in (0, 1], 1 for off (got 1.5)"),
+    (["--temperature", "0.7", "--min-p", "1"], "min_p must be in [0, 1), 0 for off"),
+    (["--temperature", "0.7", "--top-k", "-1"], "top_k must be an integer >= 0, 0 for off"),
+    (["--temperature", "0.7", "--seed", "-1"], "seed must be an integer in 0..4294967294"),
+    (["--seed", "7"], "--seed: only a sampled generation uses it; give --temperature above 0"),
+    (["--temperature", "0.7", "--compare-plain"], "leave out one of --compare-plain"),
+])
+def test_generate_refuses_bad_sampler_settings(test_model_path: Path, args: list[str],
+                                               needle: str) -> None:
+    code, out, err = generate("--model", str(test_model_path), "--prompt", "x", *args)
+    assert code == 2 and out == ""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines

@@ -46,7 +46,10 @@ and chart specs keep 6 significant digits, an unstable badge has no title (one n
 table says what it means), and a note links to its data page's cost profile and, past 12
 findings, to its findings instead of repeating them; then to b60f6ac: a cost-prediction table
 of a file with factors has a levels column, each row links to its own condition's runs, and a
-table past 12 rows draws the 12 with the largest error (its downloads keep every row). A change
+table past 12 rows draws the 12 with the largest error (its downloads keep every row); and
+6fe73f0 (issue 46, workloads): schema 13 (config.workload, never written where a campaign ran
+its experiment's own prompts) stamps the derived summaries, and so their digests on the raw
+data pages, and nothing else; then to MERGE, the merge of the two. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """

@@ -25,16 +25,17 @@ from phase.results import (
     ResultsFile,
     SensorInfo,
     UnavailableBackend,
+    WorkloadRecord,
 )
 
 
 def header_before_load(
     experiment: Experiment, plan: CampaignPlan, output: Path, prompts: list[PromptSpec],
     models: list[ModelInfo], sensors: list[SensorInfo], unavailable: list[UnavailableBackend],
-    identity: CampaignIdentity | None = None,
+    identity: CampaignIdentity | None = None, workload: WorkloadRecord | None = None,
 ) -> ResultsFile:
     """The header as far as it is known without loading a model (the campaign id and shard
-    of `identity` included)."""
+    of `identity` and the workload the prompts came from included)."""
     threads = plan.threads or physical_cores()
     return ResultsFile(
         schema_version=SCHEMA_VERSION,
@@ -47,7 +48,7 @@ def header_before_load(
         models=models,
         sensors=sensors,
         sensors_unavailable=unavailable,
-        config=campaign_config(plan, prompts),
+        config=campaign_config(plan, prompts, workload),
         references=[],
         runs=[],
         campaign_id=identity.campaign_id if identity is not None else None,

@@ -20,7 +20,7 @@ from phase.campaign.factors import Factor
 from phase.costmodel import Objective
 from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET
 from phase.policy.strategies import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
-from phase.results import CampaignConfig, Confirms, PromptSpec, SamplingConfig
+from phase.results import CampaignConfig, Confirms, PromptSpec, SamplingConfig, WorkloadRecord
 from phase.results.config import SEED_RULE
 
 Purpose = Literal["study", "smoke"]
@@ -35,8 +35,11 @@ class CampaignPlan:
     # draft-k strategies.
     target: str = DEFAULT_TARGET
     draft: str | None = DEFAULT_DRAFT
-    # Prompt names: files <name>.txt in the experiment's prompts directory.
+    # Prompt names: files <name>.txt in the experiment's prompts directory, or, with a
+    # workload (phase.workloads: an embedded name or a .jsonl path), ids of its prompts, which
+    # then replace the experiment's (`phase measure --workload` names all of them).
     prompts: tuple[str, ...] = ()
+    workload: str | None = None
     strategies: tuple[str, ...] = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram",
                                    "auto")
     # Tokens generated per run (exactly; end-of-sequence is ignored) and repeats per condition.
@@ -159,8 +162,9 @@ def extra_budget_runs(plan: CampaignPlan, prompts: int | None = None) -> int | N
     return plan.extra_runs if plan.extra_runs is not None else planned_runs(plan, prompts)
 
 
-def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignConfig:
-    """The plan as the results file records it."""
+def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec],
+                    workload: WorkloadRecord | None = None) -> CampaignConfig:
+    """The plan as the results file records it (with the workload its prompts came from)."""
     adaptive = plan.target_half_width is not None
     judged = plan.disturbed_load is not None
     return CampaignConfig(
@@ -195,6 +199,7 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec]) -> CampaignCo
         interval_method=INTERVAL_METHOD if adaptive else None,
         factors=[f.spec() for f in plan.factors],
         sampling=sampling_config(plan),
+        workload=workload,
     )
 
 

@@ -28,7 +28,7 @@ from phase.campaign.model_levels import (
     with_estimate,
 )
 from phase.campaign.plan import CampaignPlan
-from phase.campaign.prompts import load_prompts
+from phase.campaign.prompts import campaign_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
@@ -104,7 +104,7 @@ def prepare(
             identity = (CampaignIdentity(previous.campaign_id, previous.shard)
                         if previous.campaign_id else None)
         _check_factors(plan)
-        prompts = load_prompts(experiment.prompts_dir, plan.prompts)
+        prompts, workload = campaign_prompts(experiment.prompts_dir, plan.prompts, plan.workload)
         strategies = _parse_strategies(plan)
         target, draft = _resolve_models(plan, strategies, observer)
         prompt_tokens, models = _check_vocabularies(plan, prompts, target, draft)
@@ -121,7 +121,7 @@ def prepare(
         header = header_before_load(
             experiment, plan, claim.path, prompts, models,
             held.sampler.sensor_infos() if held.sampler else [], list(discovery.unavailable),
-            identity)
+            identity, workload)
         _refuse_differences(previous, header, loaded=False)
         observer.message(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
         held.engine = Engine(str(target.path), str(draft.path) if draft else None,

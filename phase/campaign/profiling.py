@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from phase.campaign.disturbance import Counters, LoadProbe
 from phase.campaign.experiment import Experiment
 from phase.campaign.plan import CampaignPlan
-from phase.campaign.prompts import load_prompts
+from phase.campaign.prompts import campaign_prompts
 from phase.campaign.sensing import SensorOptions, discover_sensors
 from phase.decode import Engine
 from phase.decode.profiler import ProfileContext, ProfileSettings, choose_contexts
@@ -123,7 +123,7 @@ def run_standalone(experiment: Experiment, plan: CampaignPlan, sensors: SensorOp
     """`phase profile`: the cost profile a campaign of this plan would measure, on its own
     (no references: each prompt's history is the prompt, repeated). Bad input (an unknown
     prompt, a model that is not there, a fill that does not fit) raises with exit 2."""
-    prompts = load_prompts(experiment.prompts_dir, plan.prompts)
+    prompts, _ = campaign_prompts(experiment.prompts_dir, plan.prompts, plan.workload)
     target = resolve(plan.target, progress=lambda m: progress(f"target: {m}"))
     draft = resolve(plan.draft, progress=lambda m: progress(f"draft: {m}")) if plan.draft \
         else None

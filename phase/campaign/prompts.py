@@ -1,4 +1,5 @@
-"""Prompt files: `<experiment>/prompts/<name>.txt`, with `{{include:FILE}}` for inputs."""
+"""Prompt files: `<experiment>/prompts/<name>.txt`, with `{{include:FILE}}` for inputs; or a
+workload's prompts (phase.workloads) in their place."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 
 from phase import REPO_ROOT
 from phase.base.errors import UsageProblem
-from phase.results import PromptSpec, ResultsError
+from phase.results import PromptSpec, ResultsError, WorkloadRecord
 from phase.results.names import is_clean_name
 from phase.storage.jsonread import read_regular_bytes
 from phase.storage.safepath import confined
+from phase.workloads.resolve import resolve_workload
 
 _INCLUDE = re.compile(r"\{\{include:([^}]+)\}\}")
 
@@ -63,3 +65,25 @@ def load_prompts(prompts_dir: Path, names: Sequence[str]) -> list[PromptSpec]:
             f"unknown prompt(s) {', '.join(unknown)}: known are {', '.join(sorted(known))}"
         )
     return [load_prompt(prompts_dir / f"{name}.txt") for name in names]
+
+
+def workload_prompts(spec: str, names: Sequence[str]) -> tuple[list[PromptSpec], WorkloadRecord]:
+    """The named prompts of workload `spec` (all of them when `names` is empty), and what the
+    results file records of the workload."""
+    workload = resolve_workload(spec)
+    chosen = workload.select(tuple(names)) if names else workload.prompts
+    if len(set(names)) != len(names):
+        raise UsageProblem(f"prompt names repeat: {list(names)}")
+    prompts = [PromptSpec(name=p.id, text=p.text, source=f"{workload.source}#{p.id}")
+               for p in chosen]
+    record = WorkloadRecord(name=workload.name, source=workload.source,
+                            sha256=workload.sha256, count=workload.count, path=workload.path)
+    return prompts, record
+
+
+def campaign_prompts(prompts_dir: Path, prompts: Sequence[str], workload: str | None
+                     ) -> tuple[list[PromptSpec], WorkloadRecord | None]:
+    """A plan's prompts: from its workload where it has one, else the experiment's files."""
+    if workload is not None:
+        return workload_prompts(workload, prompts)
+    return load_prompts(prompts_dir, prompts), None

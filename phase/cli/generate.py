@@ -1,4 +1,8 @@
-"""`phase generate`: one greedy generation with one strategy, and its numbers."""
+"""`phase generate`: one generation with one strategy, greedy or sampled, and its numbers.
+
+Many requests at once (issue 46: `--concurrency N --workload FILE`, per-request and aggregate
+figures) belong here too, as options beside these that hand a workload's prompts to the
+batched decoder (phase.policy.batching's interface) instead of `generate`; not built yet."""
 
 from __future__ import annotations
 
@@ -11,11 +15,13 @@ from phase.base.errors import UsageProblem
 from phase.campaign import DEFAULT_PLAN
 from phase.cli.common import say
 from phase.decode.generate import GenerateRequest, generate, summary_lines
+from phase.policy.sampling import SamplingSettings
 
 
 @click.command("generate", epilog="Exit status: 0 generated; 1 a model or decoding failure; "
                "2 bad input (unknown strategy or model, an unreadable prompt file, a prompt "
-               "that does not fit the context: checked before the model loads).")
+               "that does not fit the context, a sampler setting out of range: checked before "
+               "the model loads).")
 @click.option("--model", "model", default=DEFAULT_PLAN.target, show_default=True,
               help="Target model: an embedded name, a .gguf path, or hf:REPO/FILE.")
 @click.option("--draft", default=None, help="Draft model for draft-K, and for auto to draft "
@@ -37,11 +43,24 @@ from phase.decode.generate import GenerateRequest, generate, summary_lines
 @click.option("--compare-plain", is_flag=True,
               help="Also decode plainly and report whether the output is the same.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run record as JSON.")
+@click.option("--temperature", type=float, default=0.0, show_default=True,
+              help="0: greedy. Above 0: sample as sampled campaigns do (llama.cpp's chain for "
+              "plain, rejection sampling for a proposer: the same distribution).")
+@click.option("--top-k", type=int, default=None, help="Keep the K most likely tokens "
+              "(an integer >= 0; 0: off) [default: 0]")
+@click.option("--top-p", type=float, default=None, help="Keep the most likely tokens up to "
+              "this probability (in (0, 1]; 1: off) [default: 1]")
+@click.option("--min-p", type=float, default=None, help="Drop tokens less likely than this "
+              "fraction of the most likely (in [0, 1); 0: off) [default: 0]")
+@click.option("--seed", type=int, default=None, help="Seed of the draws (0..4294967294): the "
+              "same seed, strategy and settings give the same text again [default: 0]")
 def generate_command(model: str, draft: str | None, strategy: str, n_tokens: int,
                      prompt: str | None, prompt_file: TextIO | None, raw: bool,
                      threads: int | None, n_ctx: int, compare_plain: bool,
-                     as_json: bool) -> None:
-    """Generate greedily with one decoding strategy and print the text and its numbers."""
+                     as_json: bool, temperature: float, top_k: int | None,
+                     top_p: float | None, min_p: float | None, seed: int | None) -> None:
+    """Generate with one decoding strategy (greedy, or sampled with --temperature) and print
+    the text and its numbers."""
     if prompt is not None and prompt_file is None:
         text = prompt
     elif prompt is None and prompt_file is not None:
@@ -52,10 +71,11 @@ def generate_command(model: str, draft: str | None, strategy: str, n_tokens: int
                                f"{exc.object[exc.start]:02x} at offset {exc.start})") from None
     else:
         raise click.UsageError("give exactly one of --prompt or --prompt-file")
+    sampling = _sampling(temperature, top_k, top_p, min_p, seed)
     record = generate(
         GenerateRequest(model=model, draft=draft, strategy=strategy, n_tokens=n_tokens,
                         prompt=text, raw=raw, threads=threads, n_ctx=n_ctx,
-                        compare_plain=compare_plain),
+                        compare_plain=compare_plain, sampling=sampling),
         progress=say,
     )
     if as_json:
@@ -64,3 +84,24 @@ def generate_command(model: str, draft: str | None, strategy: str, n_tokens: int
     click.echo(record["text"])
     for line in summary_lines(record):
         say(line)
+
+
+def _sampling(temperature: float, top_k: int | None, top_p: float | None, min_p: float | None,
+              seed: int | None) -> SamplingSettings | None:
+    """The sampler settings, checked (with their allowed ranges) by the campaigns' own
+    SamplingSettings; None for greedy decoding, where a sampler option would mean nothing."""
+    given = [name for name, value in (("--top-k", top_k), ("--top-p", top_p),
+                                      ("--min-p", min_p), ("--seed", seed)) if value is not None]
+    if temperature < 0 or temperature != temperature:
+        raise UsageProblem(f"--temperature: {temperature} is out of range; give 0 (greedy) or "
+                           "a temperature above 0")
+    if temperature == 0:
+        if given:
+            raise UsageProblem(f"{', '.join(given)}: only a sampled generation uses "
+                               f"{'them' if len(given) > 1 else 'it'}; give --temperature "
+                               "above 0 as well")
+        return None
+    return SamplingSettings(temperature=temperature, top_k=0 if top_k is None else top_k,
+                            top_p=1.0 if top_p is None else top_p,
+                            min_p=0.0 if min_p is None else min_p,
+                            seed=0 if seed is None else seed)

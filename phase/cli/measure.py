@@ -90,6 +90,12 @@ def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> Cam
     for name in ("strategies", "prompts"):
         if name in given:
             given[name] = _csv(given[name])
+    if "workload" in given:
+        # Checked here, line by line, before anything is claimed or loaded.
+        from phase.campaign.prompts import workload_prompts
+
+        chosen, _ = workload_prompts(given["workload"], given.get("prompts", ()))
+        given["prompts"] = tuple(p.name for p in chosen)
     if given.pop("no_shuffle", False):
         given["shuffle"] = False
     if given.pop("raw_prompt", False):
@@ -288,7 +294,13 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                                           else f"{plan.extra_time_s:g}") + "]"),
         click.option("--strategies", help=f"Comma list [default: {','.join(plan.strategies)}]"),
         click.option("--prompts", help=f"Comma list of prompt names in {exp.prompts_dir.name}/ "
-                     f"[default: {','.join(plan.prompts)}]"),
+                     f"(with --workload: of its prompt ids) [default: {','.join(plan.prompts)}; "
+                     "with --workload: all of its prompts]"),
+        click.option("--workload", metavar="NAME|FILE.jsonl",
+                     help="Run a workload's prompts in place of the experiment's: humaneval, "
+                     "mt-bench, edit, or your own FILE.jsonl (one JSON object per line: "
+                     '"prompt", optional "id" and "category"). The results file records its '
+                     "name, source, sha256 and count."),
         click.option("--threads", type=click.IntRange(min=1),
                      help="CPU threads [default: physical cores]"),
         click.option("--n-ctx", type=click.IntRange(min=64),

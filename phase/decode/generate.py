@@ -1,4 +1,9 @@
-"""One generation from the command line: resolve models, run a strategy, return a record."""
+"""One generation from the command line: resolve models, run a strategy, return a record.
+
+Greedy by default; with sampling settings, the campaigns' sampled loops (phase.decode.
+sampled_timed.run_sampled: llama.cpp's sampler chain for plain, rejection sampling over the
+same distribution for a proposer), so any strategy run again with the same seed gives the
+same text."""
 
 from __future__ import annotations
 
@@ -9,11 +14,13 @@ from typing import Any
 from phase.base.errors import UsageProblem
 from phase.decode.engine import Engine
 from phase.decode.profiler import ProfileContext, ProfileSettings
+from phase.decode.sampled_timed import run_sampled
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
 from phase.policy.result import compare_to_plain
-from phase.policy.strategies import parse_strategy
+from phase.policy.sampling import SamplingSettings
+from phase.policy.strategies import Strategy, parse_strategy
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,19 @@ class GenerateRequest:
     raw: bool = False
     threads: int | None = None
     compare_plain: bool = False
+    # None: greedy decoding.
+    sampling: SamplingSettings | None = None
+
+
+def _check_sampling(req: GenerateRequest, strategy: Strategy) -> None:
+    if req.sampling is None:
+        return
+    if not strategy.family.samples:
+        raise UsageProblem(f"{strategy.label} has no sampled variant: leave out --temperature")
+    if req.compare_plain:
+        raise UsageProblem("--compare-plain compares greedy outputs token for token; a sampled "
+                           "output is compared by its distribution (the sampled campaigns' "
+                           "exactness test): leave out one of --compare-plain, --temperature")
 
 
 def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -36,6 +56,7 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
 
     say = progress or (lambda _m: None)
     strategy = parse_strategy(req.strategy)
+    _check_sampling(req, strategy)
     if strategy.family.needs_draft and not req.draft:
         raise UsageProblem(f"{strategy.label} needs a draft model: pass --draft NAME|PATH")
     target = resolve(req.model, progress=lambda m: say(f"target: {m}"))
@@ -55,12 +76,14 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
                 n_threads=req.threads, n_threads_batch=req.threads) as engine:
         if strategy.family.needs_profile:
             _profile_for(engine, prompt, req.n_tokens, say)
-        result = engine.run(prompt, strategy, req.n_tokens)
+        result = (engine.run(prompt, strategy, req.n_tokens) if req.sampling is None
+                  else run_sampled(engine, prompt, strategy, req.n_tokens, req.sampling))
         record: dict[str, Any] = {
             "model": target.name,
             "model_path": str(target.path),
             "draft": draft.name if draft else None,
             "chat_template": not req.raw,
+            "sampling": req.sampling.as_dict() if req.sampling is not None else None,
             **result.to_dict(),
         }
         if req.compare_plain:
@@ -94,6 +117,10 @@ def summary_lines(record: dict[str, Any]) -> list[str]:
         f"in {record['prefill_s']:.3f} s; {record['steps']} target steps; "
         f"CPU {record['cpu_s']:.2f} s ({record['n_threads']} threads)"
     ]
+    sampling = record.get("sampling")
+    if sampling is not None:
+        lines.append("sampled: temperature {temperature:g}, top-k {top_k}, top-p {top_p:g}, "
+                     "min-p {min_p:g}, seed {seed}".format(**sampling))
     if record["acceptance"] is None:
         lines.append(f"drafted {record['drafted']}, accepted {record['accepted']}: "
                      f"acceptance n/a ({record['acceptance_reason']})")

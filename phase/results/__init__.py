@@ -24,7 +24,14 @@ from phase.results.adaptive import (
     AdaptiveRound,
     RatioInterval,
 )
-from phase.results.config import CampaignConfig, FactorSpec, Level, PromptSpec, SamplingConfig
+from phase.results.config import (
+    CampaignConfig,
+    FactorSpec,
+    Level,
+    PromptSpec,
+    SamplingConfig,
+    WorkloadRecord,
+)
 from phase.results.confirmation import Confirms
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.covers import PARTS, covers_of, covers_words, sensor_covers
@@ -107,6 +114,7 @@ __all__ = [
     "SummaryRow",
     "UnavailableBackend",
     "VariantInfo",
+    "WorkloadRecord",
     "claim_new_results",
     "covers_of",
     "covers_words",

@@ -47,6 +47,19 @@ class SamplingConfig(Strict):
     seed_rule: Literal["sha256('<config.seed>/<run id>') first 4 bytes, big-endian, & 0x7fffffff"]
 
 
+class WorkloadRecord(Strict):
+    """Schema 13: the workload (phase.workloads) whose prompts the campaign ran in place of its
+    experiment's own: its name, where it came from (a PyPI wheel and member, a file in the
+    checkout, a user's path), the sha256 of the file its prompts were read from and how many
+    prompts it holds (the campaign may run a selection of them: config.prompts)."""
+
+    name: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    count: PosInt
+    path: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
 class CampaignConfig(Strict):
     tokens: PosInt
     repeats: PosInt
@@ -111,3 +124,6 @@ class CampaignConfig(Strict):
     # Sampling (schema 11): with a `temperature` factor, the settings its sampled runs share;
     # absent (never written) where every run is greedy.
     sampling: SamplingConfig | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Schema 13: the workload the prompts came from; absent (never written): the experiment's
+    # own prompt files.
+    workload: WorkloadRecord | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -297,7 +297,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[12]
+    schema_version: Literal[13]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str

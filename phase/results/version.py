@@ -63,4 +63,6 @@ from typing import Final
 #                slow_vs_condition (absent: judged by load alone); PassCost.block_load,
 #                block_disturbed (the profile's blocks that other work disturbed, repeated and
 #                left out of its medians; absent: load not measured, every block counts).
-SCHEMA_VERSION: Final = 12
+#   13 (2026-12): config.workload: the workload (phase.workloads: name, source, sha256, count,
+#                path) whose prompts replaced the experiment's own; absent: its prompt files.
+SCHEMA_VERSION: Final = 13

@@ -194,6 +194,19 @@ def _run_rows(ds: Dataset, raw: ResultsFile, sensors: list[str]) -> list[RunRow]
     ]
 
 
+def _campaign_identity(raw: ResultsFile) -> list[tuple[str, str]]:
+    """What a raw file's page says of its campaign, after the file's own identity."""
+    rows = [("created", raw.created.isoformat()), ("status", raw.status),
+            ("runs", str(len(raw.runs))), ("tokens per run", str(raw.config.tokens)),
+            ("repeats", str(raw.config.repeats)), ("seed", str(raw.config.seed)),
+            ("shuffled", "yes" if raw.config.shuffle else "no")]
+    workload = raw.config.workload
+    if workload is not None:  # the prompts came from a workload: which, and pinned how
+        rows.append(("workload", f"{workload.name}: {workload.count} prompts from "
+                                 f"{workload.source}, sha256 {workload.sha256}"))
+    return rows
+
+
 def build_raw_page(
     ds: Dataset,
     extra_provenance: dict[str, str],
@@ -237,10 +250,7 @@ def build_raw_page(
             summary_table=build_table(ds, ROOT),
             **common,
         )
-    identity += [("created", raw.created.isoformat()), ("status", raw.status),
-                 ("runs", str(len(raw.runs))), ("tokens per run", str(raw.config.tokens)),
-                 ("repeats", str(raw.config.repeats)), ("seed", str(raw.config.seed)),
-                 ("shuffled", "yes" if raw.config.shuffle else "no")]
+    identity += _campaign_identity(raw)
     sensors = [s.name for s in raw.sensors]
     return RawPage(
         title=f"Raw data: {ds.stem}",
