@@ -49,7 +49,7 @@ of a file with factors has a levels column, each row links to its own condition'
 table past 12 rows draws the 12 with the largest error (its downloads keep every row); and
 6fe73f0 (issue 46, workloads): schema 13 (config.workload, never written where a campaign ran
 its experiment's own prompts) stamps the derived summaries, and so their digests on the raw
-data pages, and nothing else; then to MERGE, the merge of the two. A change
+data pages, and nothing else; then to 73c5689, the merge of the two. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -68,7 +68,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "b60f6ac8316d5d4c69385cb8f0ecb67c7fb2765f"
+REFERENCE = "73c5689ee8479139dbea2591ee018d613e3e90bb"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
