@@ -215,14 +215,6 @@ class CostCalls:
             parts.append(self.assets.chart(_cost_charts().prediction(preds), d.name))
             if not preds:
                 continue
-            rows = [[CostCell(p.prompt), CostCell(p.strategy),
-                     _num(p.measured_tokens_per_s), _num(p.predicted_tokens_per_s),
-                     _signed(p.error), _num(p.pace, lambda v: DASH if v is None else
-                                             f"x{v:.2f}"),
-                     _signed(p.paced_error),
-                     _num(p.measured_j_per_token, lambda v: fmt(v, 3)),
-                     _num(p.predicted_j_per_token, lambda v: fmt(v, 3)),
-                     CostCell(p.blame() or f"within {TOLERANCE:.0%}")] for p in preds]
             page = self._page(d)
             priced = runs_by_condition(raw)
             profile = raw.profile
@@ -244,20 +236,7 @@ class CostCalls:
                     "and the error is large, the host drifted after it was profiled.")
             notes.append(PREDICTION_STATISTICS)
             reasons = sorted({p.energy_reason for p in preds if p.energy_reason})
-            headers = ["prompt", "strategy", "tokens/s (mean of runs)",
-                       "predicted (mean of runs)", "error", "pace (mean of runs)",
-                       "error at that pace", "J/token (mean of runs)",
-                       "predicted J/token (mean of runs)", "where it misses"]
-            # Columns a dash in every row (no energy measured) are not drawn; the note says why.
-            no_energy = bool(reasons) and all(
-                p.measured_j_per_token is None and p.predicted_j_per_token is None
-                for p in preds)
-            if no_energy:
-                headers, rows = headers[:7] + headers[9:], [r[:7] + r[9:] for r in rows]
-            if any(p.levels for p in preds):  # else one prompt and strategy would repeat as one
-                headers = [*headers[:2], "levels", *headers[2:]]
-                rows = [[*r[:2], CostCell(levels_text(p.levels)), *r[2:]]
-                        for r, p in zip(rows, preds, strict=True)]
+            headers, rows, no_energy = _prediction_table(preds, bool(reasons))
             said = "J/token (columns left out, no row has it)" if no_energy else "J/token"
             notes += [f"{said}: {self._reason(r)}" for r in reasons]
             shown = _misses_shown(preds)
@@ -347,6 +326,32 @@ def _cost_charts() -> ModuleType:
     from phase.publish.charts import cost_model
 
     return cost_model
+
+
+def _prediction_table(preds: list[ConditionPrediction], energy_reasons: bool
+                      ) -> tuple[list[str], list[list[CostCell]], bool]:
+    """The prediction table's headers and rows, and whether its energy columns were left out
+    (a dash in every row: no energy measured; the note says why)."""
+    rows = [[CostCell(p.prompt), CostCell(p.strategy),
+             _num(p.measured_tokens_per_s), _num(p.predicted_tokens_per_s),
+             _signed(p.error), _num(p.pace, lambda v: DASH if v is None else f"x{v:.2f}"),
+             _signed(p.paced_error),
+             _num(p.measured_j_per_token, lambda v: fmt(v, 3)),
+             _num(p.predicted_j_per_token, lambda v: fmt(v, 3)),
+             CostCell(p.blame() or f"within {TOLERANCE:.0%}")] for p in preds]
+    headers = ["prompt", "strategy", "tokens/s (mean of runs)",
+               "predicted (mean of runs)", "error", "pace (mean of runs)",
+               "error at that pace", "J/token (mean of runs)",
+               "predicted J/token (mean of runs)", "where it misses"]
+    no_energy = energy_reasons and all(
+        p.measured_j_per_token is None and p.predicted_j_per_token is None for p in preds)
+    if no_energy:
+        headers, rows = headers[:7] + headers[9:], [r[:7] + r[9:] for r in rows]
+    if any(p.levels for p in preds):  # else one prompt and strategy would repeat as one
+        headers = [*headers[:2], "levels", *headers[2:]]
+        rows = [[*r[:2], CostCell(levels_text(p.levels)), *r[2:]]
+                for r, p in zip(rows, preds, strict=True)]
+    return headers, rows, no_energy
 
 
 # A page draws at most this many rows of a per-condition table (the rest are in its downloads),
