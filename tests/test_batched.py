@@ -147,6 +147,9 @@ def test_requests_join_and_leave_between_steps(
     assert decoder.step() == StepReport((), 0)
     lengths = [5, NEW, 3, 9, NEW, 7]
     queue = [Request(i, tuple(prompts[i]), lengths[i]) for i in range(len(lengths))]
+    # One more that ends early: the model answers "Yes." and an end-of-generation token.
+    short = single.format_prompt("Reply with only the word yes.")
+    queue.insert(2, Request(99, tuple(short), NEW))
     out: dict[int, list[int]] = {}
     seen_active: list[int] = []
     while queue or decoder.active():
@@ -167,7 +170,10 @@ def test_requests_join_and_leave_between_steps(
         assert len(out[i]) <= n
         ref = references[i]
         assert_plain(out[i], decoder.gaps[i], (ref[0][:n], ref[1][:n]), single)
-    # Requests were admitted while others were mid-generation (6 requests, 3 sequences).
+    alone = single.run(short, parse_strategy("plain"), NEW).token_ids
+    assert len(out[99]) < NEW and single.target.is_end(out[99][-1])
+    assert out[99] == alone[:len(out[99])]
+    # Requests were admitted while others were mid-generation (7 requests, 3 sequences).
     assert max(seen_active) == 3 and all(many.target.seq_positions(s) == 0 for s in range(8))
 
 
