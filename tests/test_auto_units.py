@@ -6,6 +6,7 @@ replayed from a known continuation, as the engine's verification would give them
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 from cost_factories import make_profile
@@ -136,3 +137,34 @@ def test_auto_proposes_longer_where_verification_is_cheap() -> None:
     mean = [sum(d.k for d in a.decisions) / len(a.decisions) for a in (cpu, gpu)]
     assert first[1] > first[0]
     assert mean[1] > mean[0]
+
+
+def _replay_at(table_curve: Callable[[int], float], requests: int | None) -> list[tuple[int, int]]:
+    """auto's steps on a verbatim copy, priced in a batch of `requests` plain requests (None:
+    the one-request pricing, no at_batch)."""
+    auto = AutoProposer(cost_table(make_profile(table_curve), 100), None)
+    rng = random.Random(0)
+    source = [rng.randrange(1000) for _ in range(120)]
+    if requests is not None:
+        auto.at_batch(requests, requests)  # kept across the run: every step sees this batch
+    return _replay(auto, source, source[:100])
+
+
+def test_auto_proposes_less_as_the_batch_grows_where_rows_cost_nearly_a_pass() -> None:
+    cpu = lambda b: 11.0 + 30.0 * b  # noqa: E731  # a row costs most of a plain step
+    gpu = lambda b: 10.0 + 0.2 * b  # noqa: E731  # rows are nearly free
+    # One request in a batch is priced exactly as the one-request loop prices it.
+    assert _replay_at(cpu, 1) == _replay_at(cpu, None)
+    proposed = {n: sum(p for p, _ in _replay_at(cpu, n)) for n in (1, 2, 4, 8, 16)}
+    # A plain step's share of the pass falls as requests join while a row's cost does not,
+    # so each guess must be likelier to pay: shorter proposals at every larger batch.
+    assert all(proposed[a] > proposed[b] for a, b in zip((1, 2, 4, 8), (2, 4, 8, 16), strict=True))
+    assert proposed[16] < 0.5 * proposed[1]
+    flat = [sum(p for p, _ in _replay_at(gpu, n)) for n in (1, 16)]
+    assert min(flat) >= 0.95 * max(flat)  # where rows are nearly free, batching changes little
+
+
+def test_auto_refuses_a_batch_that_carries_fewer_tokens_than_requests() -> None:
+    auto = AutoProposer(cost_table(make_profile(), 100), None)
+    with pytest.raises(ValueError, match="carrying"):
+        auto.at_batch(4, 3)

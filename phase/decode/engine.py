@@ -32,6 +32,7 @@ from pathlib import Path
 from phase.base.errors import UsageProblem
 from phase.costmodel import CostTable, NoCost, Objective, cost_table
 from phase.decode.backend import system_info
+from phase.decode.batched import BatchedDecoder
 from phase.decode.loops import Decoded, plain_loop, speculate_loop
 from phase.decode.native import ContextOptions, NativeModel
 from phase.decode.placement import ModelPlacement
@@ -50,6 +51,7 @@ from phase.decode.vocab_file import check_fit
 from phase.decode.window import Edges, Repeat, timed_window
 from phase.policy.proposers import Proposer
 from phase.policy.result import DecodeResult
+from phase.policy.sampling import SamplingSettings
 from phase.policy.strategies import Strategy
 from phase.results import CostProfile
 
@@ -77,15 +79,21 @@ class Engine:
         flash_attn: str = "auto",
         n_gpu_layers: int = -1,
         verbose: bool = False,
+        n_seq_max: int = 1,
     ) -> None:
+        """`n_seq_max`: how many requests `batched` may decode at once (each model's context
+        then holds that many sequences in one shared KV buffer)."""
         if n_ctx < 2:
             raise UsageProblem(f"n_ctx must be at least 2 (got {n_ctx})")
         for name, value in (("n_threads", n_threads), ("n_threads_batch", n_threads_batch)):
             if value is not None and value < 1:
                 raise UsageProblem(f"{name} must be >= 1 (got {value})")
+        if n_seq_max < 1:
+            raise UsageProblem(f"n_seq_max must be >= 1 (got {n_seq_max})")
         options = ContextOptions(n_ctx=n_ctx, n_threads=n_threads,
                                  n_threads_batch=n_threads_batch, flash_attn=flash_attn,
-                                 n_gpu_layers=n_gpu_layers, verbose=verbose)
+                                 n_gpu_layers=n_gpu_layers, verbose=verbose,
+                                 n_seq_max=n_seq_max)
         self.target = NativeModel(target_path, options)
         self.draft: NativeModel | None = None
         try:
@@ -202,6 +210,14 @@ class Engine:
         `kv_tokens`: the run's mean KV fill, at which `auto` reads its costs."""
         return strategy.family.proposer(strategy, GreedyProposers(self.draft, self.cost_table),
                                        kv_tokens)
+
+    def batched(self, strategy: Strategy, settings: SamplingSettings | None = None, *,
+                record_gaps: bool = False) -> BatchedDecoder:
+        """A decoder of up to n_seq_max requests at once with this engine's models and costs
+        (phase.decode.batched); greedy, or sampled with `settings`. Its sequences share the
+        contexts `run` uses: run one or the other at a time."""
+        return BatchedDecoder(self.target, strategy, draft=self.draft, costs=self.cost_table,
+                              settings=settings, record_gaps=record_gaps)
 
     # -- running --------------------------------------------------------------------------
 

@@ -70,6 +70,10 @@ class ModelText:
             return f"mostly {name} (no file type in the header)"
         return ftype_name(int(llama_cpp.llama_model_ftype(self._model)))
 
+    def is_end(self, token: int) -> bool:
+        """Whether `token` ends a generation (llama.cpp's end-of-generation set: EOS, EOT...)."""
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
     def token_text(self, token: int) -> bytes:
         return llama_cpp.llama_vocab_get_text(self._vocab, token) or b""
 

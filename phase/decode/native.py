@@ -50,6 +50,8 @@ class ContextOptions:
     # auto | on | off: llama.cpp's extra CPU buffer types (AMX, repacking); see cpu_buffers.
     extra_buffers: str = "auto"
     verbose: bool = False
+    # Sequences the context holds at once (phase.decode.batched: one per active request).
+    n_seq_max: int = 1
 
 
 class NativeModel(ModelText):
@@ -95,7 +97,10 @@ class NativeModel(ModelText):
             # of 512 internally (llama-bench's default), so compute buffers stay small.
             cparams.n_batch = options.n_ctx
             cparams.n_ubatch = min(512, options.n_ctx)
-            cparams.n_seq_max = 1
+            cparams.n_seq_max = options.n_seq_max
+            # One KV buffer shared by every sequence, so each request may use the whole n_ctx
+            # (split buffers would cap each at n_ctx / n_seq_max).
+            cparams.kv_unified = options.n_seq_max > 1
             cparams.n_threads = threads
             cparams.n_threads_batch = threads_batch
             cparams.flash_attn_type = _FLASH_ATTN[options.flash_attn]
@@ -107,6 +112,7 @@ class NativeModel(ModelText):
                     f"(out of memory?); try a smaller n_ctx{backend.native_error()}"
                 )
             self.n_ctx = int(llama_cpp.llama_n_ctx(self._ctx))
+            self.n_seq_max = int(llama_cpp.llama_n_seq_max(self._ctx))
             self.n_threads = threads
             self.n_threads_batch = threads_batch
             self._memory = llama_cpp.llama_get_memory(self._ctx)
@@ -186,6 +192,44 @@ class NativeModel(ModelText):
                 f"{self.path}: llama.cpp refused to remove KV positions >= {n_keep}"
                 f"{backend.native_error()}"
             )
+
+    def seq_remove(self, seq: int, p0: int) -> None:
+        """Drop sequence `seq`'s cached positions >= p0 (p0 = 0: free the whole sequence)."""
+        if not llama_cpp.llama_memory_seq_rm(self._memory, seq, p0, -1):
+            raise DecodeFailed(
+                f"{self.path}: llama.cpp refused to remove positions >= {p0} of sequence {seq}"
+                f"{backend.native_error()}"
+            )
+
+    def seq_positions(self, seq: int) -> int:
+        """How many positions sequence `seq` holds (its last one plus one; 0 when empty)."""
+        return int(llama_cpp.llama_memory_seq_pos_max(self._memory, seq)) + 1
+
+    def decode_rows(self, tokens: list[int], positions: list[int], seqs: list[int],
+                    want: list[bool]) -> None:
+        """One llama_decode over rows of several sequences: row i is `tokens[i]` at
+        `positions[i]` of sequence `seqs[i]`, with logits where `want[i]`; `argmax(i)`,
+        `logits(i)` then read row i itself (rows without logits have none)."""
+        n = len(tokens)
+        if n == 0 or n > self._capacity:
+            raise DecodeFailed(f"cannot decode a batch of {n} tokens (capacity {self._capacity})")
+        b = self._batch
+        assert b is not None, "decoding with a closed model"
+        tok, pos, sid, lg = b.token, b.pos, b.seq_id, b.logits
+        for i in range(n):
+            tok[i] = tokens[i]
+            pos[i] = positions[i]  # type: ignore[call-overload]  # typed as arrays of arrays
+            sid[i][0] = seqs[i]
+            lg[i] = int(want[i])
+        b.n_tokens = n
+        rc = self._decode(self._ctx, b)
+        # The one-sequence paths never set seq_id: leave every row as they expect it.
+        for i in range(n):
+            sid[i][0] = 0
+        if rc != 0:
+            raise DecodeFailed(f"llama_decode failed with code {rc} over {n} rows of sequences "
+                               f"{sorted(set(seqs))}{backend.native_error()}")
+        self._first_out = 0
 
     def decode(self, tokens: list[int], pos0: int, n_logits: int) -> None:
         """Forward `tokens` at positions pos0..; `argmax(i)` then reads the i-th (from 0) of

@@ -14,6 +14,14 @@ why, one per step.
 
 The draft model is not kept in step when it is not drafting: when it drafts again it first
 takes, in one batch, every token it has not seen, and that catch-up is costed as such.
+
+Serving many requests at once (phase.decode.batched), one target pass carries every active
+request's token and proposal, so what a proposal costs depends on the batch (`at_batch`): a
+plain step makes `requests` tokens for one pass of that many rows, so each unit of cost is worth
+requests / c_t(requests) tokens, and a proposal of k tokens adds c_t(carried + k) - c_t(carried)
+to the pass every request waits for. Where the curve is steep (a CPU, whose pass costs grow
+nearly linearly in rows) that added cost outgrows what the proposal saves as the batch grows,
+and auto stops proposing; where it is flat (a GPU at small batches) proposals keep paying.
 """
 
 from __future__ import annotations
@@ -103,6 +111,8 @@ class AutoProposer:
         self.k_max = k_max
         # Per-step costs looked up once: a step proposing k tokens verifies k + 1 rows.
         self._base = [table.lookup + table.target(k + 1) for k in range(k_max + 1)]
+        self._plain = table.plain()
+        self._share = 1  # requests whose draft passes share each draft pass (at_batch)
         self.decisions: list[Decision] = []
         self._start()
 
@@ -129,13 +139,32 @@ class AutoProposer:
         if self.draft is not None:
             self.draft.restart(prompt)
 
+    def at_batch(self, requests: int, carried: int) -> None:
+        """Price the next choice inside a batch of `requests` requests whose pass already
+        carries `carried` tokens (every request's next token and the proposals made before
+        this one): a plain step's share is c_t(requests) / requests, a proposal's the rows it
+        adds. The draft's passes are shared the same way (it drafts every request at once).
+        At one request this is the one-request pricing exactly."""
+        if requests < 1 or carried < requests:
+            raise ValueError(f"a batch of {requests} requests carrying {carried} tokens")
+        t = self.table
+        self._plain = t.target(requests) / requests
+        added = [t.target(carried + k) - t.target(carried) for k in range(self.k_max + 1)]
+        self._base = [t.lookup + self._plain + a for a in added]
+        self._share = requests
+
+    def _draft_cost(self, tokens: int) -> float:
+        """This request's share of a draft pass of `tokens` tokens per drafting request."""
+        draft = self.table.draft
+        assert draft is not None  # asked only where the table has the draft's costs
+        return draft(tokens * self._share) / self._share
+
     def propose(self, seq: list[int], max_tokens: int) -> list[int]:
         self.ngram.score(seq)
         limit = min(max_tokens, self.k_max)
         match = self.matcher.lookup(seq, self.k_max)
         self.ngram.expect(len(seq), match.context, match.continuation)
-        table = self.table
-        plain = table.plain()
+        plain = self._plain
         base = self._base[:limit + 1]
         # (surplus over plain, proposer, k, expected tokens, cost)
         choice = (1.0 - base[0] / plain, "none", 0, 1.0, base[0])
@@ -146,8 +175,7 @@ class AutoProposer:
             if k > 0 and tokens - base[k] / plain > choice[0]:
                 choice = (tokens - base[k] / plain, "ngram", k, tokens, base[k])
         if self.draft is not None and limit > 0:
-            draft = table.draft
-            assert draft is not None  # self.draft is only set where the table has its costs
+            draft = self._draft_cost
             # The mirror of its last verified batch, the catch-up pass (its logits give the
             # first guess), then k - 1 single passes.
             mirror = draft(self._mirror) if self._mirror is not None else 0.0

@@ -68,6 +68,10 @@ class SampledAuto:
     def restart(self, prompt: Sequence[int]) -> None:
         self.auto.restart(prompt)
 
+    def at_batch(self, requests: int, carried: int) -> None:
+        """The batch the next choice is priced in (AutoProposer.at_batch)."""
+        self.auto.at_batch(requests, carried)
+
     def propose(self, seq: list[int], max_tokens: int,
                 rng: np.random.Generator) -> tuple[list[int], Rows | None]:
         if self._draft is not None:
