@@ -28,6 +28,7 @@ from phase.campaign.model_levels import (
     with_estimate,
 )
 from phase.campaign.plan import CampaignPlan
+from phase.campaign.plan_check import check_plan
 from phase.campaign.prompts import load_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
@@ -95,6 +96,7 @@ def prepare(
     order (everything before `Engine(...)`) would no longer be visible in one place."""
     observer = observer or QuietObserver()
     held = _Held()
+    check_plan(plan, "plan")  # a library caller's plan too: refused before the file is claimed
     try:
         held.claim = claim = _claim(destination)
         previous = _previous(destination, claim)
