@@ -35,7 +35,7 @@ from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.costmodel import OBJECTIVES
 from phase.decode import Engine
-from phase.decode.cores import usable_cpus
+from phase.decode.cores import check_thread_counts, usable_cpus
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
@@ -150,6 +150,8 @@ def _check_factors(plan: CampaignPlan) -> None:
     check_factors(plan.factors, "plan factors")
     check_runnable(plan.factors)
     check_threads(plan.factors, usable_cpus())
+    check_thread_counts([plan.threads], "threads (--threads)")
+    check_thread_counts([plan.threads_batch], "threads_batch")
 
 
 def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],

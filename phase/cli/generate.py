@@ -42,6 +42,9 @@ def generate_command(model: str, draft: str | None, strategy: str, n_tokens: int
                      threads: int | None, n_ctx: int, compare_plain: bool,
                      as_json: bool) -> None:
     """Generate greedily with one decoding strategy and print the text and its numbers."""
+    from phase.decode.cores import check_thread_counts
+
+    check_thread_counts([threads], "--threads")
     if prompt is not None and prompt_file is None:
         text = prompt
     elif prompt is None and prompt_file is not None:
