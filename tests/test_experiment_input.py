@@ -143,6 +143,7 @@ def _listing(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
+@pytest.mark.slow  # each case a separate process (not in `make test-fast`)
 @pytest.mark.parametrize("how", ["script", "measure"])
 @pytest.mark.parametrize(("settings", "kind", "needle"), [f[1:] for f in FILES],
                          ids=[f[0] for f in FILES])

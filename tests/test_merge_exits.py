@@ -13,6 +13,9 @@ import pytest
 from sandbox import TRACEBACK, assert_one_line_error, run_phase
 from shard_files import write_shards
 
+# slow (not in `make test-fast`): each case is a separate `phase` process.
+pytestmark = pytest.mark.slow
+
 
 def _listing(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())

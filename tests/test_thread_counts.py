@@ -12,6 +12,9 @@ from sandbox import TRACEBACK, assert_one_line_error, run_phase
 
 from phase.decode.cores import usable_cpus
 
+# slow (not in `make test-fast`): each case is a separate `phase` process.
+pytestmark = pytest.mark.slow
+
 OVER = usable_cpus() + 1
 SMALL = ["--quick", "--no-sensor", "--prompts", "code", "--strategies", "plain", "--tokens", "4",
          "--repeats", "1", "--cooldown", "0", "--idle-window", "0"]
