@@ -136,6 +136,9 @@ FILES = [
     ("top-k", ", sample_top_k=-5", "temperature", "plan.sample_top_k: -5"),
     ("seed", ", seed=2.5", "temperature", "plan.seed: 2.5"),
     ("misspelt", ", sample_topp=0.9", "temperature", "line 10: TypeError"),
+    # pydantic's own error, raised while the file runs: named by its model and field.
+    ("pydantic", ", confirms=__import__('phase.results').results.Confirms(campaign_id=1)",
+     "temperature", "Confirms.campaign_id: 1"),
 ]
 
 
