@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -118,9 +118,19 @@ def load_declared(path: Path) -> Experiment | None:
     return found if isinstance(found, Experiment) else None
 
 
-def _expected(error: object) -> str:
-    ctx = getattr(error, "get", lambda _k: None)("ctx") or {}
-    return ", ".join(f"{k} {v}" for k, v in ctx.items()) or "see the field's type"
+# What pydantic's error types without a context allow, in words.
+_TYPES = {"string_type": "text", "int_type": "a whole number", "int_parsing": "a whole number",
+          "int_from_float": "a whole number", "float_type": "a number",
+          "float_parsing": "a number", "bool_type": "True or False", "missing": "a value given",
+          "tuple_type": "a tuple", "list_type": "a list", "dict_type": "a dict",
+          "finite_number": "a finite number", "extra_forbidden": "only the model's fields"}
+
+
+def _expected(error: Any) -> str:
+    ctx = error.get("ctx") or {}
+    if ctx:
+        return ", ".join(f"{k} {v}" for k, v in ctx.items())
+    return _TYPES.get(str(error.get("type")), str(error.get("type")))
 
 
 def _line_in(path: Path, exc: BaseException) -> int | str:
