@@ -24,6 +24,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
 
+if __name__ == "__main__":  # loaded as `phase measure` loads it: a bad declaration is one line
+    from phase.cli.measure import run_file
+
+    run_file(__file__)
+
 from phase.analysis.rules import MemoryBound, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment, Factor  # noqa: E402
 from phase.decode.cores import usable_cpus  # noqa: E402
@@ -129,8 +134,3 @@ EXPERIMENT = Experiment(
         ),
     ),
 )
-
-if __name__ == "__main__":
-    from phase.cli.measure import run_script
-
-    run_script(EXPERIMENT)

@@ -29,6 +29,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
 
+if __name__ == "__main__":  # loaded as `phase measure` loads it: a bad declaration is one line
+    from phase.cli.measure import run_file
+
+    run_file(__file__)
+
 from phase.analysis.rules import BeatsPlain, Question, Titles  # noqa: E402
 from phase.campaign import DEFAULT_PLAN, Experiment, Factor  # noqa: E402
 from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
@@ -96,8 +101,3 @@ EXPERIMENT = Experiment(
     ),
     factors=(TEMPERATURE,),
 )
-
-if __name__ == "__main__":
-    from phase.cli.measure import run_script
-
-    run_script(EXPERIMENT)

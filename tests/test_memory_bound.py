@@ -54,7 +54,8 @@ def test_bad_variant_specs_are_refused_with_what_to_write(spec: str, message: st
         parse_spec(spec)
     assert message in str(err.value) and err.value.exit_code == 2
     # ... and in a declaration, before anything is resolved.
-    with pytest.raises(UsageProblem, match="bad factor declaration") as declared:
+    refused = r"factors\[\d\]\.\w+(\[\d\])?: .*; allowed: "
+    with pytest.raises(UsageProblem, match=refused) as declared:
         check_factors((Factor("fmt", "model", (spec,), labels=("x",)),))
     assert message in str(declared.value)
 

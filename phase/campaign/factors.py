@@ -83,6 +83,18 @@ class Factor:
                           labels=[self.label_of(i) for i in range(len(self.levels))])
 
 
+# What each kind's levels allow, in words (the `allowed:` part of a refusal).
+ALLOWED_LEVELS = {
+    "threads": "whole numbers of at least 1",
+    "tokens": "whole numbers of at least 1",
+    "context_fill": "whole numbers of tokens, 0 or more",
+    "temperature": "finite numbers, 0 (greedy) or more",
+    "model": "model specs: an embedded name, a .gguf path, hf:OWNER/REPO/FILE or "
+             "variant:SOURCE:FORMAT",
+    "custom": "text or finite numbers",
+}
+
+
 def _level_problem(factor: Factor, level: Level) -> str | None:
     """Why a level does not suit its factor's kind, or None."""
     count = level if isinstance(level, int) and not isinstance(level, bool) else None
@@ -99,8 +111,9 @@ def _level_problem(factor: Factor, level: Level) -> str | None:
                 "variant:SOURCE:FORMAT)")
     if factor.kind == "model":
         return _variant_problem(level)  # type: ignore[arg-type]  # a str: checked above
-    if isinstance(level, bool) or not isinstance(level, (str, int, float)):
-        return "must be text or a number"
+    if isinstance(level, bool) or not isinstance(level, (str, int, float)) or (
+            isinstance(level, float) and not math.isfinite(level)):
+        return "must be text or a finite number"
     return None
 
 
@@ -117,56 +130,91 @@ def _variant_problem(spec: str) -> str | None:
     return None
 
 
-def _factor_problems(where: str, factor: Factor) -> list[str]:
+def _shape_problems(where: str, factor: Factor) -> list[str]:
+    """A field of the wrong type: no level or label check can read it."""
     problems = []
+    if not isinstance(factor.name, str):
+        problems.append(f"{where}.name: {factor.name!r} is not text; allowed: lower case "
+                        "letters, digits and _")
+    if not isinstance(factor.kind, str):
+        problems.append(f"{where}.kind: {factor.kind!r} is not text; allowed: "
+                        f"{', '.join(KINDS)}")
+    for field_name in ("levels", "labels"):
+        value = getattr(factor, field_name)
+        if not isinstance(value, tuple):
+            problems.append(f"{where}.{field_name}: {value!r} is not a tuple; allowed: a tuple "
+                            f"({field_name[:-1]}, ...)")
+    if isinstance(factor.labels, tuple) and not all(isinstance(x, str) for x in factor.labels):
+        problems.append(f"{where}.labels: {factor.labels!r} holds a label that is not text; "
+                        "allowed: text of letters, digits and . _ +")
+    return problems
+
+
+def _factor_problems(where: str, factor: Factor) -> list[str]:
+    """Each problem names its field and what is allowed."""
+    problems = _shape_problems(where, factor)
+    if problems:
+        return problems
     if not _NAME.match(factor.name) or factor.name in RESERVED:
-        problems.append(f"{where}: name {factor.name!r} must be lower case letters, digits "
-                        f"and _ (starting with a letter), and not one of "
+        problems.append(f"{where}.name: name {factor.name!r} is not allowed; allowed: lower case "
+                        f"letters, digits and _ (starting with a letter), not one of "
                         f"{', '.join(sorted(RESERVED))}")
     if factor.kind not in KINDS:
-        problems.append(f"{where}: unknown kind {factor.kind!r}; use one of {', '.join(KINDS)}")
+        problems.append(f"{where}.kind: unknown kind {factor.kind!r}; allowed: "
+                        f"{', '.join(KINDS)}")
         return problems
     if not factor.levels:
-        problems.append(f"{where}: no levels; give at least one")
+        problems.append(f"{where}.levels: no levels; allowed: at least one "
+                        f"({ALLOWED_LEVELS[factor.kind]})")
     if factor.labels and len(factor.labels) != len(factor.levels):
-        problems.append(f"{where}: {len(factor.labels)} label(s) for {len(factor.levels)} "
-                        "level(s); give one label per level, or none")
+        problems.append(f"{where}.labels: {len(factor.labels)} label(s) for "
+                        f"{len(factor.levels)} level(s); allowed: one label per level, or none")
     for i, level in enumerate(factor.levels):
         why = _level_problem(factor, level)
         if why is not None:
-            problems.append(f"{where}: level {level!r} {why}")
+            problems.append(f"{where}.levels[{i}]: level {level!r} {why}; allowed: "
+                            f"{ALLOWED_LEVELS[factor.kind]}")
         elif len(factor.labels) in (0, len(factor.levels)) and \
                 not _LABEL.match(label := factor.label_of(i)):
-            problems.append(f"{where}: label {label!r} of level {level!r} may hold only "
-                            "letters, digits and . _ +; give `labels`")
+            problems.append(f"{where}.labels[{i}]: label {label!r} of level {level!r} is not "
+                            "allowed; allowed: letters, digits and . _ + (give `labels`)")
     labels = [factor.label_of(i) for i in range(len(factor.levels))] \
         if len(factor.labels) in (0, len(factor.levels)) else []
     if len(set(factor.levels)) != len(factor.levels) or len(set(labels)) != len(labels):
-        problems.append(f"{where}: levels or labels repeat; each level once, each label once")
+        problems.append(f"{where}.levels: levels or labels repeat; allowed: each level once, "
+                        "each label once")
     return problems
 
 
 def check_factors(factors: Sequence[Factor], source: str = "factors") -> tuple[Factor, ...]:
-    """The declaration, or UsageProblem listing every problem: a bad name or kind, empty or
+    """The declaration, or UsageProblem listing every problem (`<source>[i].<field>: what;
+    allowed: ...`): a wrong type of field, a bad name or kind, empty or
     repeated levels, a level that does not suit its kind, a duplicate factor, two factors of
     one built-in kind (they would set the same thing twice)."""
     problems: list[str] = []
     seen: set[str] = set()
     kinds: set[str] = set()
     for i, factor in enumerate(factors):
-        where = f"{source}[{i}] ({getattr(factor, 'name', '?')})"
+        where = f"{source}[{i}]"
         if not isinstance(factor, Factor):
-            problems.append(f"{where}: not a Factor(name, kind, levels)")
+            problems.append(f"{where}: {factor!r} is not a factor; allowed: "
+                            "Factor(name, kind, levels)")
             continue
-        problems += _factor_problems(where, factor)
+        found = _factor_problems(where, factor)
+        problems += found
+        if any(p.startswith((f"{where}.name", f"{where}.kind")) for p in found):
+            continue
         if factor.name in seen:
-            problems.append(f"{where}: a factor named {factor.name!r} is declared twice")
+            problems.append(f"{where}.name: a factor named {factor.name!r} is declared twice; "
+                            "allowed: each name once")
         if factor.kind != "custom" and factor.kind in kinds:
-            problems.append(f"{where}: a second {factor.kind!r} factor; one sets it already")
+            problems.append(f"{where}.kind: a second {factor.kind!r} factor, one sets it "
+                            "already; allowed: one factor of each kind but custom")
         seen.add(factor.name)
         kinds.add(factor.kind)
     if problems:
-        raise UsageProblem("bad factor declaration: " + "; ".join(problems))
+        # One line, as every refusal: each problem names its field, `|` between them.
+        raise UsageProblem(" | ".join(problems))
     return tuple(factors)
 
 

@@ -13,7 +13,9 @@ Where a campaign writes and which sensors it reads are not part of the plan: see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from phase.analysis.intervals import METHOD as INTERVAL_METHOD
 from phase.campaign.factors import Factor
@@ -21,9 +23,16 @@ from phase.costmodel import Objective
 from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET
 from phase.policy.strategies import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
 from phase.results import CampaignConfig, Confirms, PromptSpec, SamplingConfig, WorkloadRecord
+from phase.results.base import NonNegFloat, NonNegInt, PosInt
 from phase.results.config import SEED_RULE
 
 Purpose = Literal["study", "smoke"]
+# The ranges `phase.campaign.plan_check` holds every plan to (pydantic reads them from these
+# annotations), so a bad setting is refused naming its field before anything is written.
+Names = Annotated[tuple[str, ...], Field(min_length=1)]
+Spec = Annotated[str, Field(min_length=1)]
+PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
 
 
 @dataclass(frozen=True)
@@ -33,40 +42,40 @@ class CampaignPlan:
 
     # Models: an embedded name, a .gguf path or hf:OWNER/REPO/FILE; the draft only matters for
     # draft-k strategies.
-    target: str = DEFAULT_TARGET
-    draft: str | None = DEFAULT_DRAFT
+    target: Spec = DEFAULT_TARGET
+    draft: Spec | None = DEFAULT_DRAFT
     # Prompt names: files <name>.txt in the experiment's prompts directory, or, with a
     # workload (phase.workloads: an embedded name or a .jsonl path), ids of its prompts, which
     # then replace the experiment's (`phase measure --workload` names all of them).
-    prompts: tuple[str, ...] = ()
-    workload: str | None = None
-    strategies: tuple[str, ...] = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram",
+    prompts: Names = ()
+    workload: Spec | None = None
+    strategies: Names = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram",
                                    "auto")
     # Tokens generated per run (exactly; end-of-sequence is ignored) and repeats per condition.
-    tokens: int = 384
-    repeats: int = 3
+    tokens: PosInt = 384
+    repeats: PosInt = 3
     # The order is reshuffled for every repeat from this seed (greedy decoding draws nothing).
     seed: int = 0
     shuffle: bool = True
-    n_ctx: int = 4096
+    n_ctx: PosInt = 4096
     # None: the physical cores this process may use (llama-bench's default).
-    threads: int | None = None
-    threads_batch: int | None = None
+    threads: PosInt | None = None
+    threads_batch: PosInt | None = None
     # Seconds of rest before each run, then seconds of idle sampling just before it.
-    cooldown_s: float = 2.0
-    idle_window_s: float = 1.0
-    sample_hz: float = 20.0
+    cooldown_s: NonNegFloat = 2.0
+    idle_window_s: NonNegFloat = 1.0
+    sample_hz: PosFloat = 20.0
     chat_template: bool = True
-    ngram_n_min: int = NGRAM_N_MIN
-    ngram_n_max: int = NGRAM_N_MAX
-    ngram_k: int = NGRAM_K
+    ngram_n_min: PosInt = NGRAM_N_MIN
+    ngram_n_max: PosInt = NGRAM_N_MAX
+    ngram_k: PosInt = NGRAM_K
     ngram_adaptive: bool = NGRAM_ADAPTIVE
     # The cost profile measured before the runs (phase.campaign.profiling): `auto` decides
     # with it and the notes predict every strategy from it. Blocks per pass size, and the
     # shortest block in seconds (longer where an energy sensor updates slowly).
     profile: bool = True
-    profile_blocks: int = 3
-    profile_min_block_s: float = 0.05
+    profile_blocks: PosInt = 3
+    profile_min_block_s: NonNegFloat = 0.05
     # What `auto` minimises per generated token: "time" or "energy" (needs a sensor).
     auto_objective: Objective = "time"
     # Disturbance (phase.campaign.disturbance, phase.analysis.slowdown): a run is disturbed
@@ -95,13 +104,13 @@ class CampaignPlan:
     # catches a half-speed run in a first repeat.
     # `quiet_check_s`: seconds of sampling before the runs, warning with the busiest
     # processes when the machine is already busy (0: no check).
-    disturbed_load: float | None = 0.05
-    slow_vs_profile: float | None = 0.6
-    slow_vs_condition: float | None = 0.8
-    max_reruns: int = 2
+    disturbed_load: NonNegFloat | None = 0.05
+    slow_vs_profile: NonNegFloat | None = 0.6
+    slow_vs_condition: NonNegFloat | None = 0.8
+    max_reruns: NonNegInt = 2
     # Extra blocks a profile pass may run in place of disturbed ones, per pass size.
-    profile_max_retries: int = 4
-    quiet_check_s: float = 2.0
+    profile_max_retries: NonNegInt = 4
+    quiet_check_s: NonNegFloat = 2.0
     # Adaptive repeats (phase.analysis.adaptive): None keeps the fixed design (`repeats`, no
     # more). Otherwise, after the planned repeats, every condition whose ratio to plain (speed,
     # and chip energy where measured) has a 95% interval wider than ±target_half_width gets
@@ -109,9 +118,9 @@ class CampaignPlan:
     # next round does not fit in the budget: `extra_runs` runs past the planned ones (None:
     # as many as the plan has, so at most twice its runs) and `extra_time_s` seconds of them
     # (None: no time limit). Every round and what it bought is recorded in the file.
-    target_half_width: float | None = None
-    extra_runs: int | None = None
-    extra_time_s: float | None = None
+    target_half_width: Fraction | None = None
+    extra_runs: NonNegInt | None = None
+    extra_time_s: NonNegFloat | None = None
     # "smoke" for a quick check of the machinery (`--quick`): recorded, and never published.
     purpose: Purpose = "study"
     # Energy windows sized to the primary energy sensor (phase.campaign.windows): a decode
@@ -119,7 +128,7 @@ class CampaignPlan:
     # back-to-back inside one window until it is long enough, at most `max_passes` passes
     # (a fast counter such as RAPL's needs no repeat; NVML's 100 ms one about 3 s).
     size_windows: bool = True
-    max_passes: int = 64
+    max_passes: PosInt = 64
     # Extra factors (phase.campaign.factors): the experiment's declaration (Experiment.factors)
     # copied here, so every plan (quick, resumed, command-line) runs the same conditions.
     factors: tuple[Factor, ...] = ()
@@ -129,14 +138,14 @@ class CampaignPlan:
     # inputs of its bytes-per-token estimate. Off: the file holds neither. Array bytes: None
     # is STREAM's rule (4x the last-level cache); a smoke test may give less.
     measure_bandwidth: bool = False
-    bandwidth_repeats: int = 5
-    bandwidth_array_bytes: int | None = None
+    bandwidth_repeats: PosInt = 5
+    bandwidth_array_bytes: PosInt | None = None
     # Sampling (a `temperature` factor's levels above 0): llama.cpp's truncation, 0 / 1 / 0
     # for off (its own defaults are top-k 40, top-p 0.95, min-p 0.05); recorded in
     # config.sampling with the seed rule only where the plan has a temperature factor.
-    sample_top_k: int = 0
-    sample_top_p: float = 1.0
-    sample_min_p: float = 0.0
+    sample_top_k: NonNegInt = 0
+    sample_top_p: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 1.0
+    sample_min_p: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.0
     # A confirmation campaign (phase.campaign.confirm): the selection it measures again,
     # recorded as ResultsFile.confirms.
     confirms: Confirms | None = None

@@ -28,13 +28,14 @@ from phase.campaign.model_levels import (
     with_estimate,
 )
 from phase.campaign.plan import CampaignPlan
+from phase.campaign.plan_check import check_plan
 from phase.campaign.prompts import campaign_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.costmodel import OBJECTIVES
 from phase.decode import Engine
-from phase.decode.cores import usable_cpus
+from phase.decode.cores import check_thread_counts, usable_cpus
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
@@ -95,6 +96,7 @@ def prepare(
     order (everything before `Engine(...)`) would no longer be visible in one place."""
     observer = observer or QuietObserver()
     held = _Held()
+    check_plan(plan, "plan")  # a library caller's plan too: refused before the file is claimed
     try:
         held.claim = claim = _claim(destination)
         previous = _previous(destination, claim)
@@ -148,6 +150,8 @@ def _check_factors(plan: CampaignPlan) -> None:
     check_factors(plan.factors, "plan factors")
     check_runnable(plan.factors)
     check_threads(plan.factors, usable_cpus())
+    check_thread_counts([plan.threads], "threads (--threads)")
+    check_thread_counts([plan.threads_batch], "threads_batch")
 
 
 def _check_objective(plan: CampaignPlan, strategies: dict[str, Strategy],

@@ -22,7 +22,8 @@ def _counts(text: str) -> list[int]:
 
 
 @click.command("bandwidth", epilog="Exit status: 0 measured; 2 bad input (an unknown kernel, "
-               "thread counts below 1, arrays larger than the memory available).")
+               "thread counts below 1 or above this machine's CPUs without --oversubscribe, "
+               "arrays larger than the memory available).")
 @click.option("--threads", "threads_text", default=None,
               help="Comma list of thread counts [default: 1 and the physical cores].")
 @click.option("--kernel", "kernels", type=click.Choice(["copy", "triad"]), multiple=True,
@@ -35,15 +36,24 @@ def _counts(text: str) -> list[int]:
               show_default=True, help="The kernels' code: c "
               "(phase/bandwidth/stream_kernel.c, compiled on first use), numpy, or auto "
               "(C where a compiler exists, else numpy).")
+@click.option("--oversubscribe", is_flag=True,
+              help="Allow thread counts above the CPUs this process may use (they time-slice "
+              "one another: a measure of the scheduler, not the memory); warned about.")
 @click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
 def bandwidth_command(threads_text: str | None, kernels: tuple[str, ...], repeats: int,
-                      array_mib: int | None, implementation: str, as_json: bool) -> None:
+                      array_mib: int | None, implementation: str, oversubscribe: bool,
+                      as_json: bool) -> None:
     """Measure memory bandwidth as STREAM does: best and median GB/s of copy (2 words per
     element) and triad (3 words), write-allocate not counted."""
     from phase.bandwidth.stream import measure
-    from phase.decode.cores import physical_cores
+    from phase.decode.cores import check_thread_counts, physical_cores, usable_cpus
 
     counts = _counts(threads_text) if threads_text else sorted({1, physical_cores()})
+    over = check_thread_counts(counts, "--threads", allow_flag="--oversubscribe",
+                               allowed=oversubscribe)
+    if over:
+        say(f"warning: {', '.join(map(str, over))} thread(s) on {usable_cpus()} CPU(s): "
+            "threads time-slice one another, so these rows measure the scheduler too")
     records = []
     for kernel in kernels or ("copy", "triad"):
         for threads in counts:

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -32,6 +33,19 @@ def reporting_errors() -> Iterator[None]:
         where = f"{exc.filename}: " if exc.filename else ""
         click.secho(f"error: {where}{exc.strerror or exc}", fg="red", err=True)
         raise click.exceptions.Exit(1) from None
+
+
+T = TypeVar("T")
+
+
+def run_reporting(fn: Callable[[], T]) -> T:
+    """`fn()` outside any click command (an experiment script before its command exists): a
+    PhaseError is its one `error:` line and the process exits with its code."""
+    try:
+        with reporting_errors():
+            return fn()
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
 
 
 def refuse_empty_values(args: Sequence[str]) -> None:

@@ -61,6 +61,9 @@ def generate_command(model: str, draft: str | None, strategy: str, n_tokens: int
                      top_p: float | None, min_p: float | None, seed: int | None) -> None:
     """Generate with one decoding strategy (greedy, or sampled with --temperature) and print
     the text and its numbers."""
+    from phase.decode.cores import check_thread_counts
+
+    check_thread_counts([threads], "--threads")
     if prompt is not None and prompt_file is None:
         text = prompt
     elif prompt is None and prompt_file is not None:

@@ -16,6 +16,7 @@ import click
 from phase.campaign.experiment import Experiment, load_experiment
 from phase.campaign.machine import hostname
 from phase.campaign.plan import CampaignPlan
+from phase.campaign.plan_check import check_plan
 from phase.campaign.shards import (
     ShardRequest,
     identify,
@@ -24,7 +25,7 @@ from phase.campaign.shards import (
     shard_from_env,
     shard_request,
 )
-from phase.cli.common import PhaseCommand, say
+from phase.cli.common import PhaseCommand, run_reporting, say
 
 if TYPE_CHECKING:
     from phase.campaign import Destination, SensorOptions
@@ -72,6 +73,15 @@ def run_script(exp: Experiment) -> None:
     experiment_command(exp).main(prog_name=f"python {sys.argv[0]}")
 
 
+def run_file(path: str) -> None:
+    """What an experiment file runs first when it is the script (`python experiments/X.py`):
+    load it as `phase measure` does, so a bad declaration is one `error:` line naming the file
+    and the field (exit 2, nothing written), then run its command. Never returns."""
+    exp = run_reporting(lambda: load_experiment(str(Path(path).resolve())))
+    run_script(exp)
+    sys.exit(0)  # pragma: no cover (click's main exits)
+
+
 def _csv(value: str | None) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -107,7 +117,9 @@ def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> Cam
     if "repeats" in given and "target_half_width" not in given:
         # `--repeats N` asks for N repeats: the fixed design, no adaptive rounds after them.
         given["target_half_width"] = None
-    return replace(base, **given)
+    plan = replace(base, **given)
+    check_plan(plan, "options")
+    return plan
 
 
 def resume_hint(argv: list[str], output: Path) -> str:

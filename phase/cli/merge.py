@@ -27,6 +27,7 @@ def merge(out: Path, files: tuple[Path, ...]) -> None:
     \b
     Exit status:
       0  OUT written
+      1  OUT could not be written (a full disk): nothing is left behind, lock included
       2  refused or bad input (nothing is written): the message says what differs
     """
     results = merge_files(out, list(files))

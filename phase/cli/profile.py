@@ -42,6 +42,9 @@ def profile_command(experiment: str, target: str | None, draft: str | None, no_d
                     quick: bool, use_sensors: bool, output: Path | None) -> None:
     """Time the target's passes of 1..17 tokens (and the draft's, and an n-gram lookup) at
     each prompt's mid-run KV fill; energy per pass where a sensor reads."""
+    from phase.decode.cores import check_thread_counts
+
+    check_thread_counts([threads], "--threads")
     exp = load_experiment(experiment)
     base = exp.quick if quick else exp.plan
     if base is None:

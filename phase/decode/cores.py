@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+
+from phase.base.errors import UsageProblem
 
 
 def usable_cpus() -> int:
@@ -32,3 +35,20 @@ def physical_cores() -> int:
         except OSError:
             return max(1, len(cpus))
     return max(1, len(groups))
+
+
+
+def check_thread_counts(counts: Iterable[int | None], option: str, *,
+                        allow_flag: str | None = None, allowed: bool = False) -> list[int]:
+    """Refuse thread counts above the CPUs this process may use (exit 2, naming the machine's
+    count and the range allowed): more threads than CPUs time-slice one another, so what is
+    measured is the scheduler, not the machine. Where the command has a flag that allows them
+    (`allow_flag`) and it was given (`allowed`), they are returned for the caller to warn."""
+    available = usable_cpus()
+    over = sorted({c for c in counts if c is not None and c > available})
+    if over and not allowed:
+        hint = f" (or {allow_flag} to measure time slicing on purpose)" if allow_flag else ""
+        raise UsageProblem(f"{option}: {', '.join(map(str, over))} thread(s) exceed the "
+                           f"{available} CPU(s) this process may use; allowed: 1 to "
+                           f"{available}{hint}")
+    return over

@@ -197,10 +197,59 @@ def _write_record(record_path: Path, record: dict[str, object]) -> None:
     tmp.replace(record_path)
 
 
+def _check_complete(path: Path) -> None:
+    """Refuse a source whose tensors run past its end (a truncated download) before the
+    cache is touched: the quantizer would only fail on it later."""
+    end = read_header(path).data_end()
+    size = path.stat().st_size
+    if size < end:
+        raise ModelError(f"{path}: truncated: its header places tensor data up to byte {end}, "
+                         f"the file has {size}; fetch or copy it again", exit_code=2)
+
+
+def _missing_dirs(directory: Path) -> list[Path]:
+    """`directory` and those of its parents that do not exist yet, outermost first."""
+    missing = []
+    for d in (directory, *directory.parents):
+        if d.exists():
+            break
+        missing.append(d)
+    return missing[::-1]
+
+
+def _derive_new(src: ResolvedModel, directory: Path, target: Path, recipe: dict[str, object],
+                say: Progress) -> dict[str, object]:
+    """Derive into the cache; on any failure remove what this call created (the variant, its
+    directory and parents it made, while empty: another process's files are never touched)
+    and nothing else."""
+    made = _missing_dirs(directory)
+    existed = target.exists()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        record = _derive_into(src, target, recipe, say)
+        _write_record(directory / RECIPE, record)
+        return record
+    except BaseException as exc:
+        if not existed:
+            target.unlink(missing_ok=True)
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                break  # not empty (someone else's work) or gone: leave it
+        if isinstance(exc, OSError):
+            denied = exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+            raise ModelError(f"{directory}: cannot write the variant ({exc.strerror or exc}); "
+                             "free some space or set PHASE_CACHE to a directory you can "
+                             "write to", exit_code=2 if denied else 1) from None
+        raise
+
+
 def derive(source: ResolvedModel | Path, ftype: str, nthread: int | None = None,
            progress: Progress | None = None) -> Variant:
     """`source` re-stored as `ftype` by llama.cpp's quantizer, with its record; from the
-    cache where an earlier call derived it with the same recipe."""
+    cache where an earlier call derived it with the same recipe. A source it cannot derive
+    from (truncated, not GGUF) is refused with the cache untouched."""
     say = progress or (lambda _msg: None)
     name = ftype_name(ftype)  # a bad name is refused before the source is hashed
     src = _source(source)
@@ -210,15 +259,8 @@ def derive(source: ResolvedModel | Path, ftype: str, nthread: int | None = None,
     record = _reuse(target, directory / RECIPE)
     cached = record is not None
     if record is None:
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            record = _derive_into(src, target, recipe, say)
-            _write_record(directory / RECIPE, record)
-        except OSError as exc:
-            denied = exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
-            raise ModelError(f"{directory}: cannot write the variant ({exc.strerror or exc}); "
-                             "free some space or set PHASE_CACHE to a directory you can "
-                             "write to", exit_code=2 if denied else 1) from None
+        _check_complete(src.path)
+        record = _derive_new(src, directory, target, recipe, say)
         write_stamp(target, str(record["output_sha256"]))
     else:
         say(f"cached: {target}")

@@ -117,6 +117,10 @@ class GgufHeader:
         value = self.metadata.get("general.file_type")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    def data_end(self) -> int:
+        """Where the last tensor's data ends: a complete file is at least this long."""
+        return self.data_offset + max((t.offset + t.n_bytes for t in self.tensors), default=0)
+
     def dominant_tensor_type(self) -> int | None:
         """The ggml type that stores the most weights among the matrices (tensors of two or
         more dimensions): what a file whose header has no file type mostly is."""

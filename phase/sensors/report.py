@@ -120,6 +120,9 @@ def survey_snapshot(path: Path, *, hz: float, sample_s: float, probe_s: float,
                     cuda_gpus=replay.cuda_gpus(data), clock=clock)
     result["replay"] = {"file": str(path), "taken": data.get("taken"), "host": data.get("host"),
                         "build": build}
+    # Recordings whose raw values no machine reads: their sensors are unavailable, and why.
+    result["unavailable"] += [{"backend": "replay", "reason": reason}
+                              for reason in data.get(replay.SCREENED, [])]
     return result
 
 

@@ -20,6 +20,7 @@ without `-o` write two files.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
-from phase.base.errors import UsageProblem
+from phase.base.errors import PhaseError, UsageProblem
 from phase.storage.errors import StorageError
 from phase.storage.jsonread import file_kind
 
@@ -58,6 +59,10 @@ class Holder:
         return f"pid {self.pid} on {self.host or 'an unknown host'}{command}{since}"
 
 
+# A write refused for want of room, not because of where it goes.
+_NO_SPACE = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
 def lock_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
@@ -79,7 +84,12 @@ def _write_holder(fd: int) -> None:
     os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
 
 
-def _cannot_write(path: Path, exc: OSError, option: str = "-o") -> UsageProblem:
+def _cannot_write(path: Path, exc: OSError, option: str = "-o") -> PhaseError:
+    if exc.errno in _NO_SPACE:
+        # Not a bad path: the same place works once there is room (exit 1, as for any write).
+        return StorageError(f"{path}: cannot write its lock {lock_path(path).name} "
+                            f"({exc.strerror or exc}); free some space and run again",
+                            exit_code=1)
     return UsageProblem(
         f"{path}: cannot write in {path.parent} ({exc.strerror or exc}); choose a directory "
         f"you can write to ({option})"
@@ -138,7 +148,9 @@ class Claim:
         try:
             _write_holder(fd)
         except OSError as exc:
-            os.close(fd)
+            # A full disk (or a file-size limit) refuses even the holder's record: give the
+            # sidecar up as `release` does, removed while still locked, so none is left.
+            cls(path, target, fd).release()
             raise _cannot_write(path, exc, option) from None
         return cls(path, target, fd)
 

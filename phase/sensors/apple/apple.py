@@ -29,6 +29,7 @@ from typing import Any
 
 from phase.results import Scope
 from phase.sensors.core.base import Declared, Probe, ReadError, Reading, Sensor, now
+from phase.sensors.core.ranges import MAX_POWER_W, reading_problem
 
 BACKEND = "apple"
 DECLARED = Declared(BACKEND, measures="soc", priority=20)
@@ -111,6 +112,9 @@ class ZeusCounter(Sensor):
             raise ReadError(f"{self.name}: {exc}") from None
         if value is None:
             raise ReadError(f"{self.name}: IOReport returned no {self.field}")
+        why = reading_problem(value)
+        if why is not None:
+            raise ReadError(f"{self.name}: unreadable: {self.field} {why} mJ")
         return float(value) * 1e-3
 
 
@@ -217,6 +221,12 @@ class PowermetricsStream:
             docs = [d for d in docs if isinstance(d, dict)]
             for doc, t in zip(docs, clock.stamp_all(docs, now()), strict=True):
                 for name, watts in powermetrics_watts(doc):
+                    why = reading_problem(watts, MAX_POWER_W)
+                    if why is not None:  # no reading of this stream can be trusted now
+                        self.error = f"unreadable: powermetrics reported {name} {why} W"
+                        self.latest.clear()
+                        self.first.set()
+                        return
                     self.latest[name] = Reading(t, watts)
                 self.first.set()
 

@@ -24,7 +24,7 @@ from phase.sensors.core.clock import SYSTEM_CLOCK, Clock
 from phase.sensors.core.cuda_map import GpuUse
 from phase.sensors.core.fs import parse_int, read_number
 from phase.sensors.discovery import Machine
-from phase.sensors.replay import snapshot_schema
+from phase.sensors.replay import ranges, snapshot_schema
 from phase.sensors.replay.playback import Playback
 from phase.sensors.replay.replay_apple import apple_host
 from phase.sensors.replay.replay_nvml import ReplayNvml
@@ -32,6 +32,8 @@ from phase.sensors.replay.snapshot import FORMAT, VERSION
 from phase.storage.jsonread import read_json
 
 READS = (1, VERSION)  # the snapshot versions this phase replays
+# Where `load` keeps why recordings were made unreadable (phase.sensors.replay.ranges).
+SCREENED = "screened"
 
 
 class SnapshotError(PhaseError):
@@ -127,10 +129,13 @@ def load(path: Path) -> dict[str, Any]:
                             f"this phase reads versions {', '.join(map(str, READS))} (a newer "
                             "phase took it: replay it with that phase)")
     try:
-        return snapshot_schema.check(data, path)  # every field's type before any is used
+        checked = snapshot_schema.check(data, path)  # every field's type before any is used
     except ResultsError as exc:
         raise SnapshotError(f"{exc} (not a snapshot phase wrote; take it again with "
                             "`phase sensors --snapshot FILE`)") from None
+    # Every raw number within what a machine can read; a recording outside it is unreadable.
+    checked[SCREENED] = ranges.screen(checked)
+    return checked
 
 
 def machine(data: dict[str, Any], clock: Clock = SYSTEM_CLOCK
