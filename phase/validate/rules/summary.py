@@ -1,6 +1,8 @@
 """Checks of a summary file (no runs): its rows form a complete, unambiguous table.
 
 schema (blocking): two rows for the same prompt, strategy and k.
+consistency (blocking): a figure outside its own interval (`intervals`), which every interval
+phase computes holds.
 completeness (warning): a row whose n disagrees with its run ids or falls short of the
 expected repeats; a prompt x strategy missing though both appear in other rows.
 """
@@ -8,10 +10,13 @@ expected repeats; a prompt x strategy missing though both appear in other rows.
 from __future__ import annotations
 
 from phase.analysis.queries import Condition, condition_key
-from phase.results import SummaryFile
+from phase.results import SummaryFile, SummaryRow
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
+
+# Float round-off between the figure and its interval's ends, computed apart.
+_REL = 1e-9
 
 
 def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
@@ -29,6 +34,7 @@ def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Fi
             ))
         else:
             seen[key] = i
+        out += _intervals(row, i, ctx)
         if row.n is not None and row.run_ids and row.n != len(row.run_ids):
             out.append(ctx.finding(
                 "completeness", "warning",
@@ -58,6 +64,27 @@ def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Fi
                         "strategy and levels appear in other rows",
                         prompt=prompt, strategy=strategy, levels=level,
                     ))
+    return out
+
+
+def _intervals(row: SummaryRow, i: int, ctx: Context) -> list[Finding]:
+    """Each figure's interval holds the figure it is the interval of: a median's order
+    statistics bracket it, a ratio's t interval is centred on it (phase.analysis.intervals).
+    One that does not is of another figure, or the figure was changed after."""
+    out = []
+    for name, interval in row.intervals.items():
+        centre = getattr(row, name)
+        slack = _REL * max(abs(centre), abs(interval.low), abs(interval.high))
+        if interval.low - slack <= centre <= interval.high + slack:
+            continue
+        out.append(ctx.finding(
+            "consistency", "blocking",
+            f"{name} is {centre:.6g}, outside its own 95% interval "
+            f"[{interval.low:.6g}, {interval.high:.6g}]",
+            prompt=row.prompt, strategy=row.strategy, levels=tuple(row.factors.items()),
+            json_path=f"$.rows[{i}].intervals.{name}",
+            numbers={name: centre, "low": interval.low, "high": interval.high},
+        ))
     return out
 
 
