@@ -110,8 +110,6 @@ def _edge_error(w: SensorWindow, info: SensorInfo) -> tuple[float | None, bool]:
 # How much of the idealised least error (least_edge_error) a recorded one must reach: the
 # power across an edge can dip below both means it is modelled by.
 LEAST_SHARE = 0.5
-# Edge offsets tried between two updates (least_edge_error's grid).
-_OFFSETS = 64
 
 
 def least_edge_error(w: SensorWindow, info: SensorInfo) -> float | None:
@@ -139,12 +137,13 @@ def least_edge_error(w: SensorWindow, info: SensorInfo) -> float | None:
     def half_width(g: float) -> float:
         return max(min(step, bound * g) - max(0.0, step - bound * (period - g)), 0.0) / 2
 
+    # Each half width is linear between its kinks (step / bound after an update, as long
+    # before the next), so the sum's least value over the first edge's offset g is at a g
+    # that puts one edge on a kink.
     shift = span % period
-    tried = min(half_width(g) + half_width((g + shift) % period)
-                for g in (period * k / _OFFSETS for k in range(_OFFSETS)))
-    # The sum changes by at most `bound` per second of offset: between two offsets tried it
-    # can dip at most bound x spacing below the least found.
-    least = max(tried - bound * period / _OFFSETS, 0.0)
+    kinks = (0.0, step / bound, period - step / bound)
+    offsets = {k % period for k in kinks} | {(k - shift) % period for k in kinks}
+    least = min(half_width(g) + half_width((g + shift) % period) for g in offsets)
     return LEAST_SHARE * least
 
 

@@ -8,9 +8,9 @@ the file, where the parts are known (a sensor phase cannot place is not judged):
 - an enclosure (`encloses`, declared or derived: phase.validate.enclosures) holds only
   sensors whose parts the enclosing sensor covers: "package-0 encloses dram" would make the
   enclosure rules demand package >= DRAM, which nothing physical says;
-- the sensors the enclosure-sum rule adds up (phase.validate.rules.enclosure_sum.summed) cover
-  disjoint parts: a part covered twice is counted twice, and psys would be rejected for being
-  below a sum that double-counts;
+  the enclosure-sum rule holds the enclosing sensor against the sum of such sensors, so each
+  must be inside it (two sensors covering the same kind of part, two sockets' packages, may
+  both be: the parts are kinds, not devices);
 - a sensor that physically encloses others (a wall meter; psys beside its packages, a Jetson
   module input beside its rails: parts of its own backend it covers and more) declares no
   empty enclosure (`encloses: []`): that would switch every enclosure check off for it;
@@ -20,14 +20,11 @@ the file, where the parts are known (a sensor phase cannot place is not judged):
 
 from __future__ import annotations
 
-from itertools import combinations
-
 from phase.results import ResultsFile, SensorInfo
 from phase.results.covers import covers_of, sensor_covers
 from phase.validate.enclosures import enclosures
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
-from phase.validate.rules.enclosure_sum import summed
 from phase.validate.settings import RuleSettings
 
 # Backends whose sensors' parts also depend on the device (a module, an APU, a card), which
@@ -57,14 +54,6 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 continue
             block(f"{big} covers {sorted(outer)}, so it cannot enclose {name}, which covers "
                   f"{sorted(inner)} ({', '.join(sorted(inner - outer))} outside it)",
-                  big, f"$.sensors[{index[big]}].encloses")
-    for big, parts in summed(results).items():
-        for a, b in combinations(parts, 2):
-            pa, pb = _parts(sensors[a]), _parts(sensors[b])
-            if pa is None or pb is None or not pa & pb:
-                continue
-            block(f"{big}'s reading is checked against the sum of {', '.join(parts)}, but {a} "
-                  f"and {b} both cover {', '.join(sorted(pa & pb))}: the sum counts it twice",
                   big, f"$.sensors[{index[big]}].encloses")
     for s in results.sensors:
         members = _physically_inside(s, results.sensors)

@@ -8,8 +8,9 @@ A decode shorter than its energy sensor needs repeats back-to-back inside one wi
   passes' decode time fits in each of the run's energy windows (they ran inside it, within
   `clock_tolerance_s`); no more passes than `config.max_passes`. A file whose passes
   contradict its windows cannot say what the energy per token is over. Passes the list lost
-  are recomputed from the windows that held them: a window longer than its passes' decoding
-  by a whole pass or more (beyond `clock_tolerance_s`) held a pass the list does not count,
+  are recomputed from the windows that held them: passes run back to back, the time between
+  them a cache trim, so a window longer than its passes' decoding by half the shortest pass
+  or more (beyond `clock_tolerance_s`) held a pass the list does not count,
   and a campaign that sized its windows (config.window_min_s) records every pass, so an
   empty list there lost them all.
 - rejected: a pass whose output (token sha256) differs from the run's own. Greedy decoding of
@@ -90,12 +91,12 @@ def _lost(run: Run, i: int, sized: bool, settings: RuleSettings, ctx: Context
     out = []
     for w in run.energy:
         unaccounted = window_s(w) - decoding
-        if shortest > 0 and unaccounted - settings.clock_tolerance_s >= shortest:
+        if shortest > 0 and unaccounted - settings.clock_tolerance_s >= shortest / 2:
             out.append(ctx.finding(
                 "passes", "blocking",
                 f"the {window_s(w):.6g} s energy window holds {len(run.passes)} passes that "
-                f"decoded for {decoding:.6g} s: {unaccounted:.6g} s unaccounted, room for a "
-                f"whole pass more (the shortest took {shortest:.6g} s): passes are missing "
+                f"decoded for {decoding:.6g} s: {unaccounted:.6g} s unaccounted, half a pass "
+                f"or more (the shortest took {shortest:.6g} s): passes are missing "
                 "from the list while the window's energy counts them",
                 run=run, sensor=w.sensor, json_path=where,
                 numbers={"passes": len(run.passes), "decode_s": decoding,
