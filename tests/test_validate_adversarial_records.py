@@ -250,6 +250,18 @@ def test_a_summary_interval_excluding_its_centre_blocks(files: dict[Path, Result
     assert [p for p, _ in found] == [f"$.rows[{i}].intervals.speed_vs_plain"]
 
 
+def test_a_summary_row_count_its_run_ids_do_not_back_blocks(files: dict[Path, ResultsFile],
+                                                            tmp_path: Path) -> None:
+    raw = files[GAPS]
+    summary = summarize(raw, validate_results(raw, GAPS.name), GAPS.name)
+    i, row = next((i, r) for i, r in enumerate(summary.rows) if r.run_ids and r.n)
+    assert row.n is not None
+    rows = list(summary.rows)
+    rows[i] = replaced(row, run_ids=row.run_ids[:-1])  # a run id lost, n kept
+    found = blocking(judged(replaced(summary, rows=rows), tmp_path), "consistency")
+    assert [p for p, _ in found] == [f"$.rows[{i}].n"] and f"n = {row.n}" in found[0][1]
+
+
 # --- 6. a run at a factor level the experiment never declared ----------------------------------
 
 LEVELS: list[tuple[str, Callable[[dict[str, object]], dict[str, object]], str]] = [
@@ -353,7 +365,20 @@ def _weights_bytes(f: ResultsFile) -> ResultsFile:
                                               + 1))(f)
 
 
+def _recipe(**changes: object) -> Change:
+    def change(f: ResultsFile) -> ResultsFile:
+        variant = f.models[1].variant
+        assert variant is not None
+        recipe = {**variant.recipe, **changes}
+        return _model(1, variant=replaced(variant, recipe=recipe))(f)
+    return change
+
+
 PROVENANCE: list[tuple[str, Change, str]] = [
+    ("a variant whose GGUF file type is F32's", _recipe(llama_ftype=0),
+     "$.models[1].variant.recipe.llama_ftype"),
+    ("a variant of other bytes than its recipe made", _recipe(output_bytes=1),
+     "$.models[1].variant.recipe.output_bytes"),
     ("a Q4_K_M file recorded as F32", _model(0, quant="F32"), "$.models[0].quant"),
     ("an F16 variant recorded as Q4_K_M", _model(1, quant="Q4_K_M"), "$.models[1].quant"),
     ("bytes per token above the file", _weights_bytes,

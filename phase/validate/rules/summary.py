@@ -2,9 +2,10 @@
 
 schema (blocking): two rows for the same prompt, strategy and k.
 consistency (blocking): a figure outside its own interval (`intervals`), which every interval
-phase computes holds.
-completeness (warning): a row whose n disagrees with its run ids or falls short of the
-expected repeats; a prompt x strategy missing though both appear in other rows.
+phase computes holds; a row whose n is not the number of run ids it lists (a count a list
+backs is recomputed from the list).
+completeness (warning): a row that falls short of the expected repeats; a prompt x strategy
+missing though both appear in other rows.
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ def check(summary: SummaryFile, settings: RuleSettings, ctx: Context) -> list[Fi
         out += _intervals(row, i, ctx)
         if row.n is not None and row.run_ids and row.n != len(row.run_ids):
             out.append(ctx.finding(
-                "completeness", "warning",
-                f"row says n = {row.n} but lists {len(row.run_ids)} run id(s)",
-                prompt=row.prompt, strategy=row.strategy,
+                "consistency", "blocking",
+                f"row says n = {row.n} but lists {len(row.run_ids)} run id(s): its figures "
+                "are over the runs it lists, so n is recomputed from them",
+                prompt=row.prompt, strategy=row.strategy, levels=tuple(row.factors.items()),
+                json_path=f"$.rows[{i}].n",
                 numbers={"n": row.n, "run_ids": len(row.run_ids)},
             ))
         if settings.repeats is not None and row.n is not None and row.n < settings.repeats:
