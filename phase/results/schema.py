@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from phase.results.adaptive import AdaptiveRecord
+from phase.results.adaptive import AdaptiveCondition, AdaptiveRecord
 from phase.results.base import (
     FiniteFloat,
     Fraction,
@@ -352,14 +352,18 @@ class ResultsFile(Strict):
 
 
 def _levels_in_declared_order(results: ResultsFile) -> None:
-    """Put every record's levels (runs, references, what a confirmation confirms) in the order
-    config.factors declares, names it does not declare last: JSON objects have no order, so a
-    file re-serialised with sorted keys is the same file, and every condition built from the
-    levels (phase.analysis.queries.condition_key) then matches the schedule's by name."""
+    """Put every record's levels (runs, references, what a confirmation confirms, adaptive
+    conditions) in the order config.factors declares, names it does not declare last: JSON
+    objects have no order, so a file re-serialised with sorted keys is the same file, and
+    every condition built from the levels (phase.analysis.queries.condition_key) then
+    matches the schedule's by name."""
     rank = {f.name: i for i, f in enumerate(results.config.factors)}
-    holders: list[PlainReference | Run | Confirms] = [*results.runs, *results.references]
+    holders: list[PlainReference | Run | Confirms | AdaptiveCondition] = [
+        *results.runs, *results.references]
     if results.confirms is not None:
         holders.append(results.confirms)
+    if results.adaptive is not None:
+        holders += results.adaptive.conditions
     for holder in holders:
         levels = holder.factors
         ordered = dict(sorted(levels.items(), key=lambda kv: rank.get(kv[0], len(rank))))

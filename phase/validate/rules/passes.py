@@ -9,8 +9,8 @@ A decode shorter than its energy sensor needs repeats back-to-back inside one wi
   `clock_tolerance_s`); no more passes than `config.max_passes`. A file whose passes
   contradict its windows cannot say what the energy per token is over. Passes the list lost
   are recomputed from the windows that held them: passes run back to back, the time between
-  them a cache trim, so a window longer than its passes' decoding by half the shortest pass
-  or more (beyond `clock_tolerance_s`) held a pass the list does not count,
+  them a cache trim, so a window longer than its passes' decoding by LOST_SHARE of the
+  shortest pass or more (beyond `clock_tolerance_s`) held a pass the list does not count,
   and a campaign that sized its windows (config.window_min_s) records every pass, so an
   empty list there lost them all.
 - rejected: a pass whose output (token sha256) differs from the run's own. Greedy decoding of
@@ -74,6 +74,13 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     return out
 
 
+# The share of the shortest pass that a window's time beyond its passes' decoding must reach
+# to hold a lost pass: below a whole one, since a lost pass may have been the shortest, and
+# well above the cache trims between passes, so that a stall of the process between two
+# passes is not taken for one.
+LOST_SHARE = 0.75
+
+
 def _lost(run: Run, i: int, sized: bool, settings: RuleSettings, ctx: Context
           ) -> list[Finding]:
     """Passes missing from the list while the window that held them, and its energy, stayed:
@@ -91,12 +98,12 @@ def _lost(run: Run, i: int, sized: bool, settings: RuleSettings, ctx: Context
     out = []
     for w in run.energy:
         unaccounted = window_s(w) - decoding
-        if shortest > 0 and unaccounted - settings.clock_tolerance_s >= shortest / 2:
+        if shortest > 0 and unaccounted - settings.clock_tolerance_s >= LOST_SHARE * shortest:
             out.append(ctx.finding(
                 "passes", "blocking",
                 f"the {window_s(w):.6g} s energy window holds {len(run.passes)} passes that "
-                f"decoded for {decoding:.6g} s: {unaccounted:.6g} s unaccounted, half a pass "
-                f"or more (the shortest took {shortest:.6g} s): passes are missing "
+                f"decoded for {decoding:.6g} s: {unaccounted:.6g} s unaccounted, room for "
+                f"most of a pass (the shortest took {shortest:.6g} s): passes are missing "
                 "from the list while the window's energy counts them",
                 run=run, sensor=w.sensor, json_path=where,
                 numbers={"passes": len(run.passes), "decode_s": decoding,
