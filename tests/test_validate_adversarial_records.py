@@ -291,6 +291,15 @@ def test_a_reference_at_an_undeclared_level_blocks(files: dict[Path, ResultsFile
     assert [p for p, _ in found] == ["$.references[2].factors.fill"]
 
 
+def test_a_model_loaded_for_an_undeclared_level_blocks(files: dict[Path, ResultsFile],
+                                                       tmp_path: Path) -> None:
+    results = files[MEMORY]
+    models = list(results.models)
+    models[1] = replaced(models[1], level="F32")
+    found = blocking(judged(replaced(results, models=models), tmp_path), "levels")
+    assert [p for p, _ in found] == ["$.models[1].level"]
+
+
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.name for p in COMMITTED])
 def test_key_order_never_matters(path: Path, tmp_path: Path) -> None:
     """The same data with every object's keys sorted validates with exactly the same

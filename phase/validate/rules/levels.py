@@ -8,7 +8,9 @@ never by the order of the JSON keys:
   and each level is one of its factor's declared levels (a run at 3 threads in an experiment
   that declared 1 and 2 measured something nobody asked, and would be tabled beside them);
 - a plain reference names exactly the run-output factors (tokens, context_fill, model:
-  phase.results.levels.OUTPUT_KINDS), each at a declared level.
+  phase.results.levels.OUTPUT_KINDS), each at a declared level;
+- a target model loaded for a `model` level (`models[].level`) names one of that factor's
+  labels.
 
 A level is compared by value and type: 2 and "2" and 2.0 are different levels in the file.
 """
@@ -56,6 +58,13 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         for message, tail in problems(run.factors, factors):
             out.append(ctx.finding("levels", "blocking", message, run=run,
                                    json_path=f"$.runs[{i}].{tail}"))
+    labels = [label for f in factors if f.kind == "model" for label in f.labels]
+    for i, model in enumerate(results.models):
+        if model.level is not None and model.level not in labels:
+            out.append(ctx.finding(
+                "levels", "blocking", f"model {model.name} was loaded for level "
+                f"{model.level!r}, which no model factor declares (labels: {labels})",
+                json_path=f"$.models[{i}].level"))
     output = [f for f in factors if f.kind in OUTPUT_KINDS]
     for i, ref in enumerate(results.references):
         for message, tail in problems(ref.factors, output):
