@@ -124,3 +124,13 @@ def test_host_spread_tells_apart_two_machines_sharing_a_name(tmp_path: Path) -> 
     assert spread and "localhost (shard 0)" in spread[0].message
     assert "localhost (shard 1)" in spread[0].message
     assert [f for f in report.findings if f.rule == "shards"] == []
+
+
+def test_one_shard_merged_twice_under_two_names_blocks(tmp_path: Path) -> None:
+    """Issue 47: the same bytes listed as two shards (another name and index, one sha256)."""
+    merged = _merged(tmp_path)
+    first, second = merged.merged_from
+    twice = replaced(merged, merged_from=[first, replaced(second, sha256=first.sha256)])
+    found = [f for f in shards(twice) if f.json_path == "$.merged_from[1].sha256"]
+    assert len(found) == 1 and "the same file merged twice" in found[0].message
+    assert found[0].severity == "blocking"

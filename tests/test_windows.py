@@ -158,7 +158,7 @@ def test_energy_per_token_counts_every_pass() -> None:
 
 
 def test_a_pass_with_other_tokens_rejects_the_runs_energy() -> None:
-    results = _passed(3, sha="0" * 64)
+    results = _passed(3, window=3.0, sha="0" * 64)
     found = [f for f in validate_results(results, results.id).findings if f.rule == "passes"]
     assert [(f.severity, f.run_id) for f in found] == [("rejected", "r1-p1-plain")]
 

@@ -20,7 +20,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from phase.results.adaptive import AdaptiveRecord
+from phase.results.adaptive import AdaptiveCondition, AdaptiveRecord
 from phase.results.base import (
     FiniteFloat,
     Fraction,
@@ -340,6 +340,7 @@ class ResultsFile(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ResultsFile:
+        _levels_in_declared_order(self)
         if self.primary_energy is not None:
             if self.primary_energy_reason:
                 raise ValueError("primary_energy is set, so primary_energy_reason must be null")
@@ -348,6 +349,27 @@ class ResultsFile(Strict):
             if unknown:
                 raise ValueError(f"primary_energy names undeclared sensor(s): {unknown}")
         return self
+
+
+def _levels_in_declared_order(results: ResultsFile) -> None:
+    """Put every record's levels (runs, references, what a confirmation confirms, adaptive
+    conditions) in the order config.factors declares, names it does not declare last: JSON
+    objects have no order, so a file re-serialised with sorted keys is the same file, and
+    every condition built from the levels (phase.analysis.queries.condition_key) then
+    matches the schedule's by name."""
+    rank = {f.name: i for i, f in enumerate(results.config.factors)}
+    holders: list[PlainReference | Run | Confirms | AdaptiveCondition] = [
+        *results.runs, *results.references]
+    if results.confirms is not None:
+        holders.append(results.confirms)
+    if results.adaptive is not None:
+        holders += results.adaptive.conditions
+    for holder in holders:
+        levels = holder.factors
+        ordered = dict(sorted(levels.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+        if list(ordered) != list(levels):
+            # Same keys and values, only their order: no need to validate the record again.
+            object.__setattr__(holder, "factors", ordered)
 
 
 def token_sha256(token_ids: Sequence[int]) -> str:

@@ -18,9 +18,19 @@ build).
 The rules and their severities (each module's docstring gives the details):
 
     schema        blocking  shape, types, cross-references
+    provenance    blocking  models' formats, sizes and bytes/token, and the bandwidth
+                            figures, recomputed from each other
+    covers        blocking  an enclosure or a summed set that what each sensor covers
+                            contradicts; an empty enclosure on a sensor that has members;
+                            primary_energy.covers not its sensors'
     backend       blocking  a sensor backend outside the publishable allow-list
+    levels        blocking  a run or reference at levels of factors the config never declared
     consistency   blocking  a run disagreeing with its own data or the config (its trace too:
                             proposals within the tokens left, the steps' time within decode_s)
+    reruns        blocking  a re-run of a run the file lacks, of an undisturbed attempt, or
+                            past config.max_reruns
+    passes        blocking  passes against their windows (lost ones too); rejected: a pass
+                            with other tokens
     decisions     blocking  `auto`'s recorded decisions replayed from its trace and the profile;
                             a decision field on any other strategy's step
     profile       blocking  the cost profile against its blocks, its units and physics
@@ -37,7 +47,8 @@ The rules and their severities (each module's docstring gives the details):
     frozen        rejected  a counter that barely moved, power below the scope's floor
     sensor-lag    rejected  a window too short for the sensor's smoothing
     counter-edges rejected  a counter window whose edge error (recorded, or from its declared
-                            update period) is too large a share of it
+                            update period) is too large a share of it; blocking: a recorded
+                            error below what its update period allows
     enclosure     rejected  an enclosing sensor not above what it encloses: the reading the
                             evidence (lag, each sensor's history) blames, or both
     enclosure-sum rejected  an enclosing sensor below the sum of the disjoint sensors of its

@@ -12,7 +12,11 @@ Each divergence (recomputed) is classed by the gaps between the two best logits 
 passes at its first differing token: `near-tie` when both are below `near_tie_gap` (the two
 passes' numerics differ by less than the margin of the choice: a warning), `mismatch` when
 either is at or above it (a pass chose against a clear margin: a decoder bug, blocking), and
-`unclassified` when a gap was not recorded (files older than the evidence: a warning).
+`unclassified` when a gap was not recorded (files older than the evidence: a warning). A
+file whose references record their gap lists is not older than the evidence: there a
+reference without its list, or a divergence without this run's gap, is blocking, since
+leaving a clear-margin gap out would turn a mismatch into a warning (or, with the run's own
+`divergence_gap_reference` then trusted, into a near-tie).
 
 Sampled runs (a `temperature` factor's level above 0) are not expected to equal plain's text:
 sampling draws, and the reference is greedy. What makes them trustworthy is that each keeps
@@ -48,6 +52,14 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 prompt=ref.prompt, json_path=f"$.references[{i}]",
             ))
         references.setdefault(key, ref)
+    evidence = records_evidence(results)
+    for i, ref in enumerate(results.references):
+        if evidence and ref.top2_gaps is None:
+            out.append(ctx.finding(
+                "equivalence", "blocking", "this reference records no top2_gaps, though the "
+                "file's other references do: the divergences of its runs could not be judged",
+                prompt=ref.prompt, json_path=f"$.references[{i}].top2_gaps",
+            ))
     for i, run in enumerate(results.runs):
         where = f"$.runs[{i}]"
         if run.output_sha256 != token_sha256(run.token_ids):
@@ -75,8 +87,15 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 run=run, json_path=f"{where}.prompt",
             ))
             continue
-        out += _run(run, its_reference, where, settings, ctx)
+        out += _run(run, its_reference, where, settings, ctx, evidence)
     return out
+
+
+def records_evidence(results: ResultsFile) -> bool:
+    """Whether the file's references record their gaps (phase records them for every
+    reference it writes): then every divergence must carry its evidence, and a missing gap
+    is an omission, not the file's age."""
+    return any(ref.top2_gaps is not None for ref in results.references)
 
 
 def _sampled(results: ResultsFile, run: Run, where: str, ctx: Context) -> list[Finding]:
@@ -124,7 +143,7 @@ def _reference(ref: PlainReference, i: int, tokens: int, ctx: Context) -> list[F
 
 
 def _run(run: Run, ref: PlainReference, where: str, settings: RuleSettings,
-         ctx: Context) -> list[Finding]:
+         ctx: Context, evidence: bool) -> list[Finding]:
     matches, index = compare_to_plain(run.token_ids, ref.token_ids)
     numbers: dict[str, float] = {"tokens": run.tokens}
     if index is not None:
@@ -143,7 +162,7 @@ def _run(run: Run, ref: PlainReference, where: str, settings: RuleSettings,
         )]
     if index is None:
         return _no_evidence(run, where, ctx)
-    return [_divergence(run, ref, index, where, numbers, settings, ctx)]
+    return [_divergence(run, ref, index, where, numbers, settings, ctx, evidence)]
 
 
 # What a run records only where its output left plain decoding's.
@@ -162,9 +181,21 @@ def _no_evidence(run: Run, where: str, ctx: Context) -> list[Finding]:
 
 
 def _divergence(run: Run, ref: PlainReference, index: int, where: str,
-                numbers: dict[str, float], settings: RuleSettings, ctx: Context) -> Finding:
+                numbers: dict[str, float], settings: RuleSettings, ctx: Context,
+                evidence: bool) -> Finding:
     recorded = ref.top2_gaps[index] if ref.top2_gaps and index < len(ref.top2_gaps) else None
     gap_ref = run.divergence_gap_reference
+    if evidence and (recorded is None or run.divergence_gap_verify is None):
+        field, whose = (("divergence_gap_verify", "this run's") if recorded is not None else
+                        ("top2_gaps", "the plain reference's"))
+        return ctx.finding(
+            "equivalence", "blocking",
+            f"output differs from plain decoding from token {index}, but {whose} top-2 logit "
+            "gap there is not recorded, though this file records the gaps: a divergence "
+            "without its evidence cannot be told a near-tie from a mismatch",
+            run=run, numbers=numbers,
+            json_path=f"{where}.{field}" if recorded is not None else f"{where}.prompt",
+        )
     if gap_ref is not None and recorded is not None and gap_ref != recorded:
         return ctx.finding(
             "equivalence", "blocking",

@@ -11,9 +11,10 @@ definitions merge itself uses (phase.validate.sharding):
 - a shard's file holds the part of the plan its index gives it (split, prompts, repeats), only
   runs and plain references of that part, and its host lists the shard;
 - a merged file (`merged_from`) is no shard itself, its shards are of one count and one split,
-  every index once, each the part its index gives it; every shard's host is listed and lists
-  the shard, and every run ran on a host that ran the shard holding it; a sensor a shard named
-  after its device (a GPU's UUID) is the merged sensor in the same place, device aside.
+  every index once, every file other bytes (no sha256 twice), each the part its index gives
+  it; every shard's host is listed and lists the shard, and every run ran on a host that ran
+  the shard holding it; a sensor a shard named after its device (a GPU's UUID) is the merged
+  sensor in the same place, device aside.
 
 A file that merge would refuse cannot be published: its figures would mix machines or hold
 runs no shard measured.
@@ -120,9 +121,25 @@ def _merged(results: ResultsFile, ctx: Context) -> list[Finding]:
     for i, m in enumerate(merged):
         out += [_finding(ctx, f"{m.file}: {problem}", f"$.merged_from[{i}].shard.{field}")
                 for field, problem in planned_part(results.config, m.shard)]
+    out += _same_bytes(results, ctx)
     out += _shard_hosts(results, ctx)
     out += _run_hosts(results, ctx)
     out += _sensor_places(results, ctx)
+    return out
+
+
+def _same_bytes(results: ResultsFile, ctx: Context) -> list[Finding]:
+    """Each shard's file is other bytes: two entries with one sha256 are one file read twice
+    (whatever names and indices they carry), so one shard's runs stand in for another's."""
+    first: dict[str, int] = {}
+    out = []
+    for i, m in enumerate(results.merged_from):
+        j = first.setdefault(m.sha256, i)
+        if j != i:
+            other = results.merged_from[j]
+            out.append(_finding(ctx, f"{m.file} (shard {m.shard.index}) has the sha256 of "
+                                     f"{other.file} (shard {other.shard.index}): the same "
+                                     "file merged twice", f"$.merged_from[{i}].sha256"))
     return out
 
 
