@@ -63,4 +63,8 @@ from typing import Final
 #                slow_vs_condition (absent: judged by load alone); PassCost.block_load,
 #                block_disturbed (the profile's blocks that other work disturbed, repeated and
 #                left out of its medians; absent: load not measured, every block counts).
+#                Added later within 12, optional, without moving the number (the number is
+#                stamped on the published pages' derived summaries): Run.verification, the
+#                rule (name, version) that verified a sampled run's proposals (absent:
+#                greedy, plain, or unrecorded; phase.results.verification).
 SCHEMA_VERSION: Final = 12
