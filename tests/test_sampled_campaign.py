@@ -23,6 +23,7 @@ from phase.campaign.factors import check_factors
 from phase.decode import Engine
 from phase.decode.sampled_timed import run_sampled
 from phase.policy.sampling import SamplingSettings
+from phase.policy.speculative_sampling import RECORDED
 from phase.policy.strategies import parse_strategy
 from phase.publish.site.build import build_site
 from phase.publish.site.paths import SitePaths
@@ -64,6 +65,9 @@ def test_sampled_runs_record_their_seed_and_greedy_runs_are_unchanged(
             results.config.sampling.min_p) == (40, 0.95, 0.05)
     assert len(results.runs) == 4 * 2
     for run in results.runs:
+        # Every sampled run that proposes records the rule its proposals were verified by.
+        expected = RECORDED["rejection"].verification if run.seed is not None and run.k else None
+        assert run.verification == expected, run.id
         if run.factors["temperature"] == 0:
             assert run.seed is None and run.matches_plain is True
         else:
@@ -76,6 +80,7 @@ def test_sampled_runs_record_their_seed_and_greedy_runs_are_unchanged(
                 assert run.drafted > 0 and run.acceptance is not None
     report = validate_results(results, out.name)
     assert not report.blocking, [f.message for f in report.findings if f.severity == "blocking"]
+    assert report.notes == []  # the rule is recorded, so nothing is left unrecorded
 
 
 def test_a_sampled_run_regenerates_from_its_recorded_seed(

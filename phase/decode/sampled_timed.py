@@ -31,6 +31,7 @@ from phase.decode.sampled import (
 from phase.decode.window import Edges, Repeat, timed_window
 from phase.policy.sampled_proposers import SampledProposer
 from phase.policy.sampling import SamplingSettings
+from phase.policy.speculative_sampling import RECORDED
 from phase.policy.strategies import Strategy
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ def _proposer(engine: Engine, strategy: Strategy, settings: SamplingSettings,
     return strategy.family.proposer(strategy, proposers, kv_tokens), proposers.prefill_draft
 
 
+# The one rule a campaign's sampled runs verify with: exact for draws from q and point masses.
+RULE = "rejection"
+
+
 def _loop(engine: Engine, prompt: list[int], n_tokens: int, strategy: Strategy,
           proposer: SampledProposer | None, settings: SamplingSettings) -> Callable[[], Decoded]:
     def run() -> Decoded:
@@ -57,7 +62,7 @@ def _loop(engine: Engine, prompt: list[int], n_tokens: int, strategy: Strategy,
             done = plain_sampled(engine.target, prompt, n_tokens, settings)
         else:
             done = speculate_sampled(engine.target, prompt, n_tokens, strategy.max_proposal,
-                                     proposer, "rejection", settings)
+                                     proposer, RULE, settings)
         return Decoded(done.generated, list(done.trace), None)
     return run
 
@@ -90,5 +95,8 @@ def run_sampled(engine: Engine, prompt_tokens: Sequence[int], strategy: Strategy
     window = timed_window(models, prompt, edges, loop, None,
                           lambda: list(getattr(proposer, "decisions", None) or []) or None,
                           on_decode_start, on_decode_end, repeat)
-    return window.result(strategy, prompt, engine.target.detokenize(window.first.generated),
-                         (engine.n_threads, engine.n_threads_batch))
+    result = window.result(strategy, prompt, engine.target.detokenize(window.first.generated),
+                           (engine.n_threads, engine.n_threads_batch))
+    if proposer is not None:  # plain proposes nothing, so nothing is verified
+        result.verification = RECORDED[RULE].verification
+    return result

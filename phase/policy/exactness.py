@@ -1,11 +1,8 @@
 """The statistics that prove a sampled strategy keeps the target's distribution: a chi-square
 goodness-of-fit test against the exact distribution, and the sample size that gives it power.
 
-Why these and not a library: the project's environment has no scipy, and what is needed is
-small and exact for integer degrees of freedom. The chi-square survival function is the
-regularised upper gamma function Q(df/2, x/2), which for integer df has a finite closed form
-(a Poisson tail for even df, erfc plus a finite series for odd df); the noncentral
-chi-square is a Poisson(λ/2) mixture of central ones.
+The chi-square and noncentral chi-square tails are scipy.stats' (imported on first use, as in
+phase.analysis.intervals: nothing that starts `phase` pays for scipy).
 
 Sample size: a test of k categories with exact probabilities p has, against an alternative p',
 noncentrality λ = N Σ (p'_i - p_i)² / p_i. Among alternatives that move the top category by
@@ -27,67 +24,45 @@ from dataclasses import dataclass
 MIN_CATEGORY_P = 0.01
 
 
-def chi2_sf(x: float, df: int) -> float:
-    """P(X >= x) for X chi-square with df (a positive integer) degrees of freedom."""
+def _check_df(df: int) -> None:
     if df < 1:
         raise ValueError(f"degrees of freedom must be >= 1 (got {df})")
-    if x <= 0:
-        return 1.0
-    half = x / 2.0
-    if df % 2 == 0:
-        start, total = 0.0, 0.0  # Σ_{i < df/2} e^-h h^i / i!
-    else:
-        start, total = 0.5, math.erfc(math.sqrt(half))
-    a = start
-    while a < df / 2.0 - 1e-9:
-        # e^-h h^a / Γ(a + 1), in logs so large x and df neither overflow nor underflow early
-        total += math.exp(-half + a * math.log(half) - math.lgamma(a + 1.0))
-        a += 1.0
-    return min(1.0, total)
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """P(X >= x) for X chi-square with df (a positive integer) degrees of freedom."""
+    from scipy import stats
+
+    _check_df(df)
+    return float(stats.chi2.sf(x, df))
 
 
 def chi2_critical(alpha: float, df: int) -> float:
-    """The x with chi2_sf(x, df) = alpha (bisection; sf falls monotonically in x)."""
-    low, high = 0.0, float(df) + 10.0
-    while chi2_sf(high, df) > alpha:
-        high *= 2.0
-    for _ in range(200):
-        mid = (low + high) / 2.0
-        if chi2_sf(mid, df) > alpha:
-            low = mid
-        else:
-            high = mid
-    return high
+    """The x with chi2_sf(x, df) = alpha."""
+    from scipy import stats
+
+    _check_df(df)
+    return float(stats.chi2.isf(alpha, df))
 
 
 def ncx2_sf(x: float, df: int, lam: float) -> float:
-    """P(X >= x) for a noncentral chi-square with noncentrality lam: Σ_j Poisson(j; lam/2)
-    P(chi2_{df+2j} >= x), summed until the Poisson tail left is below 1e-12."""
-    mean = lam / 2.0
-    total, weight_left, j = 0.0, 1.0, 0
-    while weight_left > 1e-12 and j < 10_000:
-        weight = math.exp(-mean + (j * math.log(mean) if mean > 0 else 0.0) - math.lgamma(j + 1))
-        if mean == 0 and j > 0:
-            break
-        total += weight * chi2_sf(x, df + 2 * j)
-        weight_left -= weight
-        j += 1
-    return min(1.0, total)
+    """P(X >= x) for a noncentral chi-square with noncentrality lam (0: the central one)."""
+    from scipy import stats
+
+    _check_df(df)
+    return float(stats.ncx2.sf(x, df, lam)) if lam > 0 else chi2_sf(x, df)
 
 
 def noncentrality_for(df: int, alpha: float, power: float) -> float:
     """The λ at which a level-alpha chi-square test with df degrees of freedom has `power`."""
+    from scipy import optimize
+
     critical = chi2_critical(alpha, df)
-    low, high = 0.0, 1.0
+    high = 1.0
     while ncx2_sf(critical, df, high) < power:
         high *= 2.0
-    for _ in range(100):
-        mid = (low + high) / 2.0
-        if ncx2_sf(critical, df, mid) < power:
-            low = mid
-        else:
-            high = mid
-    return high
+    return float(optimize.brentq(lambda lam: ncx2_sf(critical, df, lam) - power, 0.0, high,
+                                 xtol=1e-10))
 
 
 def samples_for_shift(p_top: float, shift: float, df: int, alpha: float, power: float) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from phase.base.errors import PhaseError
-from phase.results import Pass, Run, SensorTrace, SensorWindow, Step, token_sha256
+from phase.results import Pass, Run, SensorTrace, SensorWindow, Step, Verification, token_sha256
 
 # Why a sampled run has no matches_plain: what it must equal is plain's distribution.
 SAMPLED_REASON = ("sampled: equal to plain sampling in distribution (tests/test_sampling_exact.py),"
@@ -35,6 +35,7 @@ class DecodeResult:
     - passes: where the decode repeated inside one energy window (Engine.run's min_window_s),
       every pass's decode time and output, the first being the one the fields above describe;
       [] for a single decode
+    - verification: the rule that verified a sampled run's proposals (None: greedy, or plain)
     """
 
     strategy: str
@@ -63,6 +64,7 @@ class DecodeResult:
     divergence_gap: float | None = None
     overridden: int | None = None
     passes: list[Pass] = field(default_factory=list)
+    verification: Verification | None = None
 
     @property
     def tokens(self) -> int:
@@ -73,6 +75,10 @@ class DecodeResult:
         out["token_ids"] = list(self.token_ids)
         out["trace"] = [s.model_dump() for s in self.trace]
         out["passes"] = [p.model_dump() for p in self.passes]
+        if self.verification is None:  # greedy and plain: the records stay as they were
+            del out["verification"]
+        else:
+            out["verification"] = self.verification.model_dump()
         return out
 
     def to_run(
@@ -147,6 +153,7 @@ class DecodeResult:
             samples=samples,
             passes=list(self.passes),
             seed=sampled_seed,
+            verification=self.verification if sampled_seed is not None else None,
         )
 
 

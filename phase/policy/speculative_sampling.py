@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from phase.policy.sampling import draw
+from phase.results import Verification
 
 Rows = Sequence[np.ndarray]
 
@@ -139,3 +140,30 @@ PROPOSES: dict[str, str] = {
     "llama-speculative": "top",
     "wrong": "sample",
 }
+
+
+class Recorded(NamedTuple):
+    """What a results file records for a rule (phase.results.verification), and whether the
+    rule keeps the target's distribution exactly (with the proposals PROPOSES says)."""
+
+    verification: Verification
+    exact: bool
+
+
+# Version 1 of each is the function above as it stands; a change to what a rule keeps or
+# emits is a new version, so files decided by the old one still say so. `wrong` is never
+# recorded: it exists only for the exactness test.
+RECORDED: dict[str, Recorded] = {
+    "rejection": Recorded(Verification(name="speculative-rejection-sampling", version=1), True),
+    "greedy-match": Recorded(Verification(name="greedy-match-sampling", version=1), True),
+    "llama-speculative": Recorded(Verification(name="llama-speculative", version=1), False),
+}
+
+
+def recorded_rule(verification: Verification) -> tuple[str, Recorded] | None:
+    """The rule a record names (its key in RULES and what is known of it), or None for a
+    name or version this phase does not know."""
+    for key, known in RECORDED.items():
+        if known.verification == verification:
+            return key, known
+    return None

@@ -66,6 +66,7 @@ from phase.results.schema import (
     token_sha256,
 )
 from phase.results.summary import FigureInterval, SummaryFile, SummaryRow
+from phase.results.verification import Verification
 from phase.results.version import SCHEMA_VERSION
 from phase.results.writer import CampaignWriter, claim_new_results
 
@@ -114,6 +115,7 @@ __all__ = [
     "SummaryRow",
     "UnavailableBackend",
     "VariantInfo",
+    "Verification",
     "WorkloadRecord",
     "claim_new_results",
     "covers_of",

@@ -40,6 +40,7 @@ from phase.results.covers import PrimaryEnergy
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 from phase.results.memory import BandwidthMeasurement, BytesEstimate, VariantInfo
 from phase.results.provenance import Provenance
+from phase.results.verification import Verification
 
 # --- identity and provenance -------------------------------------------------------------
 
@@ -257,6 +258,9 @@ class Run(Strict):
     # not written) where the experiment has none: its condition is prompt x strategy.
     factors: dict[str, Level] = Field(default_factory=dict, exclude_if=lambda v: not v)
     seed: NonNegInt | None = Field(default=None, exclude_if=lambda v: v is None)  # sampled
+    # The rule that verified a sampled run's proposals, by name and version (phase.results.
+    # verification); absent on greedy and plain runs and where unrecorded (older files).
+    verification: Verification | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> Run:

@@ -65,4 +65,6 @@ from typing import Final
 #                left out of its medians; absent: load not measured, every block counts).
 #   13 (2026-12): config.workload: the workload (phase.workloads: name, source, sha256, count,
 #                path) whose prompts replaced the experiment's own; absent: its prompt files.
+#                Run.verification: the rule (name, version) that verified a sampled run's
+#                proposals (absent: greedy, plain, or unrecorded; phase.results.verification).
 SCHEMA_VERSION: Final = 13

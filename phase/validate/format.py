@@ -51,6 +51,7 @@ def format_report(report: Report) -> str:
         chip = f", chip sensor {report.chip_sensor}" if report.chip_sensor else ""
         lines.append(f"{report.file}: {results.kind} {results.id}, {size}{chip}: {tally}")
     lines.extend(format_finding(f) for f in report.findings)
+    lines.extend(f"  note     {note}" for note in report.notes)
     if report.blocking:
         lines.append("  => blocked: this file cannot be published")
     elif report.has_findings:

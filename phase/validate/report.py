@@ -72,6 +72,9 @@ class Report:
     chip_sensor: str | None = None
     # Chip-scope sensors, best first, as ranked by `choose_chip_sensor`.
     chip_candidates: list[str] = field(default_factory=list)
+    # What the rules could not check and say so without a finding (a finding would show on
+    # the published pages): e.g. a verification rule older files do not record.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def blocking(self) -> bool:
@@ -126,6 +129,7 @@ class Report:
             "unstable_conditions": sorted([p, s, *([levels_text(lv)] if lv else [])]
                                           for p, s, lv in self.unstable_conditions()),
             "findings": [f.to_dict() for f in self.findings],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
 
