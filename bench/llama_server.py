@@ -6,8 +6,9 @@ The server runs what phase's batched decoder runs: `-np N` slots with continuous
 one unified KV buffer (`--kv-unified`, as phase's context with n_seq_max = N), the same
 threads for single-token and batched passes, no GPU layers, no prompt cache (each request
 prefills its whole prompt, as each phase request does). Requests carry the prompt as token
-ids, so both sides decode exactly the same tokens, and greedy settings with
-end-of-generation ignored, so every request generates exactly n_predict tokens.
+ids, so both sides decode exactly the same tokens, and greedy settings; a request ends after
+n_predict tokens or at end-of-generation, as a `phase.policy.batching.Request` does (greedy
+outputs are equal on both sides, so they end at the same token).
 
 phase strategies map onto the server's speculation settings (`speculation_flags`):
 plain is none; `ngram-K` is `--spec-type ngram-simple`, which proposes the up to K tokens
@@ -84,9 +85,9 @@ def speculation_flags(strategy: Strategy, draft: Path | None) -> list[str]:
 
 
 def completion_body(prompt: Sequence[int], n_predict: int) -> dict[str, Any]:
-    """A /completion request: greedy, exactly n_predict tokens, the tokens sent back."""
+    """A /completion request: greedy, at most n_predict tokens, the tokens sent back."""
     return {"prompt": list(prompt), "n_predict": n_predict, "temperature": 0.0, "top_k": 1,
-            "seed": 0, "ignore_eos": True, "cache_prompt": False, "stream": False,
+            "seed": 0, "ignore_eos": False, "cache_prompt": False, "stream": False,
             "return_tokens": True}
 
 

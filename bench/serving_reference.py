@@ -186,12 +186,18 @@ def ratio_rows(label: str, concurrency: int, runs: dict[str, list[Aggregate]],
 def _prompts(ctx: Context) -> list[list[int]]:
     """The project's prompts, chat-formatted as a campaign sends them, as token ids."""
     from phase.campaign import load_prompt
-    from phase.decode.template import format_prompt
-    from phase.decode.vocab_file import VocabFile
+    from phase.decode import Engine
 
-    with VocabFile(ctx.target_path) as vocab:
-        return [format_prompt(vocab, load_prompt(PROMPTS / f"{name}.txt").text)
+    with Engine(ctx.target_path, None, n_ctx=ctx.n_ctx, n_threads=ctx.threads) as engine:
+        return [engine.format_prompt(load_prompt(PROMPTS / f"{name}.txt").text)
                 for name in PROMPT_NAMES]
+
+
+def extra_buffers(ctx: Context) -> bool:
+    """phase's extra-CPU-buffer decision for the target, which the server must share."""
+    from phase.decode import cpu_buffers
+
+    return cpu_buffers.for_this_build(ctx.target_path).enabled
 
 
 def _measure(ctx: Context, label: str, concurrency: int, prompts: list[list[int]],
@@ -203,7 +209,7 @@ def _measure(ctx: Context, label: str, concurrency: int, prompts: list[list[int]
     order = request_order(len(prompts), concurrency)
     draft = ctx.draft_path if strategy.name == "draft" else None
     settings = ServerSettings(ctx.target_path, concurrency, ctx.threads, ctx.n_ctx, strategy,
-                              draft)
+                              draft, extra_buffers(ctx))
     log = ctx.workdir / f"llama-server-{label}-{concurrency}.log"
     with ExitStack() as stack:
         server = stack.enter_context(LlamaServer(ctx.server_bin, settings, log))
