@@ -51,6 +51,10 @@ class Context:
     # None, with the reason, when they could not be built or no section needs them.
     tools_bin: Path | None = None
     tools_problem: str | None = None
+    # llama-server (bench/server_build.py): None, with the reason, when it could not be built
+    # or no section needs it.
+    server_bin: Path | None = None
+    server_problem: str | None = None
     # Filled in by sections for later ones (bandwidth reuses the plain section's speeds).
     shared: dict[str, Any] = field(default_factory=dict)
 

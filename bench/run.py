@@ -10,8 +10,9 @@ bench/sections.py (`--list` prints them). Writes bench/results/<date>-<host>.jso
 Markdown table beside it, and prints a table with PASS/FAIL against the project's targets.
 --quick: the small test model (smollm2-135m, also its own draft), 32 tokens, 3 repeats, small
 site counts: a smoke run of every section in a few minutes.
-The native tools of sampling-native and tg-bandwidth are built once from the llama.cpp that
-llama-cpp-python vendors (bench/native_tools.py; minutes), cached under ~/.cache/phase.
+The native tools of sampling-native and tg-bandwidth, and the llama-server of
+serving_reference, are built once from the llama.cpp that llama-cpp-python vendors
+(bench/native_tools.py, bench/server_build.py; minutes), cached under ~/.cache/phase.
 """
 
 from __future__ import annotations
@@ -134,6 +135,19 @@ def _tools(chosen: list[BenchSection]) -> tuple[Path | None, str | None]:
         return None, str(exc)
 
 
+def _server(chosen: list[BenchSection]) -> tuple[Path | None, str | None]:
+    """llama-server, when a section runs it: (binary, problem)."""
+    from bench import native, server_build
+
+    if not any(s.server for s in chosen):
+        return None, "no section asked for it"
+    try:
+        return server_build.ensure_server(lambda m: _log(f"  server: {m}")), None
+    except (native.NativeError, OSError) as exc:
+        _log(f"llama-server unavailable: {exc}")
+        return None, str(exc)
+
+
 def _run_sections(chosen: list[BenchSection], ctx: Context) -> list[Section]:
     """Each chosen section in order; one that fails is recorded as skipped, with why."""
     from bench import native
@@ -203,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
          f"{args.repeats} repeats, {threads} threads")
     bin_path, problem, build = _native(chosen)
     tools_bin, tools_problem = _tools(chosen)
+    server_bin, server_problem = _server(chosen)
     try:
         target = resolve(args.model) if any(s.model for s in chosen) else None
         draft = resolve(args.draft) if any(s.draft for s in chosen) else target
@@ -220,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             workdir=Path(tmp), site_counts=tuple(args.site_counts),
             host_counts=tuple(args.host_counts),
             sampler_hz=(20.0, 100.0), tools_bin=tools_bin, tools_problem=tools_problem,
+            server_bin=server_bin, server_problem=server_problem,
         )
         sections = _run_sections(chosen, ctx)
     return _record(args, argv, threads, started, build, tools_bin, sections)

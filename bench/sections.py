@@ -21,7 +21,8 @@ from bench.common import Context, Section
 class BenchSection:
     """One section. `module:function` runs it; the flags say what bench/run.py prepares
     first: the native llama.cpp build (bench/native.py), the native tools
-    (bench/native_tools.py), the target model, the draft model as well."""
+    (bench/native_tools.py), llama-server (bench/server_build.py), the target model, the
+    draft model as well."""
 
     name: str
     measures: str
@@ -29,6 +30,7 @@ class BenchSection:
     function: str = "run"
     native: bool = False
     tools: bool = False
+    server: bool = False
     model: bool = True
     draft: bool = False
 
@@ -82,6 +84,9 @@ SECTIONS: tuple[BenchSection, ...] = (
     BenchSection("disturbance", "a plain decode's slowdown under a CPU hog at several duty "
                  "cycles of one core, and the quiet spread (the calibration the disturbance "
                  "defaults in phase/campaign/plan.py cite)", "disturbance_bench"),
+    BenchSection("serving_reference", "phase's batched decoding against llama-server -np N "
+                 "with the same settings: aggregate tok/s and acceptance at concurrency 1, 2, "
+                 "4, 8, plain and n-gram", "serving_reference", server=True),
 )
 
 BY_NAME = {s.name: s for s in SECTIONS}

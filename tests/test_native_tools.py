@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import native_tools
+from bench import native_tools, server_build
 
 VERSION = "0.0.0-test"
 
@@ -69,3 +69,30 @@ def test_a_failed_step_is_named_with_its_log(caches: Path) -> None:
     log = Path(str(err.value).split("read ")[1].split(" for")[0])
     assert "phase test: configure fails here" in log.read_text()
     assert not (log.parent / native_tools.STAMP).exists()  # a failed build is not reused
+
+
+# --- llama-server (bench/server_build.py): the same sources and keys, the server switched on ---
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+def test_the_server_is_built_with_the_web_ui_off_once_then_reused(
+        caches: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # configure fails unless the server is on and neither UI option could reach the network
+    src = fake_uv_cache(caches / "uv", "cmake_minimum_required(VERSION 3.14)\nproject(t C)\n"
+                        "if(NOT LLAMA_BUILD_SERVER OR LLAMA_BUILD_UI OR LLAMA_USE_PREBUILT_UI)\n"
+                        "  message(FATAL_ERROR \"phase test: server off or UI on\")\nendif()\n"
+                        "add_executable(llama-server server.c)\n"
+                        "set_target_properties(llama-server PROPERTIES "
+                        "RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)\n")
+    (src / "server.c").write_text("int main(void) { return 0; }\n")
+    binary = server_build.ensure_server(lambda _m: None, VERSION)
+    root = server_build.build_root(VERSION, native_tools.source_hash(src))
+    assert binary == root / "build" / "bin" / "llama-server" and binary.is_file()
+    stamp = json.loads((root / native_tools.STAMP).read_text())
+    assert "-DLLAMA_BUILD_SERVER=ON" in stamp["options"]
+    assert "-DLLAMA_BUILD_SERVER=OFF" not in stamp["options"]
+    # the native tools' own build directory is another one: their stamps stay valid
+    assert root != native_tools.build_dir(VERSION, native_tools.source_hash(src))
+    monkeypatch.setenv("PATH", "/nonexistent")  # cmake unreachable: a rebuild would fail
+    monkeypatch.setattr(native_tools, "find_cmake", lambda: "/nonexistent/cmake")
+    assert server_build.ensure_server(lambda _m: None, VERSION) == binary
