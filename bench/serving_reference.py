@@ -10,9 +10,9 @@ generating at most n_predict tokens greedily (both sides stop at end-of-generati
 (target: within 10%) and, for n-gram, the difference in acceptance (target: within 5 points),
 medians of the repeats.
 
-The phase side is `phase_side`/`phase_decoder`: it drives any BatchDecoder
-(phase/policy/batching.py) in a closed loop. The batched decoder itself
-(phase.decode.batched_decoder) lands after this section; until it does, the section measures
+The phase side is `phase_side`/`phase_decoder`: phase's batched decoder
+(phase.decode.batched, opened through `Engine.batched`) driven in a closed loop through the
+BatchDecoder interface (phase/policy/batching.py). Where it cannot run, the section measures
 the server alone and every row says why phase's figure is missing.
 """
 
@@ -43,7 +43,7 @@ ROUNDS = 2  # requests per client in one run: every client sends twice
 ORDER_SEED = 46
 SPEED_TOLERANCE = 0.10  # phase within 10% of the server's tokens/s
 ACCEPT_TOLERANCE = 0.05  # acceptance within 5 points
-PHASE_DECODER = "phase.decode.batched_decoder"
+PHASE_DECODER = "phase.decode.batched"
 SERVER = "llama-server"
 
 
@@ -73,16 +73,19 @@ def phase_unavailable() -> str | None:
 @contextmanager
 def phase_decoder(model: Path, strategy: Strategy, concurrency: int, *, draft: Path | None,
                   threads: int, n_ctx: int) -> Iterator[BatchDecoder]:
-    """phase's batched decoder with `concurrency` sequences, closed on leaving the block."""
+    """phase's batched decoder with `concurrency` sequences, closed on leaving the block. Its
+    one KV buffer holds `n_ctx` per sequence, as the server's --kv-unified with -np N does."""
     module = _batched_module()
-    decoder = module.BatchedDecoder(model, strategy, capacity=concurrency, draft=draft,
-                                    n_threads=threads, n_ctx=n_ctx)
-    try:
-        yield decoder
-    finally:
-        close = getattr(decoder, "close", None)
-        if callable(close):
-            close()
+    from phase.decode import Engine
+
+    with Engine(model, draft, n_ctx=n_ctx * concurrency, n_threads=threads,
+                n_seq_max=concurrency) as engine:
+        decoder: Any = engine.batched(strategy)
+        assert isinstance(decoder, module.BatchedDecoder)
+        try:
+            yield decoder
+        finally:
+            decoder.close()
 
 
 def drive(decoder: BatchDecoder, prompts: Sequence[Sequence[int]], order: Sequence[int],

@@ -5,16 +5,12 @@ refusal while phase's batched decoder does not exist yet."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from bench import serving_reference as ref
 from bench.llama_server import Aggregate
 from phase.base.errors import PhaseError
 from phase.policy.batching import Emission, Request, StepReport
-from phase.policy.strategies import parse_strategy
 
 
 class Scripted:
@@ -115,11 +111,3 @@ def test_rows_without_the_phase_side_say_why_and_judge_nothing() -> None:
     assert [r.reference for r in rows] == [100.0, pytest.approx(0.4)]
     assert all(r.phase is None and r.ratio is None and r.passed is None for r in rows)
     assert all("not available yet" in r.detail for r in rows)
-
-
-@pytest.mark.skipif(importlib.util.find_spec(ref.PHASE_DECODER) is not None,
-                    reason="phase's batched decoder exists: the phase side runs")
-def test_the_phase_side_says_it_is_not_available_yet() -> None:
-    assert "not available yet" in (ref.phase_unavailable() or "")
-    with pytest.raises(PhaseError, match=r"not available yet \(phase\.decode\.batched_decoder"):
-        ref.phase_side(Path("m.gguf"), parse_strategy("plain"), 2, [[1, 2]], 8)
