@@ -35,7 +35,7 @@ from types import TracebackType
 from typing import Any
 
 from bench.native import NativeError
-from phase.policy.strategies import Strategy
+from phase.policy.strategies import Proposing, Strategy
 
 HEALTH_TIMEOUT_S = 300.0  # model load and warm-up on a slow, shared machine
 REQUEST_TIMEOUT_S = 1800.0
@@ -68,14 +68,16 @@ class ServerSettings:
 def speculation_flags(strategy: Strategy, draft: Path | None) -> list[str]:
     """The server's speculation options for a phase strategy; NativeError for one the
     server has no counterpart of (auto, adaptive ngram) or a draft strategy without a draft."""
-    k = strategy.max_proposal
-    if strategy.name == "plain":
+    k, family = strategy.max_proposal, strategy.family
+    if family.decides:  # a per-step choice (auto): the server has none
+        pass
+    elif family.proposing is Proposing.NONE:
         return []
-    if strategy.name == "ngram" and not strategy.adaptive:
+    elif family.proposing is Proposing.LOOKUP and not strategy.adaptive:
         return ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n",
                 str(strategy.ngram_n_min), "--spec-ngram-simple-size-m", str(k),
                 "--spec-ngram-simple-min-hits", "1"]
-    if strategy.name == "draft":
+    elif family.proposing is Proposing.DRAFT:
         if draft is None:
             raise NativeError(f"{strategy.label} needs a draft model for llama-server (-md)")
         return ["--spec-type", "draft-simple", "-md", str(draft), "--spec-draft-n-max", str(k),

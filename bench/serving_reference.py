@@ -33,7 +33,7 @@ from bench.llama_server import Aggregate, LlamaServer, ServerSettings, aggregate
 from phase.analysis.bench_rows import BenchRow
 from phase.base.errors import PhaseError
 from phase.policy.batching import BatchDecoder, Request
-from phase.policy.strategies import Strategy, parse_strategy
+from phase.policy.strategies import Strategy, is_baseline, parse_strategy
 
 NAME = "serving_reference"
 CONCURRENCIES = (1, 2, 4, 8)
@@ -166,7 +166,7 @@ def ratio_rows(label: str, concurrency: int, runs: dict[str, list[Aggregate]],
         why or "aggregate output tokens over wall time, closed loop",
         {"phase": _values(phase_runs, "tokens_per_s"),
          SERVER: _values(server_runs, "tokens_per_s")})]
-    if parse_strategy(label).name == "plain":
+    if is_baseline(label):
         return rows
     phase_acc = median(_values(phase_runs, "acceptance"))
     server_acc = median(_values(server_runs, "acceptance"))
@@ -210,7 +210,7 @@ def _measure(ctx: Context, label: str, concurrency: int, prompts: list[list[int]
     assert ctx.server_bin is not None
     strategy = parse_strategy(label)
     order = request_order(len(prompts), concurrency)
-    draft = ctx.draft_path if strategy.name == "draft" else None
+    draft = ctx.draft_path if strategy.family.uses_draft else None
     settings = ServerSettings(ctx.target_path, concurrency, ctx.threads, ctx.n_ctx, strategy,
                               draft, extra_buffers(ctx))
     log = ctx.workdir / f"llama-server-{label}-{concurrency}.log"

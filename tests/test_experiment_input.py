@@ -32,7 +32,7 @@ WRONG_TYPE: dict[str, Any] = {f.name: ("x" if f.name not in ("target", "draft", 
 WRONG_TYPE["factors"] = "x"  # not a tuple of factors (checked by the factors' own rule)
 # A value of the right type out of its range, for every field that has a range.
 OUT_OF_RANGE: dict[str, Any] = {
-    "target": "", "draft": "", "prompts": (), "strategies": (), "tokens": 0, "repeats": 0,
+    "target": "", "draft": "", "prompts": ("",), "strategies": (), "tokens": 0, "repeats": 0,
     "n_ctx": 0, "threads": 0, "threads_batch": -1, "cooldown_s": -1.0,
     "idle_window_s": math.inf, "sample_hz": 0.0, "ngram_n_min": 0, "ngram_n_max": 0,
     "ngram_k": 0, "profile_blocks": 0, "profile_min_block_s": -0.1, "auto_objective": "speed",
@@ -59,7 +59,11 @@ def test_every_setting_out_of_its_range_is_refused_with_the_range(name: str) -> 
     with pytest.raises(UsageProblem) as err:
         check_plan(replace(GOOD, **{name: OUT_OF_RANGE[name]}))
     line = str(err.value)
-    assert line.startswith(f"plan.{name}: {OUT_OF_RANGE[name]!r}: "), line
+    value = OUT_OF_RANGE[name]
+    # A list whose items are held to a range (prompt names) names the item that is not.
+    where = (f"plan.{name}[0]: {value[0]!r}: " if isinstance(value, tuple) and value
+             else f"plan.{name}: {value!r}: ")
+    assert line.startswith(where), line
     assert "; allowed: " in line and "\n" not in line
 
 

@@ -7,6 +7,7 @@ reads the question it asks), which may not import each other.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 
@@ -17,5 +18,10 @@ def declared_experiment(path: Path, prefix: str) -> object | None:
     if spec is None or spec.loader is None:
         return None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # No __pycache__ beside a user's experiment file: phase leaves only what it was asked for.
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes
     return getattr(module, "EXPERIMENT", None)

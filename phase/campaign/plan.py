@@ -31,6 +31,8 @@ Purpose = Literal["study", "smoke"]
 # annotations), so a bad setting is refused naming its field before anything is written.
 Names = Annotated[tuple[str, ...], Field(min_length=1)]
 Spec = Annotated[str, Field(min_length=1)]
+# Prompt names may be none: every prompt of the experiment's directory (or of its workload).
+PromptNames = tuple[Spec, ...]
 PosFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
 
@@ -47,7 +49,7 @@ class CampaignPlan:
     # Prompt names: files <name>.txt in the experiment's prompts directory, or, with a
     # workload (phase.workloads: an embedded name or a .jsonl path), ids of its prompts, which
     # then replace the experiment's (`phase measure --workload` names all of them).
-    prompts: Names = ()
+    prompts: PromptNames = ()
     workload: Spec | None = None
     strategies: Names = ("plain", "draft-2", "draft-4", "draft-8", "draft-16", "ngram",
                                    "auto")
