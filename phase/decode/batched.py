@@ -23,7 +23,7 @@ request's id, so a request's tokens do not depend on which others share its step
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,13 +33,14 @@ from phase.base.errors import UsageProblem
 from phase.costmodel import CostTable
 from phase.decode.batched_draft import BatchedDraft, DraftSlot, SampledDraftSlot
 from phase.decode.native import NativeModel
+from phase.decode.sampled import TargetRows
 from phase.policy.acceptance import greedy_verdict
 from phase.policy.auto import K_MAX, AutoProposer
 from phase.policy.batching import Emission, Request, StepReport
 from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer
 from phase.policy.sampled_auto import SampledAuto
 from phase.policy.sampled_proposers import AdaptiveNgramSampler, NgramSampler
-from phase.policy.sampling import SamplingSettings, distribution
+from phase.policy.sampling import SamplingSettings
 from phase.policy.speculative_sampling import Rows, Verdict, rejection
 from phase.policy.strategies import Strategy
 
@@ -78,26 +79,6 @@ class SlotProposers:
             return AutoProposer(table, draft, k_max=k_max, mirrors=False)
         return SampledAuto(table, draft if isinstance(draft, SampledDraftSlot) else None,
                            min(K_MAX, k_max))
-
-
-class _Rows(Sequence[np.ndarray]):
-    """p for one request's verified rows, computed when the rule first reads each (a
-    rejection at its first row never pays for the others)."""
-
-    def __init__(self, target: NativeModel, row0: int, n: int,
-                 settings: SamplingSettings) -> None:
-        self.target, self.row0, self.n, self.settings = target, row0, n, settings
-        self._rows: dict[int, np.ndarray] = {}
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int) -> np.ndarray:  # type: ignore[override]  # int indices only
-        if not 0 <= i < self.n:
-            raise IndexError(i)
-        if i not in self._rows:
-            self._rows[i] = distribution(self.target.logits(self.row0 + i), self.settings)
-        return self._rows[i]
 
 
 @dataclass
@@ -237,7 +218,7 @@ class BatchedDecoder:
             verdict = greedy_verdict(proposal, lambda i: target.argmax(row0 + i))
         else:
             assert a.rng is not None
-            p = _Rows(target, row0, len(proposal) + 1, self.settings)
+            p = TargetRows(target, len(proposal) + 1, self.settings, row0)
             verdict = rejection(p, a.q_rows, proposal, a.rng)
         m = verdict.accepted
         if m < len(proposal):

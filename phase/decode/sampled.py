@@ -94,12 +94,14 @@ class DraftSampler:
             cached.append(token)
 
 
-class _TargetRows(Sequence[np.ndarray]):
-    """p for each verified row, computed when a rule first reads it (a rejection at row 0
-    never pays for the others)."""
+class TargetRows(Sequence[np.ndarray]):
+    """p for each verified row (rows row0.. of the target's last batch), computed when a rule
+    first reads it (a rejection at the first row never pays for the others). A batched step
+    holds several requests' rows: each reads its own from its row0."""
 
-    def __init__(self, target: NativeModel, n: int, settings: SamplingSettings) -> None:
-        self.target, self.n, self.settings = target, n, settings
+    def __init__(self, target: NativeModel, n: int, settings: SamplingSettings,
+                 row0: int = 0) -> None:
+        self.target, self.row0, self.n, self.settings = target, row0, n, settings
         self._rows: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
@@ -109,7 +111,7 @@ class _TargetRows(Sequence[np.ndarray]):
         if not 0 <= i < self.n:
             raise IndexError(i)
         if i not in self._rows:
-            self._rows[i] = distribution(self.target.logits(i), self.settings)
+            self._rows[i] = distribution(self.target.logits(self.row0 + i), self.settings)
         return self._rows[i]
 
 
@@ -151,7 +153,7 @@ def speculate_sampled(target: NativeModel, prompt: list[int], n_tokens: int, k: 
         proposal = proposal[:limit]
         t1 = clock()
         target.decode([seq[-1], *proposal], pos, len(proposal) + 1)
-        p_rows = _TargetRows(target, len(proposal) + 1, settings)
+        p_rows = TargetRows(target, len(proposal) + 1, settings)
         verdict = verify(p_rows, q_rows, proposal, rng)
         if verdict.accepted < len(proposal):
             target.truncate(pos + verdict.accepted + 1)
