@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from phase.results.base import NonNegFloat, NonNegInt, PosInt, Strict
+from phase.results.serving import ServingConfig
 
 
 class PromptSpec(Strict):
@@ -18,7 +19,8 @@ class PromptSpec(Strict):
 
 # A factor's level: a thread count, a token count, a model spec, or an experiment's own value.
 Level = str | int | float
-FactorKind = Literal["threads", "tokens", "model", "context_fill", "temperature", "custom"]
+FactorKind = Literal["threads", "tokens", "model", "context_fill", "temperature", "concurrency",
+                     "custom"]
 
 # How a sampled run's seed follows from the campaign's (phase.results.levels.run_seed).
 SEED_RULE = "sha256('<config.seed>/<run id>') first 4 bytes, big-endian, & 0x7fffffff"
@@ -127,3 +129,6 @@ class CampaignConfig(Strict):
     # Schema 13: the workload the prompts came from; absent (never written): the experiment's
     # own prompt files.
     workload: WorkloadRecord | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Schema 14: with a `concurrency` factor, how each serving run loads the decoder
+    # (phase.results.serving); absent (never written): every run is one request.
+    serving: ServingConfig | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -40,6 +40,7 @@ from phase.results.covers import PrimaryEnergy
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 from phase.results.memory import BandwidthMeasurement, BytesEstimate, VariantInfo
 from phase.results.provenance import Provenance
+from phase.results.serving import ServingRun
 from phase.results.verification import Verification
 
 # --- identity and provenance -------------------------------------------------------------
@@ -261,6 +262,9 @@ class Run(Strict):
     # The rule that verified a sampled run's proposals, by name and version (phase.results.
     # verification); absent on greedy and plain runs and where unrecorded (older files).
     verification: Verification | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Schema 14: a serving run's load and what it recorded (phase.results.serving); absent on
+    # one-request runs.
+    serving: ServingRun | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> Run:
@@ -301,7 +305,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[13]
+    schema_version: Literal[14]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str

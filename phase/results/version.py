@@ -67,4 +67,8 @@ from typing import Final
 #                path) whose prompts replaced the experiment's own; absent: its prompt files.
 #                Run.verification: the rule (name, version) that verified a sampled run's
 #                proposals (absent: greedy, plain, or unrecorded; phase.results.verification).
-SCHEMA_VERSION: Final = 13
+#   14 (2026-12): the serving study: factor kind `concurrency`, config.serving (requests
+#                per run, steady-state B, the prompt pool's name, a latency target) and
+#                Run.serving (every request's clock readings, output and latencies, the
+#                run's percentiles and windows: phase.results.serving); absent elsewhere.
+SCHEMA_VERSION: Final = 14
