@@ -49,7 +49,9 @@ of a file with factors has a levels column, each row links to its own condition'
 table past 12 rows draws the 12 with the largest error (its downloads keep every row); and
 6fe73f0 (issue 46, workloads): schema 13 (config.workload, never written where a campaign ran
 its experiment's own prompts) stamps the derived summaries, and so their digests on the raw
-data pages, and nothing else; then to 73c5689, the merge of the two. A change
+data pages, and nothing else; then to 73c5689, the merge of the two; then to 082ca5c:
+schema 14 (the serving study's records, never written where runs serve one request)
+stamps the derived summaries likewise, and nothing else. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -68,7 +70,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "73c5689ee8479139dbea2591ee018d613e3e90bb"
+REFERENCE = "082ca5c9e50fc6ac846356fb780151648cc2b833"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
