@@ -93,6 +93,8 @@ BAD_FACTORS: list[tuple[Factor, str]] = [
     (Factor("t", "threads", (2, 1.5)), "levels[1]"),
     (Factor("t", "tokens", (True,)), "levels[0]"),
     (Factor("t", "context_fill", (-1,)), "levels[0]"),
+    (Factor("t", "concurrency", (4, 0)), "levels[1]"),
+    (Factor("t", "concurrency", (2.5,)), "levels[0]"),
     (Factor("t", "temperature", (0, math.inf)), "levels[1]"),
     (Factor("t", "temperature", ("hot",)), "levels[0]"),
     (Factor("t", "model", ("",)), "levels[0]"),

@@ -87,6 +87,7 @@ class Factor:
 ALLOWED_LEVELS = {
     "threads": "whole numbers of at least 1",
     "tokens": "whole numbers of at least 1",
+    "concurrency": "whole numbers of requests decoded together, at least 1",
     "context_fill": "whole numbers of tokens, 0 or more",
     "temperature": "finite numbers, 0 (greedy) or more",
     "model": "model specs: an embedded name, a .gguf path, hf:OWNER/REPO/FILE or "
@@ -98,7 +99,7 @@ ALLOWED_LEVELS = {
 def _level_problem(factor: Factor, level: Level) -> str | None:
     """Why a level does not suit its factor's kind, or None."""
     count = level if isinstance(level, int) and not isinstance(level, bool) else None
-    if factor.kind in ("threads", "tokens") and not (count is not None and count >= 1):
+    if factor.kind in ("threads", "tokens", "concurrency") and not (count is not None and count >= 1):
         return "must be a whole number of at least 1"
     if factor.kind == "context_fill" and not (count is not None and count >= 0):
         return "must be a whole number of tokens, 0 or more"
