@@ -19,8 +19,11 @@ from phase.validate import validate_file
 # test loading the other core in between changes the host's pace.
 pytestmark = [pytest.mark.model, pytest.mark.serial]
 
+# --no-disturbance: these tests check the profile's figures and auto's choices, not the
+# judging of foreign load (tests/test_profile_disturbance.py does that); judging here only
+# re-runs profile blocks when a neighbour test loads the other core, which costs minutes.
 QUICK = ["--quick", "--no-sensor", "--prompts", "code", "--tokens", "8", "--repeats", "1",
-         "--cooldown", "0", "--idle-window", "0"]
+         "--cooldown", "0", "--idle-window", "0", "--no-disturbance"]
 
 
 def invoke(*args: str) -> Result:
