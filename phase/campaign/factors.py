@@ -32,6 +32,8 @@ How a level applies to a run, by kind:
   (phase.results.levels.run_seed), through the sampled loops (phase.decode.sampled_timed);
   the plain reference stays greedy, and a sampled run is compared with it in distribution
   only (the equivalence rule);
+* `concurrency`: the run is a serving run: `config.serving.requests` requests drawn from the
+  prompts in a seeded order, this many decoded together (phase.campaign.serving_run);
 * `custom`: nothing; the level is recorded, for the experiment's own analysis.
 """
 
@@ -53,7 +55,8 @@ if TYPE_CHECKING:
 
 KINDS: tuple[str, ...] = get_args(FactorKind)
 # What the runner applies today (the rest are refused before anything is written).
-RUNNABLE = frozenset({"threads", "tokens", "context_fill", "model", "temperature", "custom"})
+RUNNABLE = frozenset({"threads", "tokens", "context_fill", "model", "temperature", "custom",
+                      "concurrency"})
 # Names the run id and the results file already use for their own parts.
 RESERVED = frozenset({"prompt", "strategy", "repeat", "k", "rerun"})
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from phase.analysis.intervals import METHOD as INTERVAL_METHOD
 from phase.campaign.factors import Factor
+from phase.campaign.serving_plan import serving_config
 from phase.costmodel import Objective
 from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET
 from phase.policy.strategies import NGRAM_ADAPTIVE, NGRAM_K, NGRAM_N_MAX, NGRAM_N_MIN
@@ -151,6 +152,14 @@ class CampaignPlan:
     # A confirmation campaign (phase.campaign.confirm): the selection it measures again,
     # recorded as ResultsFile.confirms.
     confirms: Confirms | None = None
+    # A serving study (a `concurrency` factor, phase.campaign.serving_plan): each run serves
+    # `serving_requests` requests drawn in a seeded order from the prompts, `concurrency` at
+    # a time; runs name the set by `serving_pool`. `serving_steady_b` caps B of the steady-
+    # state window (B = min(it, the run's concurrency)); None: the largest concurrency, so
+    # every run's B is its own concurrency, as ML.ENERGY sets it.
+    serving_requests: PosInt = 20
+    serving_pool: Spec = "pool"
+    serving_steady_b: PosInt | None = None
 
 
 DEFAULT_PLAN = CampaignPlan()
@@ -160,6 +169,8 @@ def planned_runs(plan: CampaignPlan, prompts: int | None = None) -> int:
     """Runs of the fixed design: every condition (prompt x strategy x extra levels),
     `repeats` times."""
     count = len(plan.prompts) if prompts is None else prompts
+    if any(f.kind == "concurrency" for f in plan.factors):
+        count = 1  # a serving run serves the whole pool: one per strategy and levels
     levels = 1
     for factor in plan.factors:
         levels *= len(factor.levels)
@@ -211,6 +222,7 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec],
         factors=[f.spec() for f in plan.factors],
         sampling=sampling_config(plan),
         workload=workload,
+        serving=serving_config(plan),
     )
 
 

@@ -32,6 +32,7 @@ from phase.campaign.plan_check import check_plan
 from phase.campaign.prompts import campaign_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
+from phase.campaign.serving_plan import check_serving_fit, check_serving_plan
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.costmodel import OBJECTIVES
 from phase.decode import Engine
@@ -110,6 +111,9 @@ def prepare(
         strategies = _parse_strategies(plan)
         target, draft = _resolve_models(plan, strategies, observer)
         prompt_tokens, models = _check_vocabularies(plan, prompts, target, draft)
+        check_serving_plan(plan, [p.name for p in prompts])
+        sequences = check_serving_fit(plan, prompt_tokens, largest(plan.factors, "tokens",
+                                                                   plan.tokens))
         held.levels = levels = resolve_levels(plan.factors, observer.message)
         models += check_levels(levels, prompts, prompt_tokens, target, plan.chat_template)
         if plan.measure_bandwidth:
@@ -128,7 +132,8 @@ def prepare(
         observer.message(f"loading {target.path.name}" + (f" + {draft.path.name}" if draft else ""))
         held.engine = Engine(str(target.path), str(draft.path) if draft else None,
                              n_ctx=plan.n_ctx, n_threads=plan.threads,
-                             n_threads_batch=plan.threads_batch or plan.threads)
+                             n_threads_batch=plan.threads_batch or plan.threads,
+                             n_seq_max=sequences)
         load_levels(levels, draft, plan.n_ctx, plan.threads, plan.threads_batch,
                     observer.message)
         header = with_engine_facts(

@@ -12,6 +12,8 @@ from phase.campaign.observer import Observer
 from phase.campaign.references import RefKey, ref_key
 from phase.campaign.reruns import judge_run
 from phase.campaign.schedule import ScheduledRun
+from phase.campaign.serving_plan import is_serving
+from phase.campaign.serving_run import run_serving
 from phase.campaign.windows import WindowSize
 from phase.results import CampaignWriter, PlainReference
 from phase.results.levels import reference_levels
@@ -32,7 +34,10 @@ class Recorder:
         self.observer.run_started(index, scheduled)
         if self.executor.plan.cooldown_s > 0:
             time.sleep(self.executor.plan.cooldown_s)
-        run = self.executor.run(scheduled, self.refs[self._ref_key(scheduled)], self.size)
+        if is_serving(self.executor.start.config):
+            run = run_serving(self.executor, scheduled, self.refs, self.size.align_to)
+        else:
+            run = self.executor.run(scheduled, self.refs[self._ref_key(scheduled)], self.size)
         judge_run(self.writer.results, run)
         self.writer.add_run(run)
         self.observer.run_finished(index, run)

@@ -90,9 +90,18 @@ def schedule(
 
 
 def planned_schedule(config: CampaignConfig) -> list[ScheduledRun]:
-    """The whole schedule a results file's config describes."""
-    return schedule([p.name for p in config.prompts], config.strategies, config.repeats,
+    """The whole schedule a results file's config describes. A serving campaign's run
+    serves the whole pool of prompts, so its schedule's one "prompt" is the pool's name."""
+    return schedule(schedule_prompts(config), config.strategies, config.repeats,
                     config.seed, config.shuffle, config.factors)
+
+
+def schedule_prompts(config: CampaignConfig) -> list[str]:
+    """What the schedule crosses with strategies and levels: the prompts, or a serving
+    campaign's pool (config.serving.pool)."""
+    if config.serving is not None:
+        return [config.serving.pool]
+    return [p.name for p in config.prompts]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,100 @@
+"""Speculation under load: plain vs draft-4 vs n-gram vs `auto` when many requests are decoded
+together (continuous batching in phase's own loop), at closed-loop concurrency 1, 2, 4 and 8.
+
+    python experiments/serving.py results/NAME.json
+    phase measure serving -o results/NAME.json      # the same command
+    phase measure serving --quick -o results/quick/NAME.json
+
+Every run is one closed-loop load (phase.campaign.serving_run): `serving_requests` requests
+drawn in a seeded order from the workload's prompts, `concurrency` of them decoded at once,
+recorded with every request's latencies and the run's serving windows (Run.serving). This
+file only declares the plan; `phase.cli.measure` parses the options and runs it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout without installing
+
+if __name__ == "__main__":  # loaded as `phase measure` loads it: a bad declaration is one line
+    from phase.cli.measure import run_file
+
+    run_file(__file__)
+
+from phase.analysis.rules import BeatsPlain, Question, Titles  # noqa: E402
+from phase.campaign import DEFAULT_PLAN, Experiment, Factor  # noqa: E402
+from phase.models.sources import DEFAULT_DRAFT, DEFAULT_TARGET, TEST_MODEL  # noqa: E402
+
+# The 16 shortest HumanEval prompts by characters (ties by id): short prompts keep 8
+# requests of prompt + 32 tokens well inside one shared context, and a run's cost in
+# generation rather than prefill, which is where speculation acts.
+SHORTEST_HUMANEVAL = (
+    "humaneval-53", "humaneval-55", "humaneval-23", "humaneval-45", "humaneval-34",
+    "humaneval-83", "humaneval-85", "humaneval-47", "humaneval-24", "humaneval-27",
+    "humaneval-35", "humaneval-59", "humaneval-14", "humaneval-42", "humaneval-131",
+    "humaneval-28",
+)
+
+# Set on each plan, not on the Experiment (which would give the quick plan the same levels).
+CONCURRENCY = Factor("concurrency", "concurrency", (1, 2, 4, 8))
+
+PLAN = replace(
+    DEFAULT_PLAN,
+    target=DEFAULT_TARGET,
+    draft=DEFAULT_DRAFT,
+    workload="humaneval",
+    prompts=SHORTEST_HUMANEVAL,
+    strategies=("plain", "draft-4", "ngram", "auto"),
+    tokens=32,
+    repeats=2,
+    serving_requests=20,
+    serving_pool="humaneval-shortest16",
+    factors=(CONCURRENCY,),
+)
+
+# A placeholder until the serving note's own rule (the crossover concurrency) replaces it:
+# a ratio differs from plain only where its 95% interval excludes `against`.
+QUESTION = Question(
+    text=("At each concurrency, is any speculative strategy faster than plain greedy decoding "
+          "of the same load, and does it use less chip energy per token?"),
+    rule=BeatsPlain(against=1.0),
+    titles=Titles(
+        yes="Speculation beats plain decoding at every load on {host_class}",
+        no="Speculation does not beat plain decoding under load on {host_class}",
+        partly="Speculation beats plain decoding at some loads on {host_class}",
+        unresolved="Speculation under load on {host_class}: faster than plain? Not resolved",
+    ),
+)
+
+EXPERIMENT = Experiment(
+    name="serving",
+    note="speculation-under-load",
+    description=(
+        "Serving campaign: each strategy × closed-loop concurrency serves the same seeded "
+        "load of HumanEval requests, decoded together with continuous batching, repeated in "
+        "a freshly shuffled order, greedy, every energy sensor sampled."
+    ),
+    prompts_dir=HERE / "prompts",
+    plan=PLAN,
+    question=QUESTION,
+    # Seconds end to end: the small test model drafts for itself, two levels, one repeat.
+    quick=replace(
+        PLAN,
+        target=TEST_MODEL,
+        draft=TEST_MODEL,
+        tokens=8,
+        repeats=1,
+        serving_requests=5,
+        factors=(Factor("concurrency", "concurrency", (1, 2)),),
+        cooldown_s=0.2,
+        idle_window_s=0.2,
+        profile_blocks=2,
+        profile_min_block_s=0.02,
+        max_reruns=0,
+        quiet_check_s=0.5,
+    ),
+)

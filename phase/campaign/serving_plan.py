@@ -1,0 +1,96 @@
+"""A serving study's plan: what the results file records of its load (config.serving) and the
+checks a plan with a `concurrency` factor must pass before anything is written.
+
+A serving run decodes `concurrency` requests together in one context whose KV buffer all of
+them share (phase.decode.batched), so the campaign's engine is built for the largest level
+(`n_seq_max`) and its `n_ctx` must hold that many requests at their longest at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from phase.base.errors import UsageProblem
+from phase.campaign.factors import Factor
+from phase.policy.auto import K_MAX
+from phase.results.config import CampaignConfig
+from phase.results.levels import level_of
+from phase.results.serving import ServingConfig
+
+if TYPE_CHECKING:  # a type only: the plan imports this module
+    from phase.campaign.plan import CampaignPlan
+
+# Factor kinds a serving run cannot apply: a model level's engine holds one sequence, a
+# context fill and sampling are not part of the batched runs yet.
+_NOT_WITH_CONCURRENCY = ("model", "context_fill", "temperature")
+
+
+def concurrency_factor(factors: Sequence[Factor]) -> Factor | None:
+    return next((f for f in factors if f.kind == "concurrency"), None)
+
+
+def is_serving(config: CampaignConfig) -> bool:
+    """Whether the file's runs are serving runs (schema 14: config.serving is set)."""
+    return config.serving is not None
+
+
+def serving_config(plan: CampaignPlan) -> ServingConfig | None:
+    """config.serving for a plan with a concurrency factor, else None. B defaults to the
+    largest concurrency: each run's B is min(B, its concurrency) (run_steady_b)."""
+    factor = concurrency_factor(plan.factors)
+    if factor is None:
+        return None
+    b = plan.serving_steady_b or max(int(level) for level in factor.levels)
+    return ServingConfig(requests=plan.serving_requests, steady_state_b=b,
+                         pool=plan.serving_pool)
+
+
+def run_concurrency(config: CampaignConfig, levels: Mapping[str, object]) -> int:
+    """A serving run's concurrency: its level of the concurrency factor."""
+    level = level_of(config, levels, "concurrency")  # type: ignore[arg-type]
+    if level is None:
+        raise UsageProblem("config.factors: a serving run needs a factor of kind "
+                           "'concurrency'; declare one")
+    return int(level)
+
+
+def run_steady_b(config: CampaignConfig, concurrency: int) -> int:
+    """B of a run's steady-state window: config.serving.steady_state_b, at most the run's
+    concurrency (a batch of c fills after c first tokens)."""
+    assert config.serving is not None
+    return min(config.serving.steady_state_b, concurrency)
+
+
+def check_serving_plan(plan: CampaignPlan, prompt_names: Sequence[str]) -> None:
+    """A concurrency factor's plan: no factor its runs cannot apply, a pool name that is no
+    prompt's (runs carry it as their prompt)."""
+    factor = concurrency_factor(plan.factors)
+    if factor is None:
+        return
+    clash = [f"{f.name} ({f.kind})" for f in plan.factors if f.kind in _NOT_WITH_CONCURRENCY]
+    if clash:
+        raise UsageProblem(f"plan factors: {', '.join(clash)} cannot vary with a concurrency "
+                           f"factor; allowed with it: threads, tokens, custom")
+    if plan.serving_pool in prompt_names:
+        raise UsageProblem(f"plan.serving_pool: {plan.serving_pool!r} is also a prompt's name; "
+                           "allowed: a name no prompt has (runs carry it as their prompt)")
+
+
+def check_serving_fit(plan: CampaignPlan, prompt_tokens: Mapping[str, Sequence[int]],
+                      tokens: int) -> int:
+    """The sequences the engine needs (the largest concurrency, 1 without one), after
+    checking that that many of the longest requests, each with a full proposal on top, fit
+    the shared context `plan.n_ctx`."""
+    factor = concurrency_factor(plan.factors)
+    if factor is None:
+        return 1
+    most = max(int(level) for level in factor.levels)
+    longest = max(len(t) for t in prompt_tokens.values())
+    need = most * (longest + tokens + K_MAX + 1)
+    if need > plan.n_ctx:
+        raise UsageProblem(
+            f"plan.n_ctx: {plan.n_ctx} tokens cannot hold {most} requests at once of up to "
+            f"{longest} prompt + {tokens} generated tokens (and a proposal): {need} needed; "
+            f"allowed: n_ctx >= {need} (--n-ctx), or lower concurrency levels")
+    return most
