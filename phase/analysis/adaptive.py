@@ -53,7 +53,13 @@ from phase.results import (
     ResultsFile,
     Run,
 )
-from phase.results.schedule import Levels, ScheduledRun, combinations, extra_round
+from phase.results.schedule import (
+    Levels,
+    ScheduledRun,
+    combinations,
+    extra_round,
+    schedule_prompts,
+)
 
 Stop = Literal["narrow", "runs", "time"]
 
@@ -139,7 +145,7 @@ def states(results: ResultsFile, before: int | None = None,
     config = results.config
     if not any(map(is_baseline, config.strategies)):
         return []
-    names = [p.name for p in config.prompts] if prompts is None else list(prompts)
+    names = schedule_prompts(config) if prompts is None else list(prompts)
     by: dict[Condition, list[Run]] = {}
     for run in results.runs:
         if before is None or run.repeat < before:
@@ -201,7 +207,7 @@ def decide(results: ResultsFile, repeat: int) -> Decision:
         return stop("narrow", f"every ratio to plain is within ±{target:.0%}")
     # Each wide condition, and plain for its prompt at its levels (its ratio's baseline).
     due = set(wide) | {(p, PLAIN, levels) for p, _, levels in wide}
-    slots = tuple(extra_round([p.name for p in config.prompts], config.strategies,
+    slots = tuple(extra_round(schedule_prompts(config), config.strategies,
                               config.repeats, config.seed, config.shuffle, repeat, due,
                               config.max_reruns or 0, config.factors))
     budget_runs = config.extra_budget_runs

@@ -34,7 +34,7 @@ from phase.results import (
     SensorInfo,
     SensorWindow,
 )
-from phase.results.schedule import Levels, combinations
+from phase.results.schedule import Levels, combinations, schedule_prompts
 
 # A condition: a prompt, a strategy and a level of each extra factor (config.factors; none
 # for an experiment over prompt x strategy only, such as the speculative study).
@@ -80,7 +80,7 @@ def configured_conditions(config: CampaignConfig) -> list[Condition]:
     """The conditions a config asks for, in its order: prompt, then strategy, then the extra
     factors' levels (the first factor's slowest)."""
     combos = combinations(config.factors)
-    return [(p.name, s, c.levels) for p in config.prompts for s in config.strategies
+    return [(p, s, c.levels) for p in schedule_prompts(config) for s in config.strategies
             for c in combos]
 
 

@@ -36,6 +36,7 @@ from phase.analysis.queries import configured_conditions
 from phase.campaign.runner import Campaign
 from phase.campaign.schedule import ScheduledRun
 from phase.results import AdaptiveCondition, CampaignConfig, ResultsFile, Run, SummaryRow
+from phase.results.schedule import schedule_prompts
 from phase.validate import validate_results
 
 console = Console(stderr=True)
@@ -204,7 +205,7 @@ def print_summary(results: ResultsFile) -> None:
     # A sampled run is not compared with plain's text (matches_plain None): its cell is "—".
     sampled = {condition for condition, runs in runs_by_condition(results).items()
                if any(r.seed is not None for r in runs)}
-    for prompt in [p.name for p in results.config.prompts]:
+    for prompt in schedule_prompts(results.config):
         table = Table(title=f"prompt: {escape(prompt)}", title_justify="left")
         for col in COLUMNS:
             table.add_column(col, justify="left" if col == "strategy" else "right")

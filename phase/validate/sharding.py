@@ -14,7 +14,7 @@ from typing import Any
 
 from phase.base.errors import UsageProblem
 from phase.results import CampaignConfig, HostIdentity, ResultsFile, Run, ShardInfo
-from phase.results.schedule import split
+from phase.results.schedule import schedule_prompts, split
 
 
 def differ_named(pairs: Sequence[tuple[str, Any]], what: str,
@@ -79,7 +79,7 @@ def planned_part(config: CampaignConfig, shard: ShardInfo) -> list[tuple[str, st
     """(field, problem) where a shard's recorded part is not the one the plan gives its index:
     every shard computes the split from the whole plan (phase.results.schedule.split)."""
     try:
-        how, prompts, repeats = split([p.name for p in config.prompts], config.repeats,
+        how, prompts, repeats = split(schedule_prompts(config), config.repeats,
                                       shard.count)
     except UsageProblem as exc:
         return [("count", str(exc))]

@@ -10,7 +10,9 @@ time fits in `decode_s`; tokens/s is tokens / decode_s; acceptance is accepted /
 (and absent exactly when nothing was drafted); `k` is the strategy's and no step proposes
 more than k (plain proposes nothing; an adaptive `ngram` run no more than the length its
 earlier steps left in force); its prompt and strategy are declared in the config, and its
-prompt_tokens is the length of the prompt's token ids where the reference records them; it is
+prompt_tokens is the length of the prompt's token ids where the reference records them (a
+serving run, whose fields describe a whole load, is held to its pool, strategy and timing
+here and to its requests by the serving rule); it is
 disturbed exactly when its recorded CPU or GPU load reaches the file's threshold or its speed
 against its cost profile or its condition's earlier runs falls below the file's floors
 (phase.analysis.slowdown, recomputed from the file); its id and
@@ -45,15 +47,16 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     planned = _planned(results)
     orders: dict[int, str] = {}
     for i, run in enumerate(results.runs):
+        # A serving run's fields describe a whole load (phase.results.serving): its own
+        # accounting is the serving rule's, its place and disturbance are checked here.
         problems = [
             *_config(run, results),
             *_timing(run, settings),
             *_accounting(run),
             *_strategy(run, results),
             *_steps(run, results, settings),
-            *_placement(run, planned),
-            *_disturbance(run, results),
-        ]
+        ] if run.serving is None else _serving_config(run, results, settings)
+        problems += [*_placement(run, planned), *_disturbance(run, results)]
         if run.order in orders:
             problems.append((f"order {run.order} is also run {orders[run.order]!r}'s", "order"))
         orders.setdefault(run.order, run.id)
@@ -85,6 +88,30 @@ def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
         out.append((f"prompt_tokens is {run.prompt_tokens} but the reference of prompt "
                     f"{run.prompt!r} records {len(ref.prompt_token_ids)} prompt token ids",
                     "prompt_tokens"))
+    return out
+
+
+def _serving_config(run: Run, results: ResultsFile,
+                    settings: RuleSettings) -> list[tuple[str, str]]:
+    """A serving run: its prompt is the pool's name, its strategy declared, no request
+    longer than the run's tokens, its whole load (prefill inside) between start and end."""
+    config, out = results.config, []
+    pool = config.serving.pool if config.serving is not None else None
+    if run.prompt != pool:
+        out.append((f"prompt {run.prompt!r} is not the serving pool {pool!r} "
+                    "($.config.serving.pool)", "prompt"))
+    if run.strategy not in config.strategies:
+        out.append((f"strategy {run.strategy!r} is not declared in $.config.strategies",
+                    "strategy"))
+    most = run_tokens(config, run.factors)
+    for j, r in enumerate(run.serving.requests if run.serving else []):
+        if r.output_tokens > most:
+            out.append((f"request {r.id} generated {r.output_tokens} tokens, more than the "
+                        f"{most} per request", f"serving.requests[{j}].output_tokens"))
+    span = run.ended_unix_s - run.started_unix_s
+    if run.decode_s > span + settings.clock_tolerance_s or run.prefill_s > run.decode_s:
+        out.append((f"the load's {run.decode_s:.6g} s (prefill {run.prefill_s:.6g} s inside) "
+                    f"do not fit in the run's {span:.6g} s between start and end", "decode_s"))
     return out
 
 

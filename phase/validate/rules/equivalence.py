@@ -27,6 +27,10 @@ settings (config.sampling), the run records the seed the file's seed rule gives 
 (its own id, or for a re-run the id it re-runs), so the run can be regenerated from the file,
 and it claims no token-by-token comparison (matches_plain and the divergence evidence
 absent). A greedy run must record no seed. Greedy runs are otherwise checked as above.
+
+A serving run (Run.serving) is checked request by request (phase.validate.rules.
+serving_output): each against its own prompt's reference, which it must equal up to its
+length (a served request ends at an end-of-generation token, the reference runs on past it).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from phase.results import Level, PlainReference, ResultsFile, Run, token_sha256
 from phase.results.levels import reference_levels, run_seed, run_temperature, run_tokens
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
+from phase.validate.rules.serving_output import serving_outputs
 from phase.validate.settings import RuleSettings
 
 
@@ -79,6 +84,9 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 run=run, json_path=f"{where}.seed",
             ))
         wanted = reference_levels(results.config, run.factors)
+        if run.serving is not None:
+            out += serving_outputs(run, references, wanted, where, ctx)
+            continue
         its_reference = references.get((run.prompt, tuple(wanted.items())))
         if its_reference is None:
             out.append(ctx.finding(
