@@ -1,0 +1,184 @@
+"""Serving campaigns (issue 46): the serving experiment's quick plan measured end to end on the
+real test model through the library and through `phase measure`, every request compared with
+plain single-request decoding, the Run's fields against its requests' sums, the file
+validated, and the serving rule failing on tampered files, naming the JSON path."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from phase.base.errors import UsageProblem
+from phase.campaign import (
+    Destination,
+    Factor,
+    SensorOptions,
+    discover_sensors,
+    load_experiment,
+    prepare,
+)
+from phase.cli import main
+from phase.results import ResultsFile, load_raw
+from phase.results.schedule import planned_schedule
+from phase.serving.windows import NO_SENSOR
+from phase.validate import validate_results
+
+REPO = Path(__file__).resolve().parent.parent
+SERVING = str(REPO / "experiments" / "serving.py")
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ResultsFile]:
+    experiment = load_experiment("serving")
+    quick = experiment.quick_plan()
+    assert quick is not None
+    # disturbed_load None: a shared test machine's background load must not leave runs out
+    # (tests/test_slowdown.py judges disturbance); no waits between runs.
+    plan = replace(quick, quiet_check_s=0.0, disturbed_load=None, cooldown_s=0.0,
+                   idle_window_s=0.0)
+    out = tmp_path_factory.mktemp("serving") / "serving-quick.json"
+    with prepare(experiment, plan, Destination(out),
+                 discover_sensors(SensorOptions(use=False))) as c:
+        results = c.run()
+    return out, results
+
+
+def test_quick_plan_is_the_briefs_smoke_campaign() -> None:
+    quick = load_experiment("serving").quick_plan()
+    assert quick is not None
+    assert quick.factors[0].kind == "concurrency" and quick.factors[0].levels == (1, 2)
+    assert (quick.serving_requests, quick.tokens, quick.repeats) == (5, 8, 1)
+    assert quick.target == quick.draft  # the test model drafts for itself
+
+
+def test_one_serving_run_per_strategy_level_and_repeat(
+        campaign: tuple[Path, ResultsFile]) -> None:
+    out, results = campaign
+    assert load_raw(out).model_dump() == results.model_dump()
+    config = results.config
+    assert config.serving is not None and config.serving.requests == 5
+    assert results.status == "complete"
+    assert sorted(r.id for r in results.runs) == sorted(
+        s.run_id for s in planned_schedule(config))
+    assert len(results.runs) == 4 * 2  # strategies x concurrency levels x 1 repeat
+    assert {r.prompt for r in results.runs} == {config.serving.pool}
+    names = {p.name for p in config.prompts}
+    for run in results.runs:
+        serving = run.serving
+        assert serving is not None and serving.concurrency == run.factors["concurrency"]
+        assert [q.id for q in serving.requests] == list(range(5))
+        assert {q.prompt for q in serving.requests} <= names
+        # The Run describes the whole load: its fields are the requests' sums.
+        assert run.tokens == sum(q.output_tokens for q in serving.requests)
+        assert run.prompt_tokens == sum(q.prompt_tokens for q in serving.requests)
+        assert run.drafted == sum(q.proposed for q in serving.requests)
+        assert run.accepted == sum(q.accepted for q in serving.requests)
+        assert run.token_ids == [t for q in serving.requests for t in q.token_ids]
+        assert run.tokens_per_s == pytest.approx(run.tokens / run.decode_s)
+        assert serving.mean_batch <= serving.concurrency
+        assert serving.whole_run.output_tokens == run.tokens
+        assert serving.ttft_s.n == 5 and serving.e2e_s.p99 is not None
+        if run.strategy == "draft-4":  # the test model drafting for itself drafts
+            assert run.drafted > 0 and serving.mean_accepted_length is not None
+
+
+def test_every_request_matches_plain_single_request_decoding(
+        campaign: tuple[Path, ResultsFile]) -> None:
+    _, results = campaign
+    refs = {r.prompt: r.token_ids for r in results.references}
+    assert set(refs) == {p.name for p in results.config.prompts}
+    for run in results.runs:
+        assert run.serving is not None
+        for q in run.serving.requests:
+            assert q.token_ids == refs[q.prompt][:len(q.token_ids)], (run.id, q.id)
+            assert q.matches_plain is True
+        assert run.matches_plain is True and run.first_divergence is None
+
+
+def test_windows_and_energy_are_null_with_a_reason_without_a_sensor(
+        campaign: tuple[Path, ResultsFile]) -> None:
+    _, results = campaign
+    for run in results.runs:
+        assert run.serving is not None and run.energy == []
+        windows = [run.serving.whole_run]
+        if run.serving.steady_state is None:
+            assert run.serving.steady_state_reason
+        else:
+            windows.append(run.serving.steady_state)
+            assert run.serving.steady_state.duration_s > 0
+        for w in windows:
+            assert (w.energy_j, w.energy_per_token_j, w.energy_per_request_j) == (None,) * 3
+            assert w.energy_reason == NO_SENSOR
+
+
+def test_the_file_validates_and_tampering_fails_naming_the_path(
+        campaign: tuple[Path, ResultsFile]) -> None:
+    out, results = campaign
+    report = validate_results(results, str(out))
+    assert not report.blocking, [f.message for f in report.findings]
+    for where, change in (("serving.ttft_s.p50", _shift_p50),
+                          ("serving.concurrency", _bump_concurrency),
+                          ("matches_plain", _claim_mismatch)):
+        tampered = results.model_copy(deep=True)
+        change(tampered)
+        found = [f for f in validate_results(tampered, "t.json").findings
+                 if f.severity == "blocking"]
+        assert any(f.json_path == f"$.runs[0].{where}" for f in found), \
+            (where, [(f.rule, f.json_path) for f in found])
+
+
+def _shift_p50(results: ResultsFile) -> None:
+    serving = results.runs[0].serving
+    assert serving is not None and serving.ttft_s.p50 is not None
+    serving.ttft_s.p50 += 1.0
+
+
+def _bump_concurrency(results: ResultsFile) -> None:
+    assert results.runs[0].serving is not None
+    results.runs[0].serving.concurrency += 1
+
+
+def _claim_mismatch(results: ResultsFile) -> None:
+    run = results.runs[0]
+    run.first_divergence = 0  # first: the schema wants a divergence with a false match
+    run.matches_plain = False
+
+
+def test_cli_quick_campaign_writes_a_file_that_validates(tmp_path: Path) -> None:
+    out = tmp_path / "serving.json"
+    runner = CliRunner()
+    result = runner.invoke(main, [
+        "measure", SERVING, "--quick", "--no-sensor", "--strategies", "plain,ngram",
+        "--no-profile", "--cooldown", "0", "--idle-window", "0", "--no-disturbance",
+        "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    results = load_raw(out)
+    assert {(r.strategy, r.factors["concurrency"]) for r in results.runs} == {
+        (s, c) for s in ("plain", "ngram") for c in (1, 2)}
+    assert all(r.matches_plain for r in results.runs)
+    checked = runner.invoke(main, ["validate", str(out)])
+    assert checked.exit_code == 0, checked.output
+    assert "0 blocking" in checked.output
+
+
+def test_a_serving_plan_refuses_what_its_runs_cannot_apply(tmp_path: Path) -> None:
+    experiment = load_experiment("serving")
+    quick = experiment.quick_plan()
+    assert quick is not None
+    bad = [
+        (replace(quick, factors=(*quick.factors, Factor("t", "temperature", (0, 0.7)))),
+         "cannot vary with a concurrency factor"),
+        (replace(quick, serving_pool="humaneval-53"), "plan.serving_pool"),
+        (replace(quick, n_ctx=300), "plan.n_ctx"),  # one request fits, two do not
+    ]
+    for plan, needle in bad:
+        out = tmp_path / "x.json"
+        with pytest.raises(UsageProblem, match=needle):
+            prepare(experiment, plan, Destination(out),
+                    discover_sensors(SensorOptions(use=False)))
+        assert not out.exists()
