@@ -27,7 +27,8 @@ PROMPTS = REPO_ROOT / "experiments" / "prompts"
 GOOD = replace(DEFAULT_PLAN, prompts=("code",))
 
 # A value of the wrong type for every field (strict: 1.5 is no whole number, "3" no number).
-WRONG_TYPE: dict[str, Any] = {f.name: ("x" if f.name not in ("target", "draft", "workload") else 3)
+TEXT_FIELDS = ("target", "draft", "workload", "serving_pool")
+WRONG_TYPE: dict[str, Any] = {f.name: ("x" if f.name not in TEXT_FIELDS else 3)
                               for f in fields(CampaignPlan)}
 WRONG_TYPE["factors"] = "x"  # not a tuple of factors (checked by the factors' own rule)
 # A value of the right type out of its range, for every field that has a range.
@@ -40,7 +41,8 @@ OUT_OF_RANGE: dict[str, Any] = {
     "max_reruns": -1, "profile_max_retries": -1, "quiet_check_s": -1.0,
     "target_half_width": 1.0, "extra_runs": -1, "extra_time_s": -1.0, "purpose": "final",
     "max_passes": 0, "bandwidth_repeats": 0, "bandwidth_array_bytes": 0, "sample_top_k": -1,
-    "sample_top_p": 0.0, "sample_min_p": 1.0, "seed": 1.5,
+    "sample_top_p": 0.0, "sample_min_p": 1.0, "seed": 1.5, "serving_requests": 0,
+    "serving_pool": "", "serving_steady_b": 0,
 }
 
 
