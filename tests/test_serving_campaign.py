@@ -182,3 +182,28 @@ def test_a_serving_plan_refuses_what_its_runs_cannot_apply(tmp_path: Path) -> No
             prepare(experiment, plan, Destination(out),
                     discover_sensors(SensorOptions(use=False)))
         assert not out.exists()
+
+
+def test_a_disturbed_serving_run_is_re_run_with_the_same_requests(tmp_path: Path) -> None:
+    experiment = load_experiment("serving")
+    quick = experiment.quick_plan()
+    assert quick is not None
+    # A threshold of 0: any foreign load at all (always measured on Linux) disturbs a run,
+    # so every run is disturbed and its slot re-run once.
+    plan = replace(quick, strategies=("plain",), profile=False, tokens=4,
+                   serving_requests=3, factors=(Factor("concurrency", "concurrency", (2,)),),
+                   disturbed_load=0.0, slow_vs_profile=None, slow_vs_condition=None,
+                   max_reruns=1, quiet_check_s=0.0, cooldown_s=0.0, idle_window_s=0.0)
+    out = tmp_path / "rerun.json"
+    with prepare(experiment, plan, Destination(out),
+                 discover_sensors(SensorOptions(use=False))) as c:
+        results = c.run()
+    first, again = results.runs
+    assert first.disturbed and first.foreign_load is not None
+    assert again.rerun_of == first.id and again.id == f"{first.id}-rerun1"
+    assert first.serving is not None and again.serving is not None
+    assert again.serving.seed == first.serving.seed
+    assert [q.prompt for q in again.serving.requests] == \
+        [q.prompt for q in first.serving.requests]
+    assert again.token_ids == first.token_ids
+    assert not validate_results(results, str(out)).blocking
