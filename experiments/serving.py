@@ -52,7 +52,6 @@ PLAN = replace(
     tokens=32,
     repeats=2,
     serving_requests=20,
-    serving_pool="humaneval-shortest16",
     factors=(CONCURRENCY,),
 )
 

@@ -66,7 +66,7 @@ def test_one_serving_run_per_strategy_level_and_repeat(
     assert sorted(r.id for r in results.runs) == sorted(
         s.run_id for s in planned_schedule(config))
     assert len(results.runs) == 4 * 2  # strategies x concurrency levels x 1 repeat
-    assert {r.prompt for r in results.runs} == {config.serving.pool}
+    assert {r.prompt for r in results.runs} == {config.serving.pool} == {"humaneval-16"}
     names = {p.name for p in config.prompts}
     for run in results.runs:
         serving = run.serving

@@ -154,11 +154,12 @@ class CampaignPlan:
     confirms: Confirms | None = None
     # A serving study (a `concurrency` factor, phase.campaign.serving_plan): each run serves
     # `serving_requests` requests drawn in a seeded order from the prompts, `concurrency` at
-    # a time; runs name the set by `serving_pool`. `serving_steady_b` caps B of the steady-
-    # state window (B = min(it, the run's concurrency)); None: the largest concurrency, so
-    # every run's B is its own concurrency, as ML.ENERGY sets it.
+    # a time; runs name the set by `serving_pool` (None: the workload's name and how many
+    # prompts, `humaneval-16`). `serving_steady_b` caps B of the steady-state window
+    # (B = min(it, the run's concurrency)); None: the largest concurrency, so every run's B
+    # is its own concurrency, as ML.ENERGY sets it.
     serving_requests: PosInt = 20
-    serving_pool: Spec = "pool"
+    serving_pool: Spec | None = None
     serving_steady_b: PosInt | None = None
 
 
@@ -222,7 +223,7 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec],
         factors=[f.spec() for f in plan.factors],
         sampling=sampling_config(plan),
         workload=workload,
-        serving=serving_config(plan),
+        serving=serving_config(plan, prompts, workload),
     )
 
 

@@ -111,7 +111,7 @@ def prepare(
         strategies = _parse_strategies(plan)
         target, draft = _resolve_models(plan, strategies, observer)
         prompt_tokens, models = _check_vocabularies(plan, prompts, target, draft)
-        check_serving_plan(plan, [p.name for p in prompts])
+        check_serving_plan(plan, prompts, workload)
         sequences = check_serving_fit(plan, prompt_tokens, largest(plan.factors, "tokens",
                                                                    plan.tokens))
         held.levels = levels = resolve_levels(plan.factors, observer.message)

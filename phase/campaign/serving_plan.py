@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 from phase.base.errors import UsageProblem
 from phase.campaign.factors import Factor
 from phase.policy.auto import K_MAX
+from phase.results import PromptSpec, WorkloadRecord
 from phase.results.config import CampaignConfig
 from phase.results.levels import level_of
+from phase.results.names import is_clean_name
 from phase.results.serving import ServingConfig
 
 if TYPE_CHECKING:  # a type only: the plan imports this module
@@ -35,7 +37,17 @@ def is_serving(config: CampaignConfig) -> bool:
     return config.serving is not None
 
 
-def serving_config(plan: CampaignPlan) -> ServingConfig | None:
+def pool_name(plan: CampaignPlan, prompts: Sequence[PromptSpec],
+              workload: WorkloadRecord | None) -> str:
+    """What serving runs name the set they draw from: the plan's `serving_pool`, else the
+    workload's name and how many of its prompts (`humaneval-16`), else `prompts-N`."""
+    if plan.serving_pool is not None:
+        return plan.serving_pool
+    return f"{workload.name if workload else 'prompts'}-{len(prompts)}"
+
+
+def serving_config(plan: CampaignPlan, prompts: Sequence[PromptSpec],
+                   workload: WorkloadRecord | None) -> ServingConfig | None:
     """config.serving for a plan with a concurrency factor, else None. B defaults to the
     largest concurrency: each run's B is min(B, its concurrency) (run_steady_b)."""
     factor = concurrency_factor(plan.factors)
@@ -43,7 +55,7 @@ def serving_config(plan: CampaignPlan) -> ServingConfig | None:
         return None
     b = plan.serving_steady_b or max(int(level) for level in factor.levels)
     return ServingConfig(requests=plan.serving_requests, steady_state_b=b,
-                         pool=plan.serving_pool)
+                         pool=pool_name(plan, prompts, workload))
 
 
 def run_concurrency(config: CampaignConfig, levels: Mapping[str, object]) -> int:
@@ -62,9 +74,10 @@ def run_steady_b(config: CampaignConfig, concurrency: int) -> int:
     return min(config.serving.steady_state_b, concurrency)
 
 
-def check_serving_plan(plan: CampaignPlan, prompt_names: Sequence[str]) -> None:
+def check_serving_plan(plan: CampaignPlan, prompts: Sequence[PromptSpec],
+                       workload: WorkloadRecord | None) -> None:
     """A concurrency factor's plan: no factor its runs cannot apply, a pool name that is no
-    prompt's (runs carry it as their prompt)."""
+    prompt's (runs carry it as their prompt, and their ids name it)."""
     factor = concurrency_factor(plan.factors)
     if factor is None:
         return
@@ -72,9 +85,11 @@ def check_serving_plan(plan: CampaignPlan, prompt_names: Sequence[str]) -> None:
     if clash:
         raise UsageProblem(f"plan factors: {', '.join(clash)} cannot vary with a concurrency "
                            f"factor; allowed with it: threads, tokens, custom")
-    if plan.serving_pool in prompt_names:
-        raise UsageProblem(f"plan.serving_pool: {plan.serving_pool!r} is also a prompt's name; "
-                           "allowed: a name no prompt has (runs carry it as their prompt)")
+    pool = pool_name(plan, prompts, workload)
+    if pool in {p.name for p in prompts} or not is_clean_name(pool):
+        raise UsageProblem(f"plan.serving_pool: {pool!r} is a prompt's name or holds a control "
+                           "character; allowed: a clean name no prompt has (runs carry it as "
+                           "their prompt)")
 
 
 def check_serving_fit(plan: CampaignPlan, prompt_tokens: Mapping[str, Sequence[int]],
