@@ -42,7 +42,8 @@ OUT_OF_RANGE: dict[str, Any] = {
     "target_half_width": 1.0, "extra_runs": -1, "extra_time_s": -1.0, "purpose": "final",
     "max_passes": 0, "bandwidth_repeats": 0, "bandwidth_array_bytes": 0, "sample_top_k": -1,
     "sample_top_p": 0.0, "sample_min_p": 1.0, "seed": 1.5, "serving_requests": 0,
-    "serving_pool": "", "serving_steady_b": 0,
+    "serving_pool": "", "serving_steady_b": 0, "serving_ttft_s": 0.0, "serving_tpot_s": -1.0,
+    "serving_e2e_s": math.inf,
 }
 
 

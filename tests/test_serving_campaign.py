@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 SERVING = str(REPO / "experiments" / "serving.py")
 
 pytestmark = pytest.mark.model
+E2E_TARGET_S = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +40,9 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ResultsFil
     assert quick is not None
     # disturbed_load None: a shared test machine's background load must not leave runs out
     # (tests/test_slowdown.py judges disturbance); no waits between runs.
+    # A latency target on E2E only, so goodput is recorded (and recomputed below).
     plan = replace(quick, quiet_check_s=0.0, disturbed_load=None, cooldown_s=0.0,
-                   idle_window_s=0.0)
+                   idle_window_s=0.0, serving_e2e_s=E2E_TARGET_S)
     out = tmp_path_factory.mktemp("serving") / "serving-quick.json"
     with prepare(experiment, plan, Destination(out),
                  discover_sensors(SensorOptions(use=False))) as c:
@@ -83,6 +85,10 @@ def test_one_serving_run_per_strategy_level_and_repeat(
         assert serving.mean_batch <= serving.concurrency
         assert serving.whole_run.output_tokens == run.tokens
         assert serving.ttft_s.n == 5 and serving.e2e_s.p99 is not None
+        met = sum(1 for q in serving.requests if q.e2e_s <= E2E_TARGET_S)
+        assert serving.goodput_met == met
+        assert serving.goodput_requests_per_s == pytest.approx(
+            met / serving.whole_run.duration_s)
         if run.strategy == "draft-4":  # the test model drafting for itself drafts
             assert run.drafted > 0 and serving.mean_accepted_length is not None
 
@@ -123,7 +129,8 @@ def test_the_file_validates_and_tampering_fails_naming_the_path(
     assert not report.blocking, [f.message for f in report.findings]
     for where, change in (("serving.ttft_s.p50", _shift_p50),
                           ("serving.concurrency", _bump_concurrency),
-                          ("matches_plain", _claim_mismatch)):
+                          ("matches_plain", _claim_mismatch),
+                          ("serving.goodput_met", _inflate_goodput)):
         tampered = results.model_copy(deep=True)
         change(tampered)
         found = [f for f in validate_results(tampered, "t.json").findings
@@ -141,6 +148,12 @@ def _shift_p50(results: ResultsFile) -> None:
 def _bump_concurrency(results: ResultsFile) -> None:
     assert results.runs[0].serving is not None
     results.runs[0].serving.concurrency += 1
+
+
+def _inflate_goodput(results: ResultsFile) -> None:
+    serving = results.runs[0].serving
+    assert serving is not None and serving.goodput_met is not None
+    serving.goodput_met += 1
 
 
 def _claim_mismatch(results: ResultsFile) -> None:
@@ -161,6 +174,7 @@ def test_cli_quick_campaign_writes_a_file_that_validates(tmp_path: Path) -> None
     assert {(r.strategy, r.factors["concurrency"]) for r in results.runs} == {
         (s, c) for s in ("plain", "ngram") for c in (1, 2)}
     assert all(r.matches_plain for r in results.runs)
+    assert all(r.serving and r.serving.goodput_met is None for r in results.runs)  # no target
     checked = runner.invoke(main, ["validate", str(out)])
     assert checked.exit_code == 0, checked.output
     assert "0 blocking" in checked.output

@@ -161,6 +161,11 @@ class CampaignPlan:
     serving_requests: PosInt = 20
     serving_pool: Spec | None = None
     serving_steady_b: PosInt | None = None
+    # The latency target goodput counts against (seconds; a request meets it when every
+    # bound given holds); all None: no target, and no goodput.
+    serving_ttft_s: PosFloat | None = None
+    serving_tpot_s: PosFloat | None = None
+    serving_e2e_s: PosFloat | None = None
 
 
 DEFAULT_PLAN = CampaignPlan()

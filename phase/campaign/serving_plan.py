@@ -18,7 +18,8 @@ from phase.results import PromptSpec, WorkloadRecord
 from phase.results.config import CampaignConfig
 from phase.results.levels import level_of
 from phase.results.names import is_clean_name
-from phase.results.serving import ServingConfig
+from phase.results.serving import LatencyTargetRecord, ServingConfig
+from phase.serving.metrics import LatencyTarget
 
 if TYPE_CHECKING:  # a type only: the plan imports this module
     from phase.campaign.plan import CampaignPlan
@@ -54,8 +55,19 @@ def serving_config(plan: CampaignPlan, prompts: Sequence[PromptSpec],
     if factor is None:
         return None
     b = plan.serving_steady_b or max(int(level) for level in factor.levels)
+    bounds = (plan.serving_ttft_s, plan.serving_tpot_s, plan.serving_e2e_s)
+    target = None if all(v is None for v in bounds) else LatencyTargetRecord(
+        ttft_s=bounds[0], tpot_s=bounds[1], e2e_s=bounds[2])
     return ServingConfig(requests=plan.serving_requests, steady_state_b=b,
-                         pool=pool_name(plan, prompts, workload))
+                         pool=pool_name(plan, prompts, workload), latency_target=target)
+
+
+def latency_target(config: CampaignConfig) -> LatencyTarget | None:
+    """The target the run's goodput counts against (None: the file states none)."""
+    record = config.serving.latency_target if config.serving is not None else None
+    if record is None:
+        return None
+    return LatencyTarget(ttft_s=record.ttft_s, tpot_s=record.tpot_s, e2e_s=record.e2e_s)
 
 
 def run_concurrency(config: CampaignConfig, levels: Mapping[str, object]) -> int:

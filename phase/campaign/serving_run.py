@@ -21,7 +21,7 @@ from phase.campaign.references import RefKey, ref_key
 from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.serving_energy import serving_reading
-from phase.campaign.serving_plan import run_concurrency, run_steady_b
+from phase.campaign.serving_plan import latency_target, run_concurrency, run_steady_b
 from phase.campaign.serving_record import (
     RunIdentity,
     ServedRun,
@@ -110,7 +110,7 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     reading = serving_reading(start.primary_energy, start.sensors, energy, samples,
                               (record.started, record.ended), offset)
     metrics = serving_metrics(record, steady_b=run_steady_b(config, concurrency),
-                              energy=reading)
+                              target=latency_target(config), energy=reading)
     expected = expected_outputs(executor, refs, levels, names)
     served = ServedRun(record, metrics, tap.tokens, names, expected)
     serving = served.serving(concurrency, seed)

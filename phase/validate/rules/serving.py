@@ -13,7 +13,8 @@ ITL's count (one per token after each request's first); the whole-run window's t
 finished requests (all of them); the steady-state window's bounds (the B-th and (N-B)-th
 first tokens, B = min(config.serving.steady_state_b, concurrency)) and its finished
 requests, or its absence where the run is too short; and energy per token / per request as
-the window's energy over its tokens / requests. Whether each request's tokens equal plain
+the window's energy over its tokens / requests; goodput, the requests meeting
+config.serving.latency_target (absent without one). Whether each request's tokens equal plain
 decoding is the equivalence rule's. A file whose serving figures disagree with its requests
 would publish latencies and energies no one measured.
 """
@@ -27,7 +28,13 @@ import numpy as np
 
 from phase.results import ResultsFile, Run
 from phase.results.levels import level_of
-from phase.results.serving import ServingPercentiles, ServingRun, ServingWindow
+from phase.results.serving import (
+    LatencyTargetRecord,
+    ServingPercentiles,
+    ServingRequest,
+    ServingRun,
+    ServingWindow,
+)
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
 from phase.validate.settings import RuleSettings
@@ -77,7 +84,33 @@ def run_problems(results: ResultsFile, run: Run) -> list[Problem]:
     out += _latencies(serving)
     b = min(config.serving.steady_state_b, serving.concurrency)
     out += _windows(run, serving, b)
+    out += _goodput(serving, config.serving.latency_target)
     return out
+
+
+def _goodput(serving: ServingRun, target: LatencyTargetRecord | None) -> list[Problem]:
+    """The requests that met the file's latency target, and those per second of the run."""
+    if target is None:
+        if serving.goodput_met is not None or serving.goodput_requests_per_s is not None:
+            return [("goodput without a latency target ($.config.serving.latency_target)",
+                     ".serving.goodput_met")]
+        return []
+    met = sum(1 for r in serving.requests if _meets(r, target))
+    rate = met / serving.whole_run.duration_s if serving.whole_run.duration_s > 0 else None
+    if serving.goodput_met != met or not _close(serving.goodput_requests_per_s, rate):
+        return [(f"goodput is {serving.goodput_met} requests ({serving.goodput_requests_per_s}"
+                 f"/s) but {met} requests meet the latency target ({rate}/s)",
+                 ".serving.goodput_met")]
+    return []
+
+
+def _meets(r: ServingRequest, target: LatencyTargetRecord) -> bool:
+    # As phase.serving.metrics.LatencyTarget.met_by: a one-token request meets any TPOT bound.
+    if target.ttft_s is not None and (r.ttft_s is None or r.ttft_s > target.ttft_s):
+        return False
+    if target.tpot_s is not None and r.tpot_s is not None and r.tpot_s > target.tpot_s:
+        return False
+    return target.e2e_s is None or r.e2e_s <= target.e2e_s
 
 
 def _sums(run: Run, serving: ServingRun) -> Iterator[Problem]:
