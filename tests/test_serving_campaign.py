@@ -221,3 +221,12 @@ def test_a_disturbed_serving_run_is_re_run_with_the_same_requests(tmp_path: Path
         [q.prompt for q in first.serving.requests]
     assert again.token_ids == first.token_ids
     assert not validate_results(results, str(out)).blocking
+
+
+def test_a_serving_campaign_is_not_sharded(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, [
+        "measure", SERVING, "--quick", "--no-sensor", "--repeats", "2", "--shard", "1/2",
+        "--job-id", "t", "--out-dir", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "--shard: a serving campaign" in result.output
+    assert list(tmp_path.iterdir()) == []

@@ -32,7 +32,11 @@ from phase.campaign.plan_check import check_plan
 from phase.campaign.prompts import campaign_prompts
 from phase.campaign.runner import Campaign, Destination, Observer, QuietObserver
 from phase.campaign.sensing import primary_energy
-from phase.campaign.serving_plan import check_serving_fit, check_serving_plan
+from phase.campaign.serving_plan import (
+    check_serving_fit,
+    check_serving_plan,
+    check_serving_shard,
+)
 from phase.campaign.shards import CampaignIdentity, ShardRequest, identify, same_shard
 from phase.costmodel import OBJECTIVES
 from phase.decode import Engine
@@ -98,6 +102,7 @@ def prepare(
     observer = observer or QuietObserver()
     held = _Held()
     check_plan(plan, "plan")  # a library caller's plan too: refused before the file is claimed
+    check_serving_shard(plan, shard)
     try:
         held.claim = claim = _claim(destination)
         previous = _previous(destination, claim)

@@ -121,3 +121,11 @@ def check_serving_fit(plan: CampaignPlan, prompt_tokens: Mapping[str, Sequence[i
             f"{longest} prompt + {tokens} generated tokens (and a proposal): {need} needed; "
             f"allowed: n_ctx >= {need} (--n-ctx), or lower concurrency levels")
     return most
+
+
+def check_serving_shard(plan: CampaignPlan, shard: object | None) -> None:
+    """A serving campaign runs on one machine: its every run serves the whole pool, so the
+    split by whole prompts that shards use does not apply to it (yet)."""
+    if shard is not None and concurrency_factor(plan.factors) is not None:
+        raise UsageProblem("--shard: a serving campaign (a concurrency factor) is not sharded; "
+                           "allowed: run it whole on one machine (drop --shard)")
