@@ -170,6 +170,7 @@ def test_cli_quick_campaign_writes_a_file_that_validates(tmp_path: Path) -> None
         "--no-profile", "--cooldown", "0", "--idle-window", "0", "--no-disturbance",
         "-o", str(out)])
     assert result.exit_code == 0, result.output
+    assert "time: about" in result.output  # estimated from the prompts' plain decodes
     results = load_raw(out)
     assert {(r.strategy, r.factors["concurrency"]) for r in results.runs} == {
         (s, c) for s in ("plain", "ngram") for c in (1, 2)}

@@ -57,6 +57,17 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
 
+def _serving_window(plain: dict[str, PlannedWindow], pool: str,
+                    requests: int) -> dict[str, PlannedWindow]:
+    """A serving run as its requests decoded one after another at plain speed (the mean of
+    the prompts' plain decodes; batching may serve them sooner, prefill adds to it)."""
+    times = [w.expected_decode_s for w in plain.values()]
+    if not times or any(t is None for t in times):
+        return {}
+    mean = sum(t for t in times if t is not None) / len(times)
+    return {pool: PlannedWindow(pool, "plain", mean * requests, "serving", 1)}
+
+
 def estimate(runs: Sequence[ScheduledRun], planned: Sequence[PlannedWindow],
              config: CampaignConfig, done: Set[str] = frozenset()) -> Duration:
     """The expected time of the runs not `done` (run ids; a resumed campaign's), from the
@@ -64,6 +75,8 @@ def estimate(runs: Sequence[ScheduledRun], planned: Sequence[PlannedWindow],
     runs = [r for r in runs if r.run_id not in done]
     plain = {w.prompt: w for w in planned if is_baseline(w.strategy)}
     wait = config.cooldown_s + config.idle_window_s
+    if config.serving is not None:
+        plain = _serving_window(plain, config.serving.pool, config.serving.requests)
     total: float | None = 0.0
     for run in runs:
         window = plain.get(run.prompt)
