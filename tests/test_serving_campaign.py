@@ -6,6 +6,7 @@ validated, and the serving rule failing on tampered files, naming the JSON path.
 from __future__ import annotations
 
 from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,38 @@ def test_a_serving_campaign_is_not_sharded(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "--shard: a serving campaign" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sensor_s_windows_and_samples_become_the_serving_windows_energy(
+        tmp_path: Path, sysfs_tree: Callable[..., Path]) -> None:
+    """With a (fixture) RAPL counter as the chip sensor: the whole-run window's energy is the
+    sensors' own window around the run, and the steady state's never a number the sensor did
+    not give (tests/test_serving_energy.py integrates moving samples)."""
+    powercap = sysfs_tree("powercap")
+    experiment = load_experiment("serving")
+    quick = experiment.quick_plan()
+    assert quick is not None
+    plan = replace(quick, strategies=("plain",), profile=False, tokens=4, serving_requests=5,
+                   factors=(Factor("concurrency", "concurrency", (1,)),), repeats=1,
+                   disturbed_load=None, quiet_check_s=0.0, cooldown_s=0.0, idle_window_s=0.2)
+    options = SensorOptions(rapl_root=str(powercap), hwmon_root=str(tmp_path / "none"))
+    out = tmp_path / "sensed.json"
+    with prepare(experiment, plan, Destination(out), discover_sensors(options)) as c:
+        results = c.run()
+    assert results.primary_energy is not None
+    (run,) = results.runs
+    assert run.serving is not None and run.energy and run.samples
+    primary = results.primary_energy.sensors
+    own = [w.energy_j for w in run.energy if w.sensor in primary]
+    whole = run.serving.whole_run
+    expected = None if any(j is None for j in own) else sum(j for j in own if j is not None)
+    assert whole.energy_j == expected
+    assert (whole.energy_j is None) == (whole.energy_reason is not None)
+    steady = run.serving.steady_state
+    assert steady is not None  # 5 requests at B = 1
+    # The fixture's counters never move: the sampler finds no energy in the run, and the
+    # steady state, inside it, has none either (its flat samples would read as 0 J).
+    assert all(w.energy_j is None for w in run.energy)
+    assert whole.energy_j is None and steady.energy_j is None
+    assert steady.energy_per_token_j is None and steady.energy_reason
+    assert not validate_results(results, str(out)).blocking

@@ -34,6 +34,8 @@ def test_no_reading_outside_the_samples_or_across_a_wrap() -> None:
     assert trace_energy(trace, "J", 1.5, 3.5) is None  # ends after the last
     wrapped = _trace("pkg", [0.0, 1.0, 2.0, 3.0], [100.0, 200.0, 5.0, 50.0])
     assert trace_energy(wrapped, "J", 0.5, 2.5) is None
+    frozen = _trace("pkg", [0.0, 1.0, 2.0], [7.0, 7.0, 7.0])
+    assert trace_energy(frozen, "J", 0.5, 1.5) is None  # not 0 J: the counter never moved
 
 
 def test_the_reading_sums_the_primary_sensors_on_the_runs_clock() -> None:
@@ -51,4 +53,9 @@ def test_the_reading_sums_the_primary_sensors_on_the_runs_clock() -> None:
     assert reading(100.0, 101.0) == pytest.approx(20.0)  # the sensors' own windows
     assert reading(100.25, 100.75) == pytest.approx(5.0 + 2.0)  # 0.75..1.25 in the traces
     assert reading(100.0, 102.0) is None  # past the samples
+    # A sensor whose own window over the run has no energy gives none inside it either.
+    none_a = [windows[0].model_copy(update={"energy_j": None, "energy_reason": "frozen"}),
+              windows[1]]
+    frozen = serving_reading(primary, sensors, none_a, traces, (100.0, 101.0), 0.5)
+    assert frozen is not None and frozen(100.25, 100.75) is None
     assert serving_reading(None, sensors, windows, traces, (100.0, 101.0), 0.5) is None

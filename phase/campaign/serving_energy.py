@@ -7,8 +7,9 @@ seconds since the run's idle window began), summing the primary energy sensors
 (ResultsFile.primary_energy) as every chip-energy figure does. A counter (J) is read at the
 window's edges by linear interpolation between its samples; a power reading (W) is integrated
 with the trapezoid rule over the samples inside and the interpolated edges. A window that
-reaches outside the samples, or a counter that went backwards inside it (a wrap), has no
-reading: None, never a guess.
+reaches outside the samples, a counter that went backwards inside it (a wrap) or did not
+move, and any window of a sensor whose own whole-run window has no energy (the sampler
+judged it frozen, too slow or gapped) have no reading: None, never a guess.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ def _counter_j(t: np.ndarray, v: np.ndarray, a: float, b: float) -> float | None
     inside = v[(t >= a) & (t <= b)]
     if inside.size > 1 and np.any(np.diff(inside) < 0):
         return None  # wrapped or reset inside the window
-    return float(np.interp(b, t, v) - np.interp(a, t, v))
+    joules = float(np.interp(b, t, v) - np.interp(a, t, v))
+    # a counter that did not move is frozen or slower than the window: 0 J would be a guess
+    return joules if joules > 0 else None
 
 
 def _power_j(t: np.ndarray, v: np.ndarray, a: float, b: float) -> float:
@@ -61,8 +64,11 @@ def serving_reading(primary: PrimaryEnergy | None, sensors: Sequence[SensorInfo]
     def reading(a: float, b: float) -> float | None:
         total = 0.0
         for name in primary.sensors:
-            if (a, b) == whole:
-                joules = own[name].energy_j if name in own else None
+            whole_j = own[name].energy_j if name in own else None
+            if (a, b) == whole or whole_j is None:
+                # a sensor the sampler found no energy in over the run has none in any
+                # part of it (frozen, too slow, gaps): its samples are not read instead
+                joules = whole_j
             elif name in by_name:
                 joules = trace_energy(by_name[name], units.get(name, "J"),
                                       a - start + offset_s, b - start + offset_s)
