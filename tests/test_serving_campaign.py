@@ -5,8 +5,8 @@ validated, and the serving rule failing on tampered files, naming the JSON path.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
