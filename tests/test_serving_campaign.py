@@ -206,7 +206,8 @@ def test_a_disturbed_serving_run_is_re_run_with_the_same_requests(tmp_path: Path
     assert quick is not None
     # A threshold of 0: any foreign load at all (always measured on Linux) disturbs a run,
     # so every run is disturbed and its slot re-run once.
-    plan = replace(quick, strategies=("plain",), profile=False, tokens=4,
+    plan = replace(quick, prompts=quick.prompts[:3], strategies=("plain",), profile=False,
+                   tokens=4,
                    serving_requests=3, factors=(Factor("concurrency", "concurrency", (2,)),),
                    disturbed_load=0.0, slow_vs_profile=None, slow_vs_condition=None,
                    max_reruns=1, quiet_check_s=0.0, cooldown_s=0.0, idle_window_s=0.0)
@@ -243,7 +244,8 @@ def test_a_sensor_s_windows_and_samples_become_the_serving_windows_energy(
     experiment = load_experiment("serving")
     quick = experiment.quick_plan()
     assert quick is not None
-    plan = replace(quick, strategies=("plain",), profile=False, tokens=4, serving_requests=5,
+    plan = replace(quick, prompts=quick.prompts[:3], strategies=("plain",), profile=False,
+                   tokens=4, serving_requests=5,
                    factors=(Factor("concurrency", "concurrency", (1,)),), repeats=1,
                    disturbed_load=None, quiet_check_s=0.0, cooldown_s=0.0, idle_window_s=0.2)
     options = SensorOptions(rapl_root=str(powercap), hwmon_root=str(tmp_path / "none"))
