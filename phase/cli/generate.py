@@ -89,8 +89,9 @@ def generate_command(model: str, draft: str | None, strategy: str, n_tokens: int
         if prompt is not None or prompt_file is not None:
             raise UsageProblem("--workload: gives the prompts; leave out --prompt and "
                                "--prompt-file")
+        at_once = 1 if concurrency is None else concurrency
         _many(ManyRequest(model=model, draft=draft, strategy=strategy, workload=workload,
-                          n_tokens=n_tokens, n_ctx=n_ctx, concurrency=concurrency or 1,
+                          n_tokens=n_tokens, n_ctx=n_ctx, concurrency=at_once,
                           n_requests=n_requests, raw=raw, threads=threads,
                           compare_plain=compare_plain, sampling=sampling), as_json)
         return
