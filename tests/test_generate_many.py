@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from phase.base.errors import UsageProblem
 from phase.campaign.generate_many import ManyRequest, generate_many
+from phase.campaign.generate_many_view import table_lines
 from phase.cli import main
 from phase.decode.generate import GenerateRequest, generate
 from phase.workloads.workload import WorkloadError
@@ -63,9 +64,15 @@ def test_each_greedy_request_equals_its_prompt_generated_alone(
         reference = alone(test_model_path, texts[r["prompt_id"]])
         got = r["token_ids"]
         assert 1 <= len(got) <= NEW and r["output_tokens"] == len(got)
-        # a request ends at its budget or at an end token; plain decoding alone runs past it
-        assert got == reference[:len(got)], r["prompt_id"]
-        assert r["matches_plain"] is True and r["first_divergence"] is None
+        # A request ends at its budget or at an end token; plain decoding alone runs past it.
+        # Batched passes may flip a near-tie (tests/test_batched.py): allowed only there.
+        if got == reference[:len(got)]:
+            assert r["matches_plain"] is True and r["first_divergence"] is None
+        else:
+            first = next(i for i, (a, b) in enumerate(zip(got, reference[:len(got)], strict=True))
+                         if a != b)
+            assert r["matches_plain"] is False and r["first_divergence"] == first
+            assert r["near_tie"] is True, (r["prompt_id"], r["divergence_gaps"])
         assert r["ttft_s"] > 0 and r["e2e_s"] >= r["ttft_s"]
         assert r["text"]
     proposed = sum(r["proposed"] for r in record["requests"])
@@ -182,3 +189,15 @@ def test_the_library_refuses_counts_below_one(workload: Path) -> None:
             generate_many(ManyRequest(model="absent", draft=None, strategy="plain",
                                       workload=str(workload), n_tokens=4, n_ctx=256,
                                       concurrency=concurrency, n_requests=n_requests))
+
+
+def test_the_table_names_divergences_and_escapes_ids() -> None:
+    row = {"id": 0, "prompt_id": "a\x1b[2Jb", "prompt_tokens": 5, "output_tokens": 4,
+           "ttft_s": 0.25, "tpot_s": None, "e2e_s": 1.5, "accepted": 3, "proposed": 6,
+           "matches_plain": False, "first_divergence": 2, "near_tie": True}
+    lines = table_lines({"requests": [row, {**row, "id": 1, "prompt_id": "x",
+                                             "matches_plain": True}]})
+    assert lines[1].split() == ["0", "a\\x1b[2Jb", "5", "4", "250.0", "-", "1.500", "3/6",
+                                "differs", "at", "2,", "near-tie"]
+    assert lines[2].split()[-1] == "same"
+    assert "\x1b" not in "".join(lines)

@@ -36,6 +36,8 @@ from phase.policy.sampling import SamplingSettings
               "with --workload, each request's budget: it also ends at end-of-generation, as a "
               "server's would.")
 @click.option("--prompt", default=None, help="The user message.")
+@click.option("--prompt-file", type=click.File("r", encoding="utf-8"), default=None,
+              help="Read the user message from a file ('-' for stdin).")
 @click.option("--workload", default=None, help="Serve many prompts instead of one: a JSONL file "
               "(one {\"prompt\": ..., \"id\": ..., \"category\": ...} per line, id and "
               "category optional) or an embedded name (humaneval, mt-bench, edit), through "
@@ -46,13 +48,12 @@ from phase.policy.sampling import SamplingSettings
 @click.option("--requests", "n_requests", type=int, default=None, help="With --workload: how "
               "many requests to send, prompts drawn in a seeded order (--seed when sampling, "
               "else 0), each equally often [default: every prompt once]")
-@click.option("--prompt-file", type=click.File("r", encoding="utf-8"), default=None,
-              help="Read the user message from a file ('-' for stdin).")
 @click.option("--raw", is_flag=True, help="Send the prompt as given, without the chat template.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="CPU threads [default: physical cores].")
 @click.option("--ctx", "n_ctx", type=click.IntRange(min=16), default=DEFAULT_PLAN.n_ctx,
-              show_default=True, help="Context size (prompt + generated tokens must fit).")
+              show_default=True, help="Context size (prompt + generated tokens must fit); with "
+              "--workload, each request's (one KV buffer holds --concurrency of them).")
 @click.option("--compare-plain", is_flag=True,
               help="Also decode plainly and report whether the output is the same (with "
               "--workload: each request against its prompt decoded alone).")
