@@ -112,7 +112,8 @@ def test_table_and_json_carry_every_request(test_model_path: Path, workload: Pat
     assert [row.split()[1] for row in rows] == used  # the same seeded order both times
     assert lines[7] == ""
     assert any(line.startswith("plain, 6 requests, concurrency 2:") for line in lines)
-    for name in ("TTFT ms: p50", "TPOT ms: p50", "ITL ms: p50", "E2E s: p50", "mean batch"):
+    for name in ("TTFT ms: p50", "TPOT ms: p50", "ITL ms: p50", "E2E s: p50", "mean batch",
+                 "steady state (B = 2): "):
         assert any(line.startswith(name) for line in lines), name
 
 
@@ -161,7 +162,7 @@ def test_a_malformed_workload_is_refused_by_line_and_field_before_loading(
     (["--concurrency", "0"], "--concurrency: 0 requests at once serves nobody"),
     (["--requests", "0"], "--requests: 0 requests is nothing to serve"),
     (["--concurrency", "-3"], "--concurrency: -3"),
-    (["--ctx", "32"], "prompt fruit has"),
+    (["--ctx", "32"], "mine.jsonl: prompt fruit has 34 tokens"),
     (["--prompt", "x"], "--workload: gives the prompts; leave out --prompt"),
     (["--temperature", "0.7", "--compare-plain"], "leave out one of --compare-plain"),
     (["--strategy", "draft-2"], "needs a draft model"),

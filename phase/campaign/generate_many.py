@@ -129,7 +129,7 @@ def _prompts(req: ManyRequest, workload: Workload, target: Any, draft: Any) -> l
         for p in workload.prompts:
             tokens = format_prompt(vocab, p.text, chat_template=not req.raw)
             check_fit(len(tokens), req.n_tokens, req.n_ctx,
-                      what=f"workload {workload.name}: prompt {p.id}")
+                      what=f"{workload.path or workload.name}: prompt {p.id}")
             out.append(tokens)
         if draft is not None:
             with VocabFile(draft.path) as draft_vocab:

@@ -72,6 +72,14 @@ def aggregate_lines(record: dict[str, Any]) -> list[str]:
         f"mean batch {agg['mean_batch']:.2f} requests ({agg['mean_batch_tokens']:.2f} tokens "
         f"per decode) over {agg['steps']} steps",
     ]
+    steady = agg["steady_state"]
+    if steady is None:
+        lines.append(f"steady state (B = {agg['steady_state_b']}): none; "
+                     f"{agg['steady_state_reason']}")
+    else:
+        lines.append(f"steady state (B = {agg['steady_state_b']}): {steady['output_tokens']} "
+                     f"tokens in {steady['duration_s']:.3f} s = "
+                     f"{steady['output_tokens_per_s']:.1f} tok/s")
     for name, key, scale, unit in (("TTFT", "ttft_s", 1000, "ms"), ("TPOT", "tpot_s", 1000, "ms"),
                                    ("ITL", "itl_s", 1000, "ms"), ("E2E", "e2e_s", 1, "s")):
         lines.append(_percentile_line(name, agg[key], scale, unit))
