@@ -56,6 +56,7 @@ def test_each_greedy_request_equals_its_prompt_generated_alone(
         model=model, draft=model, strategy=strategy, workload=str(workload), n_tokens=NEW,
         n_ctx=256, concurrency=4, threads=1, compare_plain=True))
     assert record["load"]["concurrency"] == 4 and record["load"]["n_requests"] == len(PROMPTS)
+    assert record["n_threads"] == 1 and record["strategy"] == strategy
     texts = {p.get("id", f"line-{i}"): p["prompt"] for i, p in enumerate(PROMPTS, 1)}
     # every prompt once, and four at once: the batch was full at the start
     assert sorted(r["prompt_id"] for r in record["requests"]) == sorted(texts)

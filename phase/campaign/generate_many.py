@@ -174,7 +174,8 @@ def generate_many(req: ManyRequest, progress: Say | None = None) -> dict[str, An
         plain = _compare(engine, run, prompts, tap.tokens, decoder.gaps, req.n_tokens, say) \
             if req.compare_plain else {}
         meta = {"model": target.name, "model_path": str(target.path),
-                "draft": draft.name if draft else None, "strategy": strategy.label}
+                "draft": draft.name if draft else None, "strategy": strategy.label,
+                "n_threads": engine.target.n_threads}
     return many_record(req, meta, workload, run, tap.tokens, texts, plain)
 
 
@@ -247,6 +248,6 @@ def many_record(req: ManyRequest, meta: dict[str, Any], workload: Workload, run:
         "workload": {"name": workload.name, "source": workload.source,
                      "sha256": workload.sha256, "prompts": len(workload.prompts)},
         "load": to_jsonable(run.load), "n_ctx_per_request": req.n_ctx,
-        "threads": req.threads, "compared_to_plain": req.compare_plain,
+        "compared_to_plain": req.compare_plain,
         "requests": requests, "aggregate": aggregate,
     }
