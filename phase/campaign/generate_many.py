@@ -138,6 +138,19 @@ def _prompts(req: ManyRequest, workload: Workload, target: Any, draft: Any) -> l
     return out
 
 
+def _warm_up(engine: Engine, strategy: Strategy, sampling: SamplingSettings | None,
+             prompt: list[int], n_tokens: int, say: Say) -> None:
+    """One short untimed request first: the first decode of a fresh context allocates its
+    compute buffers and warms the caches, which would otherwise land in the first requests'
+    time to first token (serving benchmarks warm up the same way)."""
+    say(f"warm-up: one untimed request of {n_tokens} token(s)")
+    decoder = engine.batched(strategy, sampling)
+    try:
+        run_closed(decoder, [tuple(prompt)], ClosedLoop(1, 1, n_tokens, 0))
+    finally:
+        decoder.close()
+
+
 def generate_many(req: ManyRequest, progress: Say | None = None) -> dict[str, Any]:
     """Serve `req` and return its record (see `many_record`)."""
     from phase.models.sources import resolve
@@ -163,6 +176,7 @@ def generate_many(req: ManyRequest, progress: Say | None = None) -> dict[str, An
                 n_seq_max=req.concurrency) as engine:
         if strategy.family.needs_profile:
             profile_for(engine, max(prompts, key=len), req.n_tokens, say)
+        _warm_up(engine, strategy, req.sampling, min(prompts, key=len), min(2, req.n_tokens), say)
         decoder = engine.batched(strategy, req.sampling, record_gaps=req.compare_plain)
         tap = _Tap(decoder, n_requests, say)
         say(f"serving {n_requests} request(s) of {workload.name}, {req.concurrency} at once")
