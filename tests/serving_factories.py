@@ -8,7 +8,8 @@ load generator does, never written by hand. Nothing here is a measurement.
     # plain, draft-4 (1.3x plain's throughput at 1 and 2, 0.8x at 4 and 8), 3 repeats
     results = serving_campaign(speedup=lambda s, c: 1.3 if c <= 2 else 0.8)
 
-The true throughput ratio of a strategy to plain at a level is `speedup(strategy, level)`;
+The true throughput ratio of a non-plain strategy to plain at a level is
+`speedup(strategy, level)`;
 each run's step time also carries lognormal noise (`cv`), seeded, so intervals are real ones.
 With `power_w` set, a chip counter reads power_w x seconds over any window; None: no sensor.
 """
@@ -16,9 +17,9 @@ With `power_w` set, a chip counter reads power_w x seconds over any window; None
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 
 from factories import make_config, make_model, make_provenance, make_sensor, make_window
 
@@ -39,13 +40,19 @@ from phase.results.serving import (
     ServingWindow,
 )
 from phase.serving.metrics import serving_metrics
-from phase.serving.records import ClosedLoop, EmissionRecord, RequestRecord, RunRecord, StepRecord
+from phase.serving.records import (
+    ClosedLoop,
+    EmissionRecord,
+    RequestRecord,
+    RunRecord,
+    StepRecord,
+)
 from phase.serving.windows import EnergyReading, Window
 
 T0 = 1_767_225_600.0
 PREFILL_S = 0.004  # per admitted request, on the load generator's clock
 GAP_S = 1.0
-POOL = "pool"
+POOL = "pool"  # the default name of the set requests draw from
 FACTOR = "concurrency"
 Speedup = Callable[[str, int], float]
 
@@ -115,7 +122,7 @@ def _ids(request: int, n: int) -> list[int]:
 
 def serving_run(record: RunRecord, *, strategy: str, repeat: int, order: int, level: int,
                 prompts: Sequence[str], steady_b: int, started_unix_s: float,
-                reading: EnergyReading | None, sensor: str | None) -> Run:
+                reading: EnergyReading | None, sensor: str | None, pool: str = POOL) -> Run:
     """The Run a serving load generator writes for `record`: aggregates from the metrics."""
     m = serving_metrics(record, steady_b=steady_b, energy=reading)
     requests = []
@@ -134,8 +141,10 @@ def serving_run(record: RunRecord, *, strategy: str, repeat: int, order: int, le
     serving = ServingRun(
         concurrency=level, seed=repeat, requests=requests, steps=len(record.steps),
         mean_batch=sum(s.active for s in record.steps) / len(record.steps),
-        ttft_s=ServingPercentiles(**asdict(m.ttft_s)), tpot_s=ServingPercentiles(**asdict(m.tpot_s)),
-        itl_s=ServingPercentiles(**asdict(m.itl_s)), e2e_s=ServingPercentiles(**asdict(m.e2e_s)),
+        ttft_s=ServingPercentiles(**asdict(m.ttft_s)),
+        tpot_s=ServingPercentiles(**asdict(m.tpot_s)),
+        itl_s=ServingPercentiles(**asdict(m.itl_s)),
+        e2e_s=ServingPercentiles(**asdict(m.e2e_s)),
         whole_run=_window(m.whole_run, record.started),
         steady_state=_window(m.steady_state, record.started) if m.steady_state else None,
         steady_state_reason=m.steady_state_reason,
@@ -144,8 +153,8 @@ def serving_run(record: RunRecord, *, strategy: str, repeat: int, order: int, le
         sensor, start_unix_s=started_unix_s, window_s=decode_s,
         energy_j=reading(record.started, record.ended))]
     return Run(
-        id=f"r{repeat}-{POOL}-{strategy}-{FACTOR}={level}", repeat=repeat, order=order,
-        prompt=POOL, strategy=strategy, k=None if is_baseline(strategy) else 4,
+        id=f"r{repeat}-{pool}-{strategy}-{FACTOR}={level}", repeat=repeat, order=order,
+        prompt=pool, strategy=strategy, k=None if is_baseline(strategy) else 4,
         started_unix_s=started_unix_s, ended_unix_s=started_unix_s + decode_s,
         prompt_tokens=sum(q.prompt_tokens for q in requests),
         prefill_s=PREFILL_S * len(requests), decode_s=decode_s, tokens=tokens,
@@ -172,6 +181,7 @@ def serving_campaign(
     seed: int = 0,
     prompts: Sequence[str] = ("q1", "q2", "q3"),
     experiment: str = "serving",
+    pool: str = POOL,
 ) -> ResultsFile:
     """A complete serving campaign (module doc): every repeat x strategy x level."""
     rng = random.Random(seed)
@@ -182,21 +192,22 @@ def serving_campaign(
             for level in levels:
                 per_step = 1 if is_baseline(strategy) else 2
                 noise = rng.lognormvariate(0.0, cv)
-                step_s = _step_s(level) * per_step / speedup(strategy, level) * noise
+                true = 1.0 if is_baseline(strategy) else speedup(strategy, level)
+                step_s = _step_s(level) * per_step / true * noise
                 record = simulate(level, requests, tokens, per_step, step_s, seed + order)
                 reading = (None if power_w is None
                            else (lambda a, b, w=power_w: w * (b - a)))
                 runs.append(serving_run(
                     record, strategy=strategy, repeat=repeat, order=order, level=level,
                     prompts=prompts, steady_b=steady_b, started_unix_s=clock,
-                    reading=reading, sensor=sensor.name if sensor else None))
+                    reading=reading, sensor=sensor.name if sensor else None, pool=pool))
                 clock += record.ended - record.started + GAP_S
                 order += 1
     config = make_config(
         prompts=prompts, strategies=strategies, repeats=repeats, tokens=tokens,
         factors=[FactorSpec(name=FACTOR, kind="concurrency", levels=list(levels),
                             labels=[str(v) for v in levels])],
-        serving=ServingConfig(requests=requests, steady_state_b=steady_b, pool=POOL))
+        serving=ServingConfig(requests=requests, steady_state_b=steady_b, pool=pool))
     return ResultsFile(
         schema_version=SCHEMA_VERSION, id=f"serving-{seed}", experiment=experiment, note=None,
         created=datetime(2026, 1, 1, tzinfo=UTC),

@@ -15,6 +15,9 @@ A note source's body is a Jinja template; these functions are what it can call:
                                   the cost model (phase.publish.notes.cost_section)
     {{ memory_table() }}, {{ bandwidth_table() }}, {{ roofline() }}, {{ memory_findings() }}
                                   a memory study (phase.publish.notes.memory_section)
+    {{ crossover_table() }}, {{ serving_ratios() }}, {{ auto_table() }}, {{ latency_table() }},
+    {{ serving_charts() }}, {{ crossover_findings() }}
+                                  a serving study (phase.publish.notes.serving_section)
 
 The front matter's `finding` is rendered with the same calls (the latest version's data on
 the home page). Each takes an optional `file="name.json"` to restrict it to one results
@@ -58,6 +61,7 @@ from phase.publish.notes.figures import CAVEAT_ID, Figures
 from phase.publish.notes.linked import ROOT_GLOBAL, SOURCES_DIR, source_file
 from phase.publish.notes.memory_section import memory_calls
 from phase.publish.notes.page import Page, PageAssets
+from phase.publish.notes.serving_section import serving_calls
 from phase.publish.notes.source import NoteError, NoteSource, VersionMeta
 from phase.publish.notes.temperature_section import temperature_calls
 from phase.publish.numbers.bench import BENCH_GLOBAL, BenchResults
@@ -287,6 +291,7 @@ class _Calls:
             **cost_calls(self.env, self.assets, self.pick, self.root),
             **memory_calls(self.env, self.assets, self.pick, self.root),
             **temperature_calls(self.env, self.assets, self.pick),
+            **serving_calls(self.env, self.assets, self.pick, self.root),
         }
 
     def missing_sections(self) -> Markup:
