@@ -10,10 +10,13 @@
     {{ latency_table() }}       per strategy and concurrency: TTFT, TPOT, ITL and E2E at
                                 p50/p90/p99 (the median over runs of each run's percentile)
     {{ serving_charts() }}      throughput and energy per request against concurrency
+    {{ serving_section() }}     all of them under one heading, with the question and the rule
 
-Each takes `file="name.json"`; a file without a concurrency factor gives nothing, so no other
-note changes. Every row links to the runs behind its numbers on the data page; every text from
-data is escaped (autoescape).
+Each takes `file="name.json"`; a file without a concurrency factor gives nothing. A page whose
+body calls none of them gets `serving_section()` after its body where a results file has a
+concurrency factor (phase.publish.notes.render), so a serving campaign's note needs no template
+of its own and every other note is unchanged. Every row links to the runs behind its numbers on
+the data page; every text from data is escaped (autoescape, markdown_safe).
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import jinja2
 from markupsafe import Markup
 
 from phase.analysis.formatting import DASH, fmt, span, times
@@ -38,14 +40,17 @@ from phase.analysis.serving import (
     grouped,
     throughput_series,
 )
+from phase.base.escaping import markdown_safe
 from phase.publish.data.datasets import Dataset
-from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, Pick, run_links
-from phase.publish.notes.page import PageAssets
+from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, run_links
 from phase.publish.numbers.outcomes import question_of
 from phase.results import ResultsFile, Run
 
 LATENCIES = (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"))
 QUANTILES = ("p50", "p90", "p99")
+# What a serving study asks where its experiment declares no question of its own.
+QUESTION = ("As more requests are decoded together, does each speculative strategy keep beating "
+            "plain decoding's aggregate throughput, and from which concurrency on does it stop?")
 RATIO_NOTE = ("Ratios to plain decoding at the same concurrency and repeat: geometric mean of "
               "the per-repeat ratios, Student t 95% interval on their logs, Benjamini-Hochberg "
               "over the figure's ratios; a ratio counts as different from 1.00 only where its "
@@ -80,8 +85,32 @@ def _median(values: Sequence[float | None]) -> float | None:
 
 
 class ServingCalls(CostCalls):
+    called = False  # whether the page's body called any of these (then nothing is appended)
+
     def _serving(self, file: str | None) -> list[tuple[Dataset, ResultsFile]]:
-        return [(d, raw) for d, raw in self._raw(file) if concurrency_factor(raw) is not None]
+        self.called = True
+        # The header (the file without its runs) says whether it is a serving campaign, so
+        # other notes' files are not loaded for this.
+        return [(d, d.raw) for d in self.pick(file) if d.raw_header is not None
+                and concurrency_factor(d.raw_header) is not None and d.raw is not None]
+
+    def serving_section(self, file: str | None = None) -> Markup:
+        """Everything above under one heading (empty where no file has a concurrency
+        factor)."""
+        out = Markup("")
+        for d, raw in self._serving(file):
+            question = question_of(raw.experiment)
+            judged = rule_of(raw)(raw, d.summary.rows)
+            asked = question.text if question is not None else QUESTION
+            out += Markup("\n\n## Speculation under load\n\n") + markdown_safe(
+                f"{asked} Rule: {judged.rule}. Verdict: {judged.verdict}. {judged.summary}")
+            out += Markup("\n\n") + Markup("").join(
+                Markup("- ") + markdown_safe(p.sentence) + Markup("\n") for p in judged.parts)
+            for call in (self.crossover_table, self.serving_charts, self.serving_ratios,
+                         self.auto_table):
+                out += Markup("\n") + call(d.name)
+            out += Markup("\n\n### Latency per request\n") + self.latency_table(d.name)
+        return out
 
     def _runs(self, raw: ResultsFile, ids: Sequence[str]) -> list[Run]:
         wanted = set(ids)
@@ -238,10 +267,20 @@ def _energy_reading(s: Series | None) -> str:
                          "use less than")
 
 
-def serving_calls(env: jinja2.Environment, assets: PageAssets, pick: Pick,
-                  root: str) -> dict[str, Any]:
+def serving_calls(calls: ServingCalls) -> dict[str, Any]:
     """The serving-study functions a note body can call, bound to one page."""
-    c = ServingCalls(env, assets, pick, root)
+    c = calls
     return {"crossover_findings": c.crossover_findings, "crossover_table": c.crossover_table,
             "serving_ratios": c.serving_ratios, "auto_table": c.auto_table,
-            "latency_table": c.latency_table, "serving_charts": c.serving_charts}
+            "latency_table": c.latency_table, "serving_charts": c.serving_charts,
+            "serving_section": c.serving_section}
+
+
+def placed(body: Markup, calls: ServingCalls) -> Markup:
+    """The body with the serving section where the body did not place it: before its first
+    section, the answer ahead of the tables; the body as it is for any other note, so that
+    no other page changes."""
+    if calls.called or not (serving := calls.serving_section()):
+        return body
+    at = body.find("\n## ")
+    return Markup(body[:at] + serving + body[at:]) if at >= 0 else body + serving
