@@ -12,7 +12,16 @@ from serving_factories import serving_campaign
 
 from phase.analysis import summarize
 from phase.analysis.intervals import resolved
-from phase.analysis.rules import NO, PARTLY, UNRESOLVED, YES, Crossover, Question, Titles
+from phase.analysis.rules import (
+    NO,
+    PARTLY,
+    UNRESOLVED,
+    YES,
+    Crossover,
+    Judgement,
+    Question,
+    Titles,
+)
 from phase.analysis.rules.crossover import crossing
 from phase.analysis.serving import energy_series, throughput_series
 from phase.results import ResultsFile, SummaryRow
@@ -26,7 +35,7 @@ def _rows(results: ResultsFile) -> list[SummaryRow]:
     return summarize(results, report, "serving.json").rows
 
 
-def _judge(results: ResultsFile, rule: Crossover | None = None):  # noqa: ANN202
+def _judge(results: ResultsFile, rule: Crossover | None = None) -> Judgement:
     return (rule or Crossover())(results, _rows(results))
 
 
