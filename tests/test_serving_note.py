@@ -1,5 +1,5 @@
 """The serving study's note, built by `phase build` (the CLI, the real templates: a serving
-campaign's note is the default note with the serving section placed in it) from a
+campaign's note is the default note with the serving section placed in it) and by mkdocs from a
 synthetic serving results file (tests/serving_factories.py): the crossover per strategy by its
 rule with intervals, the throughput and energy-per-request charts (energy "not measured" with
 the reason where no sensor), the latency table, every row linked to runs that exist on the
@@ -17,8 +17,10 @@ from serving_factories import serving_campaign
 
 from phase.cli import main
 from phase.publish.markup.anchors import run_anchor
+from phase.publish.site.build import SitePaths, build_site
 from phase.serving.windows import NO_SENSOR
 
+REPO = Path(__file__).resolve().parent.parent
 POOL = "<i>pool</i>"  # a pool name written as markup: the page must show it as text
 
 
@@ -85,3 +87,22 @@ def test_serving_note_without_a_sensor_says_energy_is_not_measured(
     # No number stands in for the missing energy.
     ratios = _table(page, "serving-ratios")
     assert ratios.count("—") >= 2 * 4  # both windows, every level of draft-4
+
+
+@pytest.mark.slow  # a whole site: mkdocs build
+def test_serving_note_through_mkdocs(tmp_path: Path) -> None:
+    for d in ("results", "notes"):
+        (tmp_path / "in" / d).mkdir(parents=True)
+    write_results(serving_campaign(speedup=lambda s, c: 1.5 if c <= 2 else 0.6, cv=0.03,
+                                   pool=POOL), tmp_path / "in/results/serving-a.json")
+    paths = SitePaths.default(REPO, results_dir=tmp_path / "in/results",
+                              notes_dir=tmp_path / "in/notes", docs_dir=tmp_path / "docs",
+                              site_dir=tmp_path / "site", published_dir=tmp_path / "published")
+    built = build_site(paths)
+    [note] = built.notes
+    html = (paths.site_dir / "notes" / note.slug / "index.html").read_text()
+    assert 'id="speculation-under-load"' in html
+    assert "from concurrency 4 on (the crossover)" in html
+    assert 'data-kind="throughput_vs_concurrency"' in html and 'data-kind="latency"' in html
+    # The pool's markup is text on the built page, never an element.
+    assert "<i>pool</i>" not in html and "&lt;i&gt;pool&lt;/i&gt;" in html
