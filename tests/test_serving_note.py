@@ -24,12 +24,13 @@ REPO = Path(__file__).resolve().parent.parent
 POOL = "<i>pool</i>"  # a pool name written as markup: the page must show it as text
 
 
-def _build(tmp_path: Path, power_w: float | None) -> tuple[str, str]:
+def _build(tmp_path: Path, power_w: float | None,
+           strategies: tuple[str, ...] = ("plain", "draft-4")) -> tuple[str, str]:
     results = tmp_path / "results"
     results.mkdir()
     (tmp_path / "notes").mkdir()
     campaign = serving_campaign(speedup=lambda s, c: 1.5 if c <= 2 else 0.6, cv=0.03,
-                                power_w=power_w, pool=POOL)
+                                power_w=power_w, pool=POOL, strategies=strategies)
     write_results(campaign, results / "serving-a.json")
     out = CliRunner().invoke(main, [
         "build", "--results-dir", str(results), "--notes-dir", str(tmp_path / "notes"),
@@ -80,13 +81,17 @@ def test_serving_note_states_the_crossover_with_charts_and_latencies(tmp_path: P
 @pytest.mark.parametrize("power_w", [None])
 def test_serving_note_without_a_sensor_says_energy_is_not_measured(
         tmp_path: Path, power_w: float | None) -> None:
-    page, _ = _build(tmp_path, power_w=power_w)
+    page, _ = _build(tmp_path, power_w=power_w, strategies=("plain", "draft-4", "auto"))
     assert f"Energy not measured: {NO_SENSOR}." in page  # the chart, not drawn
     assert 'data-kind="energy_per_request_vs_concurrency"' in page
     assert f"not measured: {NO_SENSOR}" in _table(page, "crossover")
     # No number stands in for the missing energy.
     ratios = _table(page, "serving-ratios")
-    assert ratios.count("—") >= 2 * 4  # both windows, every level of draft-4
+    assert ratios.count("—") >= 2 * 2 * 4  # both windows, every level of draft-4 and auto
+    # auto against the better of plain and draft-4 at each level, held to the floor.
+    floor = _table(page, "auto-floor")
+    assert "<th>at least 0.98×</th>" in floor and floor.count("<tr><td>") == 4
+    assert "<td>draft-4</td>" in floor and "<td>plain</td>" in floor
 
 
 @pytest.mark.slow  # a whole site: mkdocs build

@@ -143,6 +143,15 @@ class Crossover:
 
     auto_floor: float = 0.98
 
+    def floor(self, r: LevelRatio) -> Verdict:
+        """auto at one level: yes where the ratio's interval lies at or above the floor, no
+        where it lies wholly below it, else (or without an interval) not resolved."""
+        iv = r.interval
+        if iv is None:
+            return UNRESOLVED
+        return YES if iv.low >= self.auto_floor else NO if iv.high < self.auto_floor else (
+            UNRESOLVED)
+
     def strategy_part(self, s: Series, energy: Mapping[Window, list[Series]]) -> Part:
         test = ("the lowest concurrency whose throughput ratio to plain has a 95% interval "
                 "that includes or falls below 1.00")
@@ -163,11 +172,7 @@ class Crossover:
         verdicts: list[Verdict] = []
         said = []
         for a in levels:
-            iv = a.ratio.interval
-            verdict: Verdict = UNRESOLVED
-            if iv is not None:
-                verdict = YES if iv.low >= self.auto_floor else (
-                    NO if iv.high < self.auto_floor else UNRESOLVED)
+            verdict = self.floor(a.ratio)
             verdicts.append(verdict)
             said.append(f"{ratio_text(a.ratio)} against {a.against}")
         verdict = (NO if NO in verdicts else YES if verdicts and all(v == YES for v in verdicts)

@@ -178,9 +178,7 @@ class ServingCalls(CostCalls):
             page = self._page(d)
             for where, levels in auto_series(raw, d.summary.rows):
                 for a in levels:
-                    iv = a.ratio.interval
-                    floor = ("not resolved" if iv is None or iv.low < rule.auto_floor <= iv.high
-                             else "yes" if iv.low >= rule.auto_floor else "no")
+                    floor = rule.floor(a.ratio)
                     cells.append([CostCell(where), CostCell(str(a.ratio.level),
                                                             _num(a.ratio.level)),
                                   CostCell(a.against), _ratio_cell(a.ratio), CostCell(floor)])
