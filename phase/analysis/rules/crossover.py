@@ -103,8 +103,12 @@ def ratio_text(r: LevelRatio) -> str:
         return f"{r.level}: no ratio ({r.reason or 'not measured'})"
     if r.interval is None:
         return f"{r.level}: {times(r.value)} (no interval: {r.reason or 'too few repeats'})"
+    # An interval that excludes 1.00 whose test does not survive the correction over the
+    # campaign's ratios is not "resolved": say so, or the reader sees a contradiction.
+    held = ("" if resolved(r.interval, 1.0) or r.interval.low <= 1.0 <= r.interval.high
+            else ", not different from 1.00 after the Benjamini-Hochberg correction")
     return (f"{r.level}: {times(r.value)} (95% interval "
-            f"{span(r.interval.low, r.interval.high, times)})")
+            f"{span(r.interval.low, r.interval.high, times)}{held})")
 
 
 def crossing_text(c: Crossing, what: str, beat: str = "beat") -> str:
@@ -118,8 +122,11 @@ def crossing_text(c: Crossing, what: str, beat: str = "beat") -> str:
                  f"{c.crossover} on (the crossover){again}",
         "never pays": f"its {what} is shown to {beat} plain decoding's at no concurrency "
                       f"(crossover at the lowest, {c.crossover})",
-        "unresolved": f"where its {what} stops being shown to {beat} plain decoding's is not "
-                      f"resolved",
+        "unresolved": (f"where its {what} stops being shown to {beat} plain decoding's is not "
+                       f"resolved" if c.crossover is None else
+                       f"its {what} is resolved from plain decoding's at no concurrency, so "
+                       f"whether it ever pays is not resolved (by the rule, the crossover is the "
+                       f"lowest, {c.crossover})"),
     }[c.case]
 
 
