@@ -101,7 +101,10 @@ class ServingCalls(CostCalls):
         for d, raw in self._serving(file):
             question = question_of(raw.experiment)
             judged = rule_of(raw)(raw, d.summary.rows)
-            asked = question.text if question is not None else QUESTION
+            # The question goes with its rule: a file that declares another rule's question
+            # (a placeholder) does not lend its text to this rule's answer.
+            asked = (question.text if question is not None
+                     and isinstance(question.rule, Crossover) else QUESTION)
             out += Markup("\n\n## Speculation under load\n\n") + markdown_safe(
                 f"{asked} Rule: {judged.rule}. Verdict: {judged.verdict}. {judged.summary}")
             out += Markup("\n\n") + Markup("").join(
