@@ -71,6 +71,8 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         if run_temperature(results.config, run.factors) > 0:
             out += _sampled(results, run, where, ctx)
             continue
+        if run.serving is not None:
+            continue  # its requests are compared one by one, each with its own prompt's
         if run.seed is not None:
             out.append(ctx.finding(
                 "equivalence", "blocking",
