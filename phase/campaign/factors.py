@@ -102,8 +102,8 @@ ALLOWED_LEVELS = {
 def _level_problem(factor: Factor, level: Level) -> str | None:
     """Why a level does not suit its factor's kind, or None."""
     count = level if isinstance(level, int) and not isinstance(level, bool) else None
-    counts = ("threads", "tokens", "concurrency")
-    if factor.kind in counts and not (count is not None and count >= 1):
+    if factor.kind in ("threads", "tokens", "concurrency") and not (
+            count is not None and count >= 1):
         return "must be a whole number of at least 1"
     if factor.kind == "context_fill" and not (count is not None and count >= 0):
         return "must be a whole number of tokens, 0 or more"

@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "confirm": ("phase.cli.confirm", "confirm",
                 "Measure a campaign's headline condition again on fresh runs, with plain."),
     "generate": ("phase.cli.generate", "generate_command",
-                 "Generate greedily with one strategy; print the text and its numbers."),
+                 "Generate with one strategy (or serve a workload); print the numbers."),
     "measure": ("phase.cli.measure", "measure",
                 "Run an experiment campaign (phase measure EXPERIMENT --help)."),
     "merge": ("phase.cli.merge", "merge",

@@ -75,7 +75,7 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
     with Engine(target.path, draft.path if draft else None, n_ctx=req.n_ctx,
                 n_threads=req.threads, n_threads_batch=req.threads) as engine:
         if strategy.family.needs_profile:
-            _profile_for(engine, prompt, req.n_tokens, say)
+            profile_for(engine, prompt, req.n_tokens, say)
         result = (engine.run(prompt, strategy, req.n_tokens) if req.sampling is None
                   else run_sampled(engine, prompt, strategy, req.n_tokens, req.sampling))
         record: dict[str, Any] = {
@@ -96,7 +96,7 @@ def generate(req: GenerateRequest, progress: Callable[[str], None] | None = None
     return record
 
 
-def _profile_for(engine: Engine, prompt: list[int], n_tokens: int,
+def profile_for(engine: Engine, prompt: list[int], n_tokens: int,
                  say: Callable[[str], None]) -> None:
     """auto decides with measured costs: profile at this run's mid-run fill first (the
     prompt repeated fills the cache past the prompt; what it holds does not change costs)."""

@@ -15,6 +15,11 @@ A note source's body is a Jinja template; these functions are what it can call:
                                   the cost model (phase.publish.notes.cost_section)
     {{ memory_table() }}, {{ bandwidth_table() }}, {{ roofline() }}, {{ memory_findings() }}
                                   a memory study (phase.publish.notes.memory_section)
+    {{ crossover_table() }}, {{ serving_ratios() }}, {{ auto_table() }}, {{ latency_table() }},
+    {{ serving_charts() }}, {{ crossover_findings() }}, {{ serving_section() }}
+                                  a serving study (phase.publish.notes.serving_section;
+                                  appended after the body of a page that calls none of them
+                                  where a results file has a concurrency factor)
 
 The front matter's `finding` is rendered with the same calls (the latest version's data on
 the home page). Each takes an optional `file="name.json"` to restrict it to one results
@@ -58,6 +63,7 @@ from phase.publish.notes.figures import CAVEAT_ID, Figures
 from phase.publish.notes.linked import ROOT_GLOBAL, SOURCES_DIR, source_file
 from phase.publish.notes.memory_section import memory_calls
 from phase.publish.notes.page import Page, PageAssets
+from phase.publish.notes.serving_section import ServingCalls, placed, serving_calls
 from phase.publish.notes.source import NoteError, NoteSource, VersionMeta
 from phase.publish.notes.temperature_section import temperature_calls
 from phase.publish.numbers.bench import BENCH_GLOBAL, BenchResults
@@ -173,6 +179,7 @@ class _Calls:
         bench = cast("list[BenchResults]", env.globals.get(BENCH_GLOBAL, []))
         confirmations = cast("Mapping[str, Dataset]", env.globals.get(CONFIRMATIONS_GLOBAL, {}))
         self.figures = Figures(str(note.path), datasets, bench, root, confirmations=confirmations)
+        self.serving = ServingCalls(env, self.assets, self.pick, root)
 
     def pick(self, file: str | None) -> list[Dataset]:
         """This version's results files, or the one named `file` (a note error if absent)."""
@@ -287,6 +294,7 @@ class _Calls:
             **cost_calls(self.env, self.assets, self.pick, self.root),
             **memory_calls(self.env, self.assets, self.pick, self.root),
             **temperature_calls(self.env, self.assets, self.pick),
+            **serving_calls(self.serving),
         }
 
     def missing_sections(self) -> Markup:
@@ -354,6 +362,7 @@ def render_version(
     finding = (markdown_safe(note.finding_of(number)) if note.kind == "generated" else
                _template(env, note, note.finding_of(number), number, context, "the finding"))
     body = _template(env, note, note.body, number, context, "the body")
+    body = placed(body, calls.serving)  # a serving campaign's section (other notes: as is)
     body_markup = (body + calls.figures.leftover_caveats()
                    + cited_section(env, datasets, calls.cited) + calls.missing_sections())
     text = env.get_template("note.md.j2").render(

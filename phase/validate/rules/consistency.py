@@ -47,15 +47,16 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     planned = _planned(results)
     orders: dict[int, str] = {}
     for i, run in enumerate(results.runs):
-        # A serving run's fields describe a whole load (phase.results.serving): its own
-        # accounting is the serving rule's, its place and disturbance are checked here.
+        # A serving run's fields describe its whole load (phase.results.serving): the one-
+        # request checks of its tokens, prompt and steps do not apply to it.
         problems = [
             *_config(run, results),
             *_timing(run, settings),
             *_accounting(run),
             *_strategy(run, results),
             *_steps(run, results, settings),
-        ] if run.serving is None else _serving_config(run, results, settings)
+        ] if run.serving is None else [
+            *_served(run, results), *_served_load(run, results, settings)]
         problems += [*_placement(run, planned), *_disturbance(run, results)]
         if run.order in orders:
             problems.append((f"order {run.order} is also run {orders[run.order]!r}'s", "order"))
@@ -91,19 +92,12 @@ def _config(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
     return out
 
 
-def _serving_config(run: Run, results: ResultsFile,
-                    settings: RuleSettings) -> list[tuple[str, str]]:
-    """A serving run: its prompt is the pool's name, its strategy declared, no request
-    longer than the run's tokens, its whole load (prefill inside) between start and end."""
-    config, out = results.config, []
-    pool = config.serving.pool if config.serving is not None else None
-    if run.prompt != pool:
-        out.append((f"prompt {run.prompt!r} is not the serving pool {pool!r} "
-                    "($.config.serving.pool)", "prompt"))
-    if run.strategy not in config.strategies:
-        out.append((f"strategy {run.strategy!r} is not declared in $.config.strategies",
-                    "strategy"))
-    most = run_tokens(config, run.factors)
+def _served_load(run: Run, results: ResultsFile,
+                 settings: RuleSettings) -> list[tuple[str, str]]:
+    """A serving run's load: no request longer than the run's tokens, and the whole load
+    (its prefill inside it: admissions happen between steps) between start and end."""
+    out = []
+    most = run_tokens(results.config, run.factors)
     for j, r in enumerate(run.serving.requests if run.serving else []):
         if r.output_tokens > most:
             out.append((f"request {r.id} generated {r.output_tokens} tokens, more than the "
@@ -155,6 +149,24 @@ def _timing(run: Run, settings: RuleSettings) -> list[tuple[str, str]]:
         return [(f"prefill {run.prefill_s:.6g} s + decode {run.decode_s:.6g} s do not fit in the "
                  f"run's {span:.6g} s between start and end", "decode_s")]
     return []
+
+
+def _served(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
+    """What a serving run shares with every run: a declared strategy, its requests' pool as
+    its prompt, tokens per second that follow from its tokens and time."""
+    out = []
+    pool = results.config.serving.pool if results.config.serving else None
+    if run.prompt != pool:
+        out.append((f"prompt {run.prompt!r} of a serving run is not $.config.serving.pool "
+                    f"({pool!r})", "prompt"))
+    if run.strategy not in results.config.strategies:
+        out.append((f"strategy {run.strategy!r} is not declared in $.config.strategies",
+                    "strategy"))
+    speed = run.tokens / run.decode_s if run.decode_s > 0 else 0.0
+    if not _close(run.tokens_per_s, speed):
+        out.append((f"tokens_per_s is {run.tokens_per_s:.6g} but {run.tokens} tokens in "
+                    f"{run.decode_s:.6g} s is {speed:.6g}", "tokens_per_s"))
+    return out
 
 
 def _accounting(run: Run) -> list[tuple[str, str]]:

@@ -65,6 +65,8 @@ _DRAFT_SPEEDUP = 0.5
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     for i, run in enumerate(results.runs):
+        if run.serving is not None:
+            continue  # its trace is the decoder's steps over many requests: nothing to replay
         problem = (_replay(run, results) if decides(run.strategy) else _undecided(run))
         if problem is not None:
             message, j, field, numbers = problem
