@@ -24,10 +24,9 @@ from typing import Literal
 
 from phase.analysis.intervals import Bounds, Interval, adjust, ratio_interval, resolved
 from phase.analysis.queries import levels_text
-from phase.policy.strategies import is_baseline
+from phase.policy.strategies import decides, is_baseline
 from phase.results import Level, ResultsFile, Run, SummaryRow
 
-AUTO = "auto"
 Window = Literal["whole run", "steady state"]
 WINDOWS: tuple[Window, ...] = ("whole run", "steady state")
 # A level's standing: resolved better than plain, not resolved better (its interval includes
@@ -232,11 +231,11 @@ def auto_series(results: ResultsFile, rows: Sequence[SummaryRow]) -> list[tuple[
     by = grouped(rows, factor)
     out = []
     for where in dict.fromkeys(w for w, _ in by):
-        auto = by.get((where, AUTO), {})
+        auto = next((v for (w, s), v in by.items() if w == where and decides(s)), {})
         levels: list[AutoLevel] = []
         for level, row in auto.items():
             rivals = [v[level] for (w, s), v in by.items()
-                      if w == where and s != AUTO and level in v]
+                      if w == where and not decides(s) and level in v]
             if not rivals:
                 continue
             best = max(rivals, key=lambda r: r.tokens_per_s or 0.0)

@@ -9,7 +9,7 @@ them share (phase.decode.batched), so the campaign's engine is built for the lar
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from phase.base.errors import UsageProblem
 from phase.campaign.factors import Factor
@@ -21,8 +21,27 @@ from phase.results.names import is_clean_name
 from phase.results.serving import LatencyTargetRecord, ServingConfig
 from phase.serving.metrics import LatencyTarget
 
-if TYPE_CHECKING:  # a type only: the plan imports this module
-    from phase.campaign.plan import CampaignPlan
+
+class CampaignPlan(Protocol):
+    """The plan's fields this module reads. A protocol, not phase.campaign.plan's class:
+    the plan imports this module, and even a type-only import back would close a cycle."""
+
+    @property
+    def factors(self) -> tuple[Factor, ...]: ...
+    @property
+    def n_ctx(self) -> int: ...
+    @property
+    def serving_requests(self) -> int: ...
+    @property
+    def serving_pool(self) -> str | None: ...
+    @property
+    def serving_steady_b(self) -> int | None: ...
+    @property
+    def serving_ttft_s(self) -> float | None: ...
+    @property
+    def serving_tpot_s(self) -> float | None: ...
+    @property
+    def serving_e2e_s(self) -> float | None: ...
 
 # Factor kinds a serving run cannot apply: a model level's engine holds one sequence, a
 # context fill and sampling are not part of the batched runs yet.
