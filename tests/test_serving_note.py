@@ -111,3 +111,24 @@ def test_serving_note_through_mkdocs(tmp_path: Path) -> None:
     assert 'data-kind="throughput_vs_concurrency"' in html and 'data-kind="latency"' in html
     # The pool's markup is text on the built page, never an element.
     assert "<i>pool</i>" not in html and "&lt;i&gt;pool&lt;/i&gt;" in html
+
+
+def test_the_page_counts_the_requests_that_equal_plain_decoding() -> None:
+    """The count of requests equal to plain single-request decoding, per strategy and
+    concurrency, is computed from the requests: one request marked different moves it."""
+    from phase.publish.notes.serving_section import equality_text
+
+    campaign = serving_campaign(levels=(1, 2), repeats=2, requests=4)
+    text = equality_text(campaign)
+    total = sum(len(r.serving.requests) for r in campaign.runs if r.serving is not None)
+    assert f": {total} of {total} (" in text
+    assert "plain at 1: 8 of 8, at 2: 8 of 8" in text
+    # One draft-4 request at concurrency 2 differs: only its own cell and the total move.
+    run = next(r for r in campaign.runs if r.strategy == "draft-4" and r.serving is not None
+               and r.serving.concurrency == 2)
+    assert run.serving is not None
+    run.serving.requests[0] = run.serving.requests[0].model_copy(update={"matches_plain": False})
+    text = equality_text(campaign)
+    assert f": {total - 1} of {total} (" in text
+    assert "draft-4 at 1: 8 of 8, at 2: 7 of 8" in text
+    assert "near ties" in text

@@ -113,6 +113,8 @@ class ServingCalls(CostCalls):
                          self.auto_table):
                 out += Markup("\n") + call(d.name)
             out += Markup("\n\n### Latency per request\n") + self.latency_table(d.name)
+            out += Markup("\n\n### Outputs against plain decoding\n\n") + markdown_safe(
+                equality_text(raw)) + Markup("\n")
         return out
 
     def _runs(self, raw: ResultsFile, ids: Sequence[str]) -> list[Run]:
@@ -244,6 +246,32 @@ _LATENCY_NOTE = ("Each figure is the median over the condition's runs of that ru
                  "token from arrival; TPOT, time per output token after the first; ITL, the "
                  "gap before each token (a step's m tokens share its gap); E2E, arrival to "
                  "finish. The links are the runs, by repeat.")
+
+
+def equality_text(raw: ResultsFile) -> str:
+    """How many requests, per strategy and concurrency, produced exactly what plain
+    single-request greedy decoding of their prompt produces: the count the page would
+    otherwise leave to the raw runs, stated with what it cannot tell."""
+    counts: dict[str, dict[int, list[int]]] = {}
+    for run in raw.runs:
+        if run.serving is None:
+            continue
+        at = counts.setdefault(run.strategy, {}).setdefault(run.serving.concurrency, [0, 0])
+        at[0] += sum(1 for q in run.serving.requests if q.matches_plain)
+        at[1] += len(run.serving.requests)
+    if not counts:
+        return "No serving run was recorded."
+    per = "; ".join(
+        f"{strategy} " + ", ".join(f"at {c}: {m} of {n}" for c, (m, n) in sorted(levels.items()))
+        for strategy, levels in counts.items())
+    equal = sum(m for levels in counts.values() for m, _ in levels.values())
+    total = sum(n for levels in counts.values() for _, n in levels.values())
+    return (f"Requests whose tokens equal plain single-request greedy decoding of the same "
+            f"prompt: {equal} of {total} ({per}). A request that differs does so from one "
+            "token on; serving runs do not record the two most likely tokens' logit gap "
+            "there, so this page cannot say which differences are near ties (the batched and "
+            "multi-token passes add in another order than one-token plain steps) and which "
+            "are not.")
 
 
 def _num(level: object) -> float | None:
