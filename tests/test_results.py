@@ -175,7 +175,8 @@ def test_a_newer_file_is_refused_with_upgrade_advice(tmp_path: Path) -> None:
 WRITTEN_AS = {"speculative-x86_64-2c-2026-11-30-2.json": 3,
               "memory_bound-x86_64-2c-2026-12-03.json": 11,
               "speculative_sampling-x86_64-2c-2026-12-03.json": 11,
-              "speculative_sampling-x86_64-2c-2026-12-03-confirm.json": 12}
+              "speculative_sampling-x86_64-2c-2026-12-03-confirm.json": 12,
+              "serving-x86_64-2c-2026-12-06.json": 14}
 
 
 def test_committed_results_files_still_read() -> None:

@@ -84,7 +84,7 @@ def energy_per_request_vs_concurrency(ds: Dataset) -> Chart:
                             "high": median,
                             "interval": "none here: its ratio to plain has one (table)"})
     if not records:
-        return Chart(ENERGY, title, None, "Energy not measured: "
+        return Chart(ENERGY, title, None, "Not drawn: energy was not measured: "
                      + ("; ".join(sorted(reasons)) or "no run records energy per request")
                      + ".", "")
     strategies = list(dict.fromkeys(str(r["strategy"]) for r in records))

@@ -27,7 +27,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from phase.analysis.formatting import DASH, fmt, span, times
+from phase.analysis.formatting import DASH, span, times
 from phase.analysis.rules import Crossover
 from phase.analysis.rules.crossover import crossing, crossing_text
 from phase.analysis.serving import (
@@ -202,31 +202,37 @@ class ServingCalls(CostCalls):
         return self._block(parts)
 
     def latency_table(self, file: str | None = None) -> Markup:
+        # Two tables of two measures each: one of all four (16 columns) is wider than the
+        # page's column at 1280 px.
         parts = []
         for d, raw in self._serving(file):
-            factor = concurrency_factor(raw)
-            assert factor is not None
-            cells, sources = [], []
-            page = self._page(d)
-            for (where, strategy), levels in grouped(d.summary.rows, factor).items():
-                for level, row in levels.items():
-                    runs = [r for r in self._runs(raw, row.run_ids) if r.serving is not None]
-                    line = [CostCell(strategy), CostCell(where), CostCell(str(level),
-                                                                         _num(level)),
-                            CostCell(fmt(row.tokens_per_s), row.tokens_per_s)]
-                    for name, _ in LATENCIES:
-                        for q in QUANTILES:
-                            v = _median([getattr(getattr(r.serving, name), q) for r in runs])
-                            line.append(CostCell(_ms(v), v * 1e3 if v is not None else None,
-                                                 None if v is not None else "no values"))
-                    cells.append(line)
-                    sources.append(run_links(page, runs, by_repeat=True))
-            parts.append(self._table(CostTable(
-                "latency", "Per-request latency, per strategy and concurrency (ms)", d.name,
-                page, ["strategy", "requests from", "concurrency", "aggregate tokens/s",
-                       *(f"{label} {q}" for _, label in LATENCIES for q in QUANTILES)],
-                cells, [_LATENCY_NOTE], sources)))
+            for kind, measures in (("latency", LATENCIES[:2]), ("latency-2", LATENCIES[2:])):
+                parts.append(self._latency_part(d, raw, kind, measures))
         return self._block(parts)
+
+    def _latency_part(self, d: Dataset, raw: ResultsFile, kind: str,
+                      measures: Sequence[tuple[str, str]]) -> str:
+        factor = concurrency_factor(raw)
+        assert factor is not None
+        cells, sources = [], []
+        page = self._page(d)
+        for (where, strategy), levels in grouped(d.summary.rows, factor).items():
+            for level, row in levels.items():
+                runs = [r for r in self._runs(raw, row.run_ids) if r.serving is not None]
+                line = [CostCell(strategy), CostCell(where), CostCell(str(level), _num(level))]
+                for name, _ in measures:
+                    for q in QUANTILES:
+                        v = _median([getattr(getattr(r.serving, name), q) for r in runs])
+                        line.append(CostCell(_ms(v), v * 1e3 if v is not None else None,
+                                             None if v is not None else "no values"))
+                cells.append(line)
+                sources.append(run_links(page, runs, by_repeat=True))
+        names = " and ".join(label for _, label in measures)
+        return self._table(CostTable(
+            kind, f"Per-request {names}, per strategy and concurrency (ms)", d.name,
+            page, ["strategy", "requests from", "concurrency",
+                   *(f"{label} {q}" for _, label in measures for q in QUANTILES)],
+            cells, [_LATENCY_NOTE], sources))
 
     def serving_charts(self, file: str | None = None) -> Markup:
         # Altair loads only where a chart is drawn (a refused build never draws one).
