@@ -5,6 +5,7 @@ validated, and the serving rule failing on tampered files, naming the JSON path.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -269,3 +270,34 @@ def test_a_sensor_s_windows_and_samples_become_the_serving_windows_energy(
     assert whole.energy_j is None and steady.energy_j is None
     assert steady.energy_per_token_j is None and steady.energy_reason
     assert not validate_results(results, str(out)).blocking
+
+
+def test_a_users_workload_file_drives_the_serving_study(tmp_path: Path) -> None:
+    """`--workload FILE` replaces the study's HumanEval prompts: every request draws from the
+    file's prompts, the pool is named after it; a malformed line is refused by line and field
+    before anything is written."""
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("\n".join(json.dumps(p) for p in (
+        {"id": "add", "prompt": "Write a Python function that adds two numbers."},
+        {"id": "rev", "prompt": "Write a Python function that reverses a string."},
+        {"prompt": "Name three primary colours."})) + "\n", encoding="utf-8")
+    out = tmp_path / "mine-serving.json"
+    args = ["measure", SERVING, "--quick", "--no-sensor", "--strategies", "plain",
+            "--no-profile", "--cooldown", "0", "--idle-window", "0", "--no-disturbance"]
+    result = CliRunner().invoke(main, [*args, "--workload", str(mine), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    results = load_raw(out)
+    serving = results.config.serving
+    assert serving is not None and serving.pool == "mine-3"
+    asked = {q.prompt for r in results.runs if r.serving for q in r.serving.requests}
+    assert asked <= {p.name for p in results.config.prompts} and len(asked) >= 2
+    assert {p.name for p in results.config.prompts} == {"add", "rev", "line-3"}
+    assert all(r.matches_plain for r in results.runs)
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "prompt": "fine"}\n{"id": "b", "prompt": 7}\n', encoding="utf-8")
+    refused = tmp_path / "refused.json"
+    result = CliRunner().invoke(main, [*args, "--workload", str(bad), "-o", str(refused)])
+    assert result.exit_code == 2, result.output
+    assert f"{bad}:2" in result.output and "prompt" in result.output
+    assert not refused.exists()
