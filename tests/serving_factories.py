@@ -33,6 +33,7 @@ from phase.results import (
     Step,
     token_sha256,
 )
+from phase.results.covers import PrimaryEnergy
 from phase.results.serving import (
     ServingConfig,
     ServingPercentiles,
@@ -218,6 +219,9 @@ def serving_campaign(
         created=datetime(2026, 1, 1, tzinfo=UTC),
         status="complete", provenance=make_provenance(), models=[make_model()],
         sensors=[sensor] if sensor else [], sensors_unavailable=[], config=config,
+        # The chip energy the serving windows are read from (the serving rule checks it).
+        primary_energy=PrimaryEnergy(sensors=[sensor.name], device="cpu", reason="synthetic",
+                                     chosen_by="auto") if sensor else None,
         references=[PlainReference(prompt=p, output_sha256=token_sha256(_ids(i, tokens)),
                                    token_ids=_ids(i, tokens)) for i, p in enumerate(prompts)],
         runs=runs)

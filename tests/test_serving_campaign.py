@@ -25,6 +25,7 @@ from phase.campaign import (
 from phase.cli import main
 from phase.results import ResultsFile, load_raw
 from phase.results.schedule import planned_schedule
+from phase.results.serving import ServingWindow
 from phase.serving.windows import NO_SENSOR
 from phase.validate import validate_results
 
@@ -134,7 +135,9 @@ def test_the_file_validates_and_tampering_fails_naming_the_path(
     for where, change in (("serving.ttft_s.p50", _shift_p50),
                           ("serving.concurrency", _bump_concurrency),
                           ("matches_plain", _claim_mismatch),
-                          ("serving.goodput_met", _inflate_goodput)):
+                          ("serving.goodput_met", _inflate_goodput),
+                          ("serving.whole_run.energy_j", _energy_without_a_sensor),
+                          ("serving.steady_state.energy_j", _steady_energy_alone)):
         tampered = results.model_copy(deep=True)
         change(tampered)
         found = [f for f in validate_results(tampered, "t.json").findings
@@ -158,6 +161,26 @@ def _inflate_goodput(results: ResultsFile) -> None:
     serving = results.runs[0].serving
     assert serving is not None and serving.goodput_met is not None
     serving.goodput_met += 1
+
+
+def _fill_energy(window: ServingWindow, joules: float) -> None:
+    # A figure made consistent with its own counts: only its source can refuse it.
+    window.energy_j, window.energy_reason = joules, None
+    window.energy_per_token_j = joules / window.output_tokens
+    window.energy_per_request_j = joules / window.finished_requests \
+        if window.finished_requests else None
+
+
+def _energy_without_a_sensor(results: ResultsFile) -> None:
+    serving = results.runs[0].serving
+    assert serving is not None and results.primary_energy is None
+    _fill_energy(serving.whole_run, 5.0)
+
+
+def _steady_energy_alone(results: ResultsFile) -> None:
+    serving = results.runs[0].serving
+    assert serving is not None and serving.steady_state is not None
+    _fill_energy(serving.steady_state, 1.0)
 
 
 def _claim_mismatch(results: ResultsFile) -> None:

@@ -84,8 +84,32 @@ def run_problems(results: ResultsFile, run: Run) -> list[Problem]:
     out += _latencies(serving)
     b = min(config.serving.steady_state_b, serving.concurrency)
     out += _windows(run, serving, b)
+    out += _energy_source(results, run, serving)
     out += _goodput(serving, config.serving.latency_target)
     return out
+
+
+def _energy_source(results: ResultsFile, run: Run, serving: ServingRun) -> Iterator[Problem]:
+    """A window's energy is what the run's primary sensors measured, never a figure of its
+    own: the whole run's is the sum of those sensors' windows around the run (None where the
+    file has no primary sensor or one of them read nothing), the steady state's lies inside
+    it (integrated from the same sensors' samples, so None where the whole run's is)."""
+    primary = results.primary_energy
+    own = {w.sensor: w.energy_j for w in run.energy}
+    parts = [own.get(name) for name in primary.sensors] if primary is not None else [None]
+    expected = None if any(j is None for j in parts) else sum(j for j in parts if j is not None)
+    whole = serving.whole_run.energy_j
+    if not _close(whole, expected):
+        source = ("the file has no primary energy sensor" if primary is None else
+                  f"the run's primary sensor windows ({', '.join(primary.sensors)}) give "
+                  f"{expected}")
+        yield (f"energy_j is {whole} but {source}", ".serving.whole_run.energy_j")
+    steady = serving.steady_state
+    if steady is None or steady.energy_j is None:
+        return
+    if whole is None or steady.energy_j > whole * (1 + 1e-9):
+        yield (f"energy_j is {steady.energy_j}, but the steady state lies inside the whole run, "
+               f"whose energy is {whole}", ".serving.steady_state.energy_j")
 
 
 def _goodput(serving: ServingRun, target: LatencyTargetRecord | None) -> list[Problem]:
