@@ -19,18 +19,19 @@ logit gaps (a near-tie flips; a clear margin that flips is a decoder bug).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from phase.base.errors import UsageProblem
+from phase.campaign.serving_run import TokenTap
 from phase.decode.engine import Engine
 from phase.decode.generate import profile_for
 from phase.decode.template import format_prompt
 from phase.decode.vocab import check_compatible
 from phase.decode.vocab_file import VocabFile, check_fit
-from phase.policy.batching import BatchDecoder, Request, StepReport
+from phase.policy.batching import BatchDecoder, StepReport
 from phase.policy.result import compare_to_plain
 from phase.policy.sampling import SamplingSettings
 from phase.policy.strategies import Strategy, parse_strategy
@@ -89,31 +90,16 @@ def _check_strategy(req: ManyRequest, strategy: Strategy) -> None:
         raise UsageProblem(f"{strategy.label} needs a draft model: pass --draft NAME|PATH")
 
 
-@dataclass
-class _Tap:
-    """The batched decoder as run_closed sees it, keeping each request's tokens (the load
-    generator records counts only) and saying on stderr as each request finishes."""
+class _Tap(TokenTap):
+    """The serving study's token tap, also saying on stderr as each request finishes."""
 
-    decoder: BatchDecoder
-    total: int
-    say: Say
-    tokens: dict[int, list[int]] = field(default_factory=dict)
-    finished: int = 0
-
-    @property
-    def capacity(self) -> int:
-        return self.decoder.capacity
-
-    def active(self) -> int:
-        return self.decoder.active()
-
-    def admit(self, request: Request) -> None:
-        self.decoder.admit(request)
+    def __init__(self, decoder: BatchDecoder, total: int, say: Say) -> None:
+        super().__init__(decoder)
+        self.total, self.say, self.finished = total, say, 0
 
     def step(self) -> StepReport:
-        report = self.decoder.step()
+        report = super().step()
         for e in report.emissions:
-            self.tokens.setdefault(e.request_id, []).extend(e.tokens)
             if e.finished:
                 self.finished += 1
                 self.say(f"request {e.request_id} done: {len(self.tokens[e.request_id])} "
