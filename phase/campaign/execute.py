@@ -12,8 +12,9 @@ from phase.campaign import machine
 from phase.campaign.disturbance import LoadProbe
 from phase.campaign.factors import apply_levels
 from phase.campaign.plan import CampaignPlan
+from phase.campaign.run_context import stamp_context
 from phase.campaign.sampling import sampling_settings
-from phase.campaign.schedule import Rerun, ScheduledRun
+from phase.campaign.schedule import ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.windows import WindowSize
 from phase.decode import Engine
@@ -90,12 +91,4 @@ class Executor:
             temperatures_c=machine.temperatures_c(),
             sampled_seed=sampling.seed if sampling is not None else None,
         )
-        run.host = machine.hostname()
-        run.factors = dict(scheduled.levels)
-        run.foreign_load, run.foreign_load_reason = load, load_reason
-        if gpu is not None:
-            run.gpu_busy_before = gpu.busy
-            run.gpu_other_processes = gpu.other_processes
-            run.gpu_activity_reason = gpu.reason
-        run.rerun_of = scheduled.of if isinstance(scheduled, Rerun) else None
-        return run
+        return stamp_context(run, scheduled, dict(scheduled.levels), load, load_reason, gpu)

@@ -18,6 +18,7 @@ from phase.campaign import machine
 from phase.campaign.disturbance import LoadProbe
 from phase.campaign.factors import apply_levels
 from phase.campaign.references import RefKey, ref_key
+from phase.campaign.run_context import stamp_context
 from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.serving_energy import serving_reading
@@ -121,12 +122,4 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     run = whole_load_run(who, serving, record, expected, text=text, clocks=clocks)
     run.energy, run.samples = energy, samples
     run.temperatures_c = machine.temperatures_c()
-    run.host = machine.hostname()
-    run.factors = levels
-    run.foreign_load, run.foreign_load_reason = foreign, foreign_reason
-    if gpu is not None:
-        run.gpu_busy_before = gpu.busy
-        run.gpu_other_processes = gpu.other_processes
-        run.gpu_activity_reason = gpu.reason
-    run.rerun_of = scheduled.of if isinstance(scheduled, Rerun) else None
-    return run
+    return stamp_context(run, scheduled, levels, foreign, foreign_reason, gpu)
