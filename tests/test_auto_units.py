@@ -168,3 +168,46 @@ def test_auto_refuses_a_batch_that_carries_fewer_tokens_than_requests() -> None:
     auto = AutoProposer(cost_table(make_profile(), 100), None)
     with pytest.raises(ValueError, match="carrying"):
         auto.at_batch(4, 3)
+
+
+class _CountingDraft:
+    """A drafter that records what it was asked and always guesses the same token."""
+
+    def __init__(self) -> None:
+        self.begun: list[int] = []
+        self.asked: list[tuple[int, int]] = []
+
+    def begin(self, prompt: list[int]) -> None:
+        self.begun.append(len(prompt))
+
+    def restart(self, prompt: list[int]) -> None:
+        self.begun.append(len(prompt))
+
+    def propose(self, seq: list[int], max_tokens: int) -> list[int]:
+        self.asked.append((len(seq), max_tokens))
+        return [7] * max_tokens
+
+
+def _first_draft_k(lazy: bool, prompt_len: int) -> tuple[_CountingDraft, int]:
+    """auto's first decision on a fresh prompt with no n-gram match, and its drafter."""
+    # A draft pass costs 1 ms + 1 ms per token: a long prompt's catch-up is costly.
+    table = cost_table(make_profile(lambda b: 20.0 + 2.0 * b, lambda b: 1.0 + 1.0 * b), 100)
+    draft = _CountingDraft()
+    auto = AutoProposer(table, draft, mirrors=False, lazy_draft=lazy)
+    prompt = list(range(prompt_len))  # no token repeats: the n-gram matcher finds nothing
+    auto.begin(prompt)
+    auto.propose(prompt, 8)
+    return draft, auto.decisions[-1].k if auto.decisions[-1].proposer == "draft" else 0
+
+
+def test_lazy_draft_reads_no_prompt_and_prices_its_catch_up() -> None:
+    eager, k_eager = _first_draft_k(lazy=False, prompt_len=200)
+    lazy, k_lazy = _first_draft_k(lazy=True, prompt_len=200)
+    assert eager.begun == [200] and lazy.begun == []
+    # Eager: the prompt is already read, so drafting at the prior pays. Lazy: the first
+    # draft must read 200 tokens first (~201 ms against a 22 ms plain step): not worth it.
+    assert k_eager > 0 and eager.asked
+    assert k_lazy == 0 and not lazy.asked
+    # A short prompt's catch-up is cheap, so the lazy draft still drafts at once.
+    short, k_short = _first_draft_k(lazy=True, prompt_len=3)
+    assert short.begun == [] and k_short > 0 and short.asked == [(3, k_short)]

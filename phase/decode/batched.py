@@ -75,8 +75,9 @@ class SlotProposers:
         table = self._costs(kv_tokens)
         draft = self.draft()
         if self._settings is None:
-            # No mirror pass: the batched draft keeps its own rows (batched_draft).
-            return AutoProposer(table, draft, k_max=k_max, mirrors=False)
+            # No mirror pass: the batched draft keeps its own rows (batched_draft). The draft
+            # reads a prompt only when auto first drafts for it (AutoProposer's lazy_draft).
+            return AutoProposer(table, draft, k_max=k_max, mirrors=False, lazy_draft=True)
         return SampledAuto(table, draft if isinstance(draft, SampledDraftSlot) else None,
                            min(K_MAX, k_max))
 

@@ -99,7 +99,9 @@ class BatchedDraft:
     def _catch_up(self, slot: int, seq: list[int]) -> tuple[list[int], int]:
         """The tokens of `seq` the slot's sequence lacks (at least its last, whose row gives
         the first guess) and the position they start at; positions past the agreement leave."""
-        cached = self._cached[slot]
+        # A slot whose request never had its prompt read (auto's lazy draft) starts empty:
+        # free() removed whatever its sequence held for the request before.
+        cached = self._cached.setdefault(slot, [])
         n, limit = 0, min(len(cached), len(seq))
         while n < limit and cached[n] == seq[n]:
             n += 1

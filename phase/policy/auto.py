@@ -100,12 +100,16 @@ class AutoProposer:
 
     def __init__(self, table: CostTable, draft: Drafter | None,
                  matcher: NgramMatcher | None = None, k_max: int = K_MAX, *,
-                 mirrors: bool = True) -> None:
+                 mirrors: bool = True, lazy_draft: bool = False) -> None:
         """`mirrors`: the draft re-evaluates each verified batch before it proposes again, a
         pass auto prices (the greedy DraftProposer does; the sampled draft keeps its own rows
-        and does not)."""
+        and does not). `lazy_draft`: the draft does not read the prompt at `begin`; its first
+        proposal catches up on the whole prompt, and auto prices that catch-up. Serving wants
+        this: there a request's prefill is inside the timed load, and a draft prefilled for
+        every request auto never drafts for is pure cost."""
         self.table = table
         self.mirrors = mirrors
+        self.lazy_draft = lazy_draft
         self.draft = draft if table.draft is not None else None
         self.matcher = matcher or NgramMatcher()
         self.k_max = k_max
@@ -129,7 +133,11 @@ class AutoProposer:
     def begin(self, prompt: Sequence[int]) -> None:
         self._start()
         self.matcher.begin(prompt)
-        if self.draft is not None:
+        if self.draft is None:
+            return
+        if self.lazy_draft:
+            self._feed = len(prompt)  # the draft has seen none of it
+        else:
             self.draft.begin(prompt)
 
     def restart(self, prompt: Sequence[int]) -> None:
