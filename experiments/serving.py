@@ -50,7 +50,9 @@ PLAN = replace(
     prompts=SHORTEST_HUMANEVAL,
     strategies=("plain", "draft-4", "ngram", "auto"),
     tokens=32,
-    repeats=2,
+    # Three: with two, a ratio's t interval has one degree of freedom and resolves nothing
+    # (the first campaign, published/serving-x86-64-2c/v1).
+    repeats=3,
     serving_requests=20,
     factors=(CONCURRENCY,),
 )
