@@ -154,3 +154,12 @@ def test_the_committed_serving_campaign_stays_publishable() -> None:
     assert not report.blocking
     assert any(n.startswith("serving divergences unclassified: 109 served request(s)")
                for n in report.notes)
+
+
+def test_a_serving_run_recording_gaps_of_its_own_is_refused() -> None:
+    results = _diverged(_with_gaps(serving_campaign(repeats=1)))
+    runs = list(results.runs)
+    runs[1] = replaced(runs[1], divergence_gap_verify=0.1)
+    [(path, message)] = _blocking(replaced(results, runs=runs))
+    assert path == "$.runs[1].divergence_gap_verify"
+    assert message.endswith("its evidence is each request's own")

@@ -55,6 +55,12 @@ def _reference_gap(ref: PlainReference, index: int) -> float | None:
     return gaps[index] if gaps is not None and index < len(gaps) else None
 
 
+def _near_tie(gap_verify: float | None, gap_reference: float | None,
+              settings: RuleSettings) -> bool:
+    return (gap_verify is not None and gap_reference is not None
+            and max(gap_verify, gap_reference) < settings.near_tie_gap)
+
+
 def request_evidence(run: Run, q: ServingRequest, ref: PlainReference, index: int | None,
                      path: str, settings: RuleSettings, ctx: Context,
                      recorded: bool) -> list[Finding]:
@@ -84,7 +90,7 @@ def request_evidence(run: Run, q: ServingRequest, ref: PlainReference, index: in
         return [blocking(f"divergence_gap_reference {q.divergence_gap_reference} is not the "
                          f"reference's own gap {gap_ref:.4g} at token {index}",
                          "divergence_gap_reference")]
-    if max(q.divergence_gap_verify, gap_ref) < settings.near_tie_gap:
+    if _near_tie(q.divergence_gap_verify, gap_ref, settings):
         return []  # a near tie: counted in report_notes
     return [blocking(f"differs from plain decoding from token {index}; mismatch: gaps between "
                      f"the two best logits: its batched row {q.divergence_gap_verify:.4g}, "
@@ -131,8 +137,7 @@ def report_notes(results: ResultsFile, settings: RuleSettings) -> list[str]:
                 "logit gaps at a request's first divergence, so no rule can tell near ties "
                 "from decoder faults there"]
     ties = sum(1 for q, ref, i in differing
-               if q.divergence_gap_verify is not None and (g := _reference_gap(ref, i))
-               is not None and max(q.divergence_gap_verify, g) < settings.near_tie_gap)
+               if _near_tie(q.divergence_gap_verify, _reference_gap(ref, i), settings))
     if not ties:
         return []
     return [f"serving near ties: {ties} of {len(differing)} differing served request(s) part "

@@ -6,7 +6,8 @@ request ends at its first end-of-generation token, where the one-request referen
 its fixed count; which token ends generation is the model's, not in the file, so a request
 that stopped early is held to the reference's prefix only). Blocking: a request whose prompt
 has no reference, a recorded `matches_plain` (the request's or the run's) or
-`first_divergence` that disagrees with the recomputation. Each differing request's evidence
+`first_divergence` that disagrees with the recomputation, and the Run's own divergence gaps
+(a serving run's evidence is per request, not the whole load's). Each differing request's evidence
 (its first divergence and top-2 logit gaps) is phase.validate.rules.serving_gaps'.
 """
 
@@ -52,6 +53,10 @@ def serving_outputs(run: Run, references: Mapping[RefKey, PlainReference],
     if run.matches_plain != all_match:
         problems.append((f"matches_plain is {run.matches_plain} but its requests make it "
                          f"{all_match}", f"{where}.matches_plain"))
+    for field in ("divergence_gap_verify", "divergence_gap_reference"):
+        if getattr(run, field) is not None:
+            problems.append((f"{field} is recorded on a serving run: its evidence is each "
+                             "request's own", f"{where}.{field}"))
     if run.first_divergence != divergence:
         problems.append((f"first_divergence is {run.first_divergence} but its requests make it "
                          f"{divergence}", f"{where}.first_divergence"))
