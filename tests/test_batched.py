@@ -253,3 +253,40 @@ def test_sampled_runs_repeat_with_their_seed(many: Engine, prompts: list[list[in
     assert runs[0] == runs[1]
     if label != "plain":
         assert any(e.proposed for r in reports for e in r.emissions)
+
+
+@pytest.mark.parametrize("label", ["plain", "draft-2"])
+def test_the_first_divergence_is_read_from_the_row_that_emitted_it(
+    many: Engine, single: Engine, prompts: list[list[int]],
+    references: list[tuple[list[int], list[float]]], label: str,
+) -> None:
+    """Watched against expected outputs (the serving campaign's evidence), the decoder records
+    where each request first parts from its expected output and the top-2 gap of the row that
+    emitted the differing token: the gap the all-rows mode computes for that row in the same
+    step. Expected outputs altered at a known token force a divergence there (or earlier,
+    where the batch flips a near tie); a request that stays on its expected output records
+    nothing."""
+    expected = []
+    for i, at in enumerate((None, 4, 0)):
+        ref = references[i][0][:NEW]
+        end = next((j + 1 for j, t in enumerate(ref) if single.target.is_end(t)), NEW)
+        cut = list(ref[:end])
+        if at is not None and at < len(cut):
+            cut[at] = (cut[at] + 1) % single.target.n_vocab
+        expected.append(cut)
+    decoder = many.batched(parse_strategy(label), record_gaps=True, expected={
+        tuple(prompts[i]): expected[i] for i in range(3)})
+    for i in range(3):
+        decoder.admit(Request(i, tuple(prompts[i]), NEW))
+    out, _ = drain(decoder)
+    assert decoder.gaps is not None
+    for i in range(3):
+        first = next((j for j, (a, b) in enumerate(zip(out[i], expected[i], strict=False))
+                      if a != b), None)
+        if first is None:
+            assert i not in decoder.divergences
+            continue
+        seen = decoder.divergences[i]
+        assert seen.at == first and seen.gap == decoder.gaps[i][first]
+    assert {1, 2} <= set(decoder.divergences)
+    assert decoder.divergences[2].at == 0

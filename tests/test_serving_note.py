@@ -134,3 +134,29 @@ def test_the_page_counts_the_requests_that_equal_plain_decoding() -> None:
     assert f": {total - 1} of {total} (" in text
     assert "draft-4 at 1: 8 of 8, at 2: 7 of 8" in text
     assert "near ties" in text
+
+
+def test_the_page_splits_differing_requests_into_near_ties_and_the_rest() -> None:
+    """With the evidence recorded, the differing requests are counted by their gaps: both
+    below near_tie_gap is a near tie, anything else is not; without it, the page says the
+    gaps were not recorded."""
+    from phase.publish.notes.serving_section import equality_text
+
+    campaign = serving_campaign(levels=(1, 2), repeats=1, requests=4)
+    text = equality_text(campaign)
+    assert "Of those that differ, 0 do so at a near tie" in text and "0 otherwise" in text
+    runs = [r for r in campaign.runs if r.serving is not None]
+    for run, (gap_verify, gap_reference) in zip(runs, [(0.1, 0.2), (0.1, 0.7), (0.3, 0.4)],
+                                                strict=False):
+        assert run.serving is not None
+        run.serving.requests[1] = run.serving.requests[1].model_copy(update={
+            "matches_plain": False, "first_divergence": 0,
+            "divergence_gap_verify": gap_verify, "divergence_gap_reference": gap_reference})
+    text = equality_text(campaign, near_tie_gap=0.5)
+    assert "Of those that differ, 2 do so at a near tie" in text and "and 1 otherwise" in text
+    assert "within 0.5 of each other" in text
+    run = runs[3]
+    assert run.serving is not None
+    run.serving.requests[0] = run.serving.requests[0].model_copy(update={"matches_plain": False})
+    text = equality_text(campaign)
+    assert "1 differ without the two most likely tokens' logit gaps recorded" in text

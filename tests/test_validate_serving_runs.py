@@ -6,11 +6,15 @@ the JSON path."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from factories import replaced
 from serving_factories import serving_campaign
 
-from phase.results import ResultsFile
-from phase.validate import validate_results
+from phase.results import ResultsFile, token_sha256
+from phase.validate import Report, validate_file, validate_results
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _blocking(results: ResultsFile) -> list[tuple[str, str]]:
@@ -38,3 +42,124 @@ def test_a_serving_run_whose_speed_does_not_follow_is_refused() -> None:
     runs[1] = replaced(runs[1], tokens_per_s=runs[1].tokens_per_s * 2)
     [(path, message)] = _blocking(replaced(results, runs=runs))
     assert path == "$.runs[1].tokens_per_s" and message.startswith("tokens_per_s is ")
+
+
+# -- a served request that differs from plain decoding, and its evidence -----------------------
+
+REF_GAP = 0.2  # every reference token's top-2 logit gap: a near tie at any position
+
+
+def _with_gaps(results: ResultsFile) -> ResultsFile:
+    """The file as phase writes it now: every reference records its per-token gaps."""
+    refs = [replaced(r, top2_gaps=[REF_GAP] * len(r.token_ids)) for r in results.references]
+    return replaced(results, references=refs)
+
+
+def _diverged(results: ResultsFile, *, at: int = 3, evidence: bool = True,
+              gap_verify: float | None = 0.1, gap_reference: float | None = REF_GAP,
+              run_index: int = 1, request_index: int = 2) -> ResultsFile:
+    """Request `request_index` of run `run_index` parts from plain decoding at token `at`,
+    and everything the run derives from its requests follows, as phase writes it; with
+    `evidence`, the request records its first divergence and the two gaps there."""
+    runs = list(results.runs)
+    run = runs[run_index]
+    assert run.serving is not None
+    requests = list(run.serving.requests)
+    q = requests[request_index]
+    tokens = list(q.token_ids)
+    tokens[at] = (tokens[at] + 1) % 49152
+    requests[request_index] = replaced(
+        q, token_ids=tokens, matches_plain=False,
+        **({"first_divergence": at, "divergence_gap_verify": gap_verify,
+            "divergence_gap_reference": gap_reference} if evidence else {}))
+    ids = [t for r in requests for t in r.token_ids]
+    first = sum(len(r.token_ids) for r in requests[:request_index]) + at
+    runs[run_index] = replaced(
+        run, serving=replaced(run.serving, requests=requests), token_ids=ids,
+        output_sha256=token_sha256(ids), matches_plain=False, first_divergence=first)
+    return replaced(results, runs=runs)
+
+
+def _report(results: ResultsFile) -> Report:
+    return validate_results(results, "serving.json")
+
+
+def test_a_request_that_differs_at_a_near_tie_is_a_note_not_a_finding() -> None:
+    report = _report(_diverged(_with_gaps(serving_campaign(repeats=1))))
+    assert not report.blocking
+    assert [f for f in report.findings if f.rule == "equivalence"] == []
+    [note] = [n for n in report.notes if n.startswith("serving near ties")]
+    assert "1 of 1 differing served request(s)" in note and "below 0.5" in note
+
+
+def test_a_request_that_differs_against_a_clear_margin_is_refused() -> None:
+    report = _report(_diverged(_with_gaps(serving_campaign(repeats=1)), gap_verify=3.0))
+    [finding] = [f for f in report.findings if f.rule == "equivalence"]
+    assert finding.severity == "blocking" and finding.category == "mismatch"
+    assert finding.json_path == "$.runs[1].serving.requests[2].divergence_gap_verify"
+    assert "request 2: differs from plain decoding from token 3; mismatch" in finding.message
+    assert not any(n.startswith("serving near ties") for n in report.notes)
+
+
+def test_a_clear_margin_on_the_reference_side_is_refused_too() -> None:
+    results = _with_gaps(serving_campaign(repeats=1))
+    refs = [replaced(r, top2_gaps=[4.0] * len(r.token_ids)) for r in results.references]
+    report = _report(_diverged(replaced(results, references=refs), gap_reference=4.0))
+    assert [f.category for f in report.findings if f.severity == "blocking"] == ["mismatch"]
+
+
+def test_a_divergence_without_its_gap_in_a_file_that_records_them_is_refused() -> None:
+    once = _diverged(_with_gaps(serving_campaign(repeats=1)))
+    both = _diverged(once, run_index=3, request_index=0, at=1, gap_verify=None)
+    [(path, message)] = _blocking(both)
+    assert path == "$.runs[3].serving.requests[0].divergence_gap_verify"
+    assert "its own top-2 logit gap there is not recorded" in message
+
+
+def test_recorded_evidence_that_disagrees_with_the_tokens_is_refused() -> None:
+    results = _diverged(_with_gaps(serving_campaign(repeats=1)))
+    runs = list(results.runs)
+    run = runs[1]
+    assert run.serving is not None
+    requests = list(run.serving.requests)
+    requests[2] = replaced(requests[2], first_divergence=4)  # the tokens part at 3
+    requests[0] = replaced(requests[0], divergence_gap_verify=0.1)  # it matches plain
+    runs[1] = replaced(run, serving=replaced(run.serving, requests=requests))
+    found = dict(_blocking(replaced(results, runs=runs)))
+    assert "first_divergence is 4, but its tokens part" in found[
+        "$.runs[1].serving.requests[2].first_divergence"]
+    assert "its tokens equal the plain reference" in found[
+        "$.runs[1].serving.requests[0].divergence_gap_verify"]
+
+
+def test_a_reference_gap_that_is_not_the_references_own_is_refused() -> None:
+    results = _diverged(_with_gaps(serving_campaign(repeats=1)), gap_reference=0.01)
+    [(path, message)] = _blocking(results)
+    assert path == "$.runs[1].serving.requests[2].divergence_gap_reference"
+    assert "is not the reference's own gap 0.2 at token 3" in message
+
+
+def test_an_older_file_without_the_evidence_gets_a_note_never_a_finding() -> None:
+    """Files written before serving runs recorded the gaps (the committed serving campaign)
+    stay publishable: their differences are unclassified, and the report says so."""
+    report = _report(_diverged(serving_campaign(repeats=1), evidence=False))
+    assert not report.blocking
+    assert [f for f in report.findings if f.rule == "equivalence"] == []
+    [note] = [n for n in report.notes if n.startswith("serving divergences unclassified")]
+    assert "1 served request(s) differ" in note
+
+
+def test_the_committed_serving_campaign_stays_publishable() -> None:
+    report = validate_file(REPO / "results" / "serving-x86_64-2c-2026-12-06.json")
+    assert not report.blocking
+    assert any(n.startswith("serving divergences unclassified: 109 served request(s)")
+               for n in report.notes)
+
+
+def test_a_serving_run_recording_gaps_of_its_own_is_refused() -> None:
+    results = _diverged(_with_gaps(serving_campaign(repeats=1)))
+    runs = list(results.runs)
+    runs[1] = replaced(runs[1], divergence_gap_verify=0.1)
+    [(path, message)] = _blocking(replaced(results, runs=runs))
+    assert path == "$.runs[1].divergence_gap_verify"
+    assert message.endswith("its evidence is each request's own")

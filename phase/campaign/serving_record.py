@@ -4,14 +4,18 @@ fields, so every summary phase computes for one-request runs applies to it uncha
 
 A request's `matches_plain` compares its output with plain single-request greedy decoding of
 its prompt (the campaign's plain reference), cut where the batched decoder ends a request: at
-its first end-of-generation token (the one-request loops generate a fixed count past it).
+its first end-of-generation token (the one-request loops generate a fixed count past it). A
+request that differs records where (`first_divergence`) and the evidence there, as a
+one-request run does: the top-2 logit gap of the batched row that emitted its differing token
+(the decoder's, phase.decode.batched `expected`) and the reference's gap at that position.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from phase.decode.loops import Divergence
 from phase.policy.result import compare_to_plain
 from phase.results import Run, token_sha256
 from phase.results.serving import (
@@ -50,13 +54,27 @@ def _window(w: Window, origin: float) -> ServingWindow:
 class ServedRun:
     """One serving run as the load generator saw it: its record and metrics, every
     request's tokens (by request id), the prompts' names (by the record's prompt index) and
-    each prompt's expected output."""
+    each prompt's expected output; the decoder's first divergences (by request id) and each
+    prompt's reference top-2 gaps (None where the reference records none)."""
 
     record: RunRecord
     metrics: ServingMetrics
     tokens: Mapping[int, Sequence[int]]
     prompt_names: Sequence[str]
     expected: Mapping[str, Sequence[int]]
+    divergences: Mapping[int, Divergence] = field(default_factory=dict)
+    reference_gaps: Mapping[str, Sequence[float] | None] = field(default_factory=dict)
+
+    def _gaps(self, request_id: int, prompt: str,
+              first: int | None) -> tuple[float | None, float | None]:
+        """(the batched row's gap, the reference's) at the request's first divergence;
+        the decoder's gap only where it saw the divergence at the same index."""
+        if first is None:
+            return None, None
+        seen = self.divergences.get(request_id)
+        ref = self.reference_gaps.get(prompt)
+        return (seen.gap if seen is not None and seen.at == first else None,
+                ref[first] if ref is not None and first < len(ref) else None)
 
     def requests(self) -> list[ServingRequest]:
         origin = self.record.started
@@ -66,6 +84,8 @@ class ServedRun:
             m, ids = by_id[r.id], list(self.tokens.get(r.id, ()))
             name = self.prompt_names[r.prompt_index]
             first = r.first_token_at
+            matches, at = compare_to_plain(ids, self.expected[name])
+            gap_verify, gap_reference = self._gaps(r.id, name, at)
             out.append(ServingRequest(
                 id=r.id, prompt=name, prompt_tokens=r.prompt_tokens,
                 arrival_s=r.arrival - origin, admission_s=r.admission - origin,
@@ -74,7 +94,8 @@ class ServedRun:
                 proposed=sum(e.proposed for e in r.emissions),
                 accepted=sum(e.accepted for e in r.emissions),
                 ttft_s=m.ttft_s, tpot_s=m.tpot_s, e2e_s=m.e2e_s,
-                matches_plain=ids == list(self.expected[name])))
+                matches_plain=matches, first_divergence=at,
+                divergence_gap_verify=gap_verify, divergence_gap_reference=gap_reference))
         return out
 
     def serving(self, concurrency: int, seed: int) -> ServingRun:

@@ -75,6 +75,14 @@ def expected_outputs(executor: Executor, refs: Mapping[RefKey, PlainReference],
     return {n: expected_output(refs[ref_key(n, at)].token_ids, is_end) for n in names}
 
 
+def reference_gaps(executor: Executor, refs: Mapping[RefKey, PlainReference],
+                   levels: Mapping[str, object],
+                   names: Sequence[str]) -> dict[str, list[float] | None]:
+    """Every prompt's plain reference's per-token top-2 logit gaps at the run's levels."""
+    at = reference_levels(executor.start.config, dict(levels))  # type: ignore[arg-type]
+    return {n: refs[ref_key(n, at)].top2_gaps for n in names}
+
+
 def run_serving(executor: Executor, scheduled: ScheduledRun,
                 refs: Mapping[RefKey, PlainReference], align_to: Sequence[str]) -> Run:
     """Serve the run's load once and record it (module docstring)."""
@@ -93,7 +101,12 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     prompts = [tuple(executor.prompt_tokens[n]) for n in names]
     load = ClosedLoop(concurrency, config.serving.requests, run_tokens(config, levels), seed)
     strategy = executor.strategies[scheduled.strategy]
-    tap = TokenTap(engine.batched(strategy))
+    expected = expected_outputs(executor, refs, levels, names)
+    # The decoder watches each request against its prompt's expected output, so the
+    # evidence of a divergence costs one top-2 gap per differing request inside the window.
+    decoder = engine.batched(strategy, expected={
+        p: expected[n] for p, n in zip(prompts, names, strict=True)})
+    tap = TokenTap(decoder)
     probe = LoadProbe()
     before, started_unix, cpu0 = probe.read(), time.time(), time.process_time()
     try:
@@ -101,7 +114,7 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
         record = run_closed(tap, prompts, load)
     finally:
         window.stop()  # also when decoding failed: the sampler's window must not stay open
-        tap.decoder.close()  # type: ignore[attr-defined]  # the real decoder frees its sequences
+        decoder.close()  # frees its sequences
     clocks = (started_unix, time.time(), time.process_time() - cpu0)
     foreign, foreign_reason = probe.foreign_load(before, probe.read())
     energy, samples = window.outcome()
@@ -112,8 +125,9 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
                               (record.started, record.ended), offset)
     metrics = serving_metrics(record, steady_b=run_steady_b(config, concurrency),
                               target=latency_target(config), energy=reading)
-    expected = expected_outputs(executor, refs, levels, names)
-    served = ServedRun(record, metrics, tap.tokens, names, expected)
+    served = ServedRun(record, metrics, tap.tokens, names, expected,
+                       decoder.divergences,
+                       reference_gaps(executor, refs, levels, names))
     serving = served.serving(concurrency, seed)
     who = RunIdentity(scheduled.run_id, scheduled.repeat, scheduled.order,
                       config.serving.pool, scheduled.strategy, strategy.k,

@@ -23,7 +23,7 @@ request's id, so a request's tokens do not depend on which others share its step
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ import numpy as np
 from phase.base.errors import UsageProblem
 from phase.costmodel import CostTable
 from phase.decode.batched_draft import BatchedDraft, DraftSlot, SampledDraftSlot
+from phase.decode.loops import Divergence
 from phase.decode.native import NativeModel
 from phase.decode.sampled import TargetRows
 from phase.policy.acceptance import greedy_verdict
@@ -94,6 +95,8 @@ class _Active:
     emitted: int = 0
     proposal: list[int] = field(default_factory=list)
     q_rows: Rows | None = None
+    # what it is expected to emit, until it first parts from it (then None: nothing to watch)
+    expected: Sequence[int] | None = None
 
     @property
     def pos(self) -> int:  # KV position of seq[-1], the one token the target has not seen
@@ -110,12 +113,17 @@ class BatchedDecoder:
     `settings` None decodes greedily; otherwise every request samples with them (its seed
     mixed with the request's id). `costs` is auto's cost table at a KV fill. `record_gaps`:
     keep, per request id, the top-2 logit gap of the row each emitted token came from (the
-    evidence that tells a near-tie flip from a decoder bug, as the one-request runs keep)."""
+    evidence that tells a near-tie flip from a decoder bug, as the one-request runs keep).
+    `expected`: each prompt's expected output (by its tokens); a request of that prompt then
+    records in `divergences` where it first parts from it and the top-2 logit gap of the
+    row that emitted the differing token: one gap per differing request, not one per token
+    as `record_gaps` costs (a row of a 151k vocabulary takes about 1 ms)."""
 
     def __init__(self, target: NativeModel, strategy: Strategy, *,
                  draft: NativeModel | None = None, costs: Costs | None = None,
                  settings: SamplingSettings | None = None, capacity: int | None = None,
-                 record_gaps: bool = False) -> None:
+                 record_gaps: bool = False,
+                 expected: Mapping[tuple[int, ...], Sequence[int]] | None = None) -> None:
         self.target, self.strategy, self.settings = target, strategy, settings
         self._capacity = capacity or target.n_seq_max
         for role, model in (("target", target), ("draft", draft)):
@@ -130,6 +138,8 @@ class BatchedDecoder:
         self._slots: list[_Active | None] = [None] * self._capacity
         self.steps = 0
         self.gaps: dict[int, list[float]] | None = {} if record_gaps else None
+        self._expected = expected
+        self.divergences: dict[int, Divergence] = {}
 
     @property
     def capacity(self) -> int:
@@ -164,7 +174,8 @@ class BatchedDecoder:
         rng = None
         if self.settings is not None:
             rng = np.random.default_rng((self.settings.seed, request.id))
-        self._slots[slot] = _Active(request, slot, prompt, proposer, rng)
+        watch = self._expected.get(tuple(prompt)) if self._expected is not None else None
+        self._slots[slot] = _Active(request, slot, prompt, proposer, rng, expected=watch)
 
     def step(self) -> StepReport:
         active = [a for a in self._slots if a is not None]
@@ -231,6 +242,8 @@ class BatchedDecoder:
         if self.gaps is not None:  # kept[i] came from row i
             self.gaps.setdefault(a.request.id, []).extend(
                 target.top2_gap(row0 + i) for i in range(len(kept)))
+        if a.expected is not None:
+            self._watch(a, kept, row0)
         a.seq.extend(kept)
         a.emitted += len(kept)
         observe = getattr(a.proposer, "observe", None)
@@ -240,6 +253,17 @@ class BatchedDecoder:
         if finished:
             self._free(a.slot)
         return Emission(a.request.id, tuple(kept), len(proposal), min(m, len(kept)), finished)
+
+    def _watch(self, a: _Active, kept: Sequence[int], row0: int) -> None:
+        """Record where `a` first parts from its expected output. Here, before the next
+        step's decode, the rows' logits are still this step's: kept[i] came from row i."""
+        assert a.expected is not None
+        for i, token in enumerate(kept):
+            at = a.emitted + i
+            if at >= len(a.expected) or token != a.expected[at]:
+                self.divergences[a.request.id] = Divergence(at, self.target.top2_gap(row0 + i))
+                a.expected = None
+                return
 
     def _free(self, slot: int) -> None:
         self.target.seq_remove(slot, 0)

@@ -24,7 +24,7 @@ which is how a campaign's plain references get their `top2_gaps`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -212,12 +212,15 @@ class Engine:
                                        kv_tokens)
 
     def batched(self, strategy: Strategy, settings: SamplingSettings | None = None, *,
-                record_gaps: bool = False) -> BatchedDecoder:
+                record_gaps: bool = False,
+                expected: Mapping[tuple[int, ...], Sequence[int]] | None = None,
+                ) -> BatchedDecoder:
         """A decoder of up to n_seq_max requests at once with this engine's models and costs
         (phase.decode.batched); greedy, or sampled with `settings`. Its sequences share the
-        contexts `run` uses: run one or the other at a time."""
+        contexts `run` uses: run one or the other at a time. `expected`: each prompt's
+        expected output, by its tokens, for the decoder's first-divergence evidence."""
         return BatchedDecoder(self.target, strategy, draft=self.draft, costs=self.cost_table,
-                              settings=settings, record_gaps=record_gaps)
+                              settings=settings, record_gaps=record_gaps, expected=expected)
 
     # -- running --------------------------------------------------------------------------
 

@@ -17,7 +17,9 @@ ratio that phase computes for one-request runs applies to it unchanged:
   from the run's sensor samples and recorded in `ServingRun.steady_state`;
 * `token_ids` are the requests' outputs one after the other in request id order, and
   `matches_plain` says whether every request's output equals plain single-request greedy
-  decoding of its prompt (`ServingRequest.matches_plain` per request).
+  decoding of its prompt (`ServingRequest.matches_plain` per request; a request that differs
+  records where, `first_divergence`, and both passes' top-2 logit gaps there, as a
+  one-request run does).
 
 Times inside a ServingRun are seconds from the run's start on the load generator's clock.
 """
@@ -74,6 +76,14 @@ class ServingRequest(Strict):
     e2e_s: NonNegFloat
     matches_plain: bool | None
     matches_plain_reason: str | None = None
+    # Where a request that differs from plain first parts from it (an index into its
+    # token_ids), and the evidence there: the top-2 logit gap of the batched pass's row that
+    # emitted the differing token, and of the plain reference's pass at the same position
+    # (its `top2_gaps` entry). None where the request matches, and in files written before
+    # serving runs recorded them (optional: no schema version of its own).
+    first_divergence: NonNegInt | None = None
+    divergence_gap_verify: NonNegFloat | None = None
+    divergence_gap_reference: NonNegFloat | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ServingRequest:

@@ -8,7 +8,7 @@ from pathlib import Path
 from phase.results import ResultsError, ResultsFile, SummaryFile, load
 from phase.validate.chip import choose_chip_sensor, pick_chip
 from phase.validate.report import Context, Report
-from phase.validate.rules import RAW_RULES, SUMMARY_RULES, schema, verification
+from phase.validate.rules import RAW_RULES, SUMMARY_RULES, schema, serving_gaps, verification
 from phase.validate.settings import DEFAULT_SETTINGS, RuleSettings
 
 
@@ -28,7 +28,7 @@ def validate_results(
         ctx.record(new)
         findings += new
     return Report(file, settings, findings, results, chip, candidates,
-                  verification.unrecorded(results))
+                  verification.unrecorded(results) + serving_gaps.report_notes(results, settings))
 
 
 def validate_file(path: str | Path, settings: RuleSettings = DEFAULT_SETTINGS) -> Report:

@@ -22,6 +22,7 @@ the data page; every text from data is escaped (autoescape, markdown_safe).
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,6 +46,8 @@ from phase.publish.data.datasets import Dataset
 from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, run_links
 from phase.publish.numbers.outcomes import question_of
 from phase.results import ResultsFile, Run
+from phase.validate.rules.serving_gaps import request_kind
+from phase.validate.settings import DEFAULT_SETTINGS
 
 LATENCIES = (("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("itl_s", "ITL"), ("e2e_s", "E2E"))
 QUANTILES = ("p50", "p90", "p99")
@@ -114,7 +117,7 @@ class ServingCalls(CostCalls):
                 out += Markup("\n") + call(d.name)
             out += Markup("\n\n### Latency per request\n") + self.latency_table(d.name)
             out += Markup("\n\n### Outputs against plain decoding\n\n") + markdown_safe(
-                equality_text(raw)) + Markup("\n")
+                equality_text(raw, d.report.settings.near_tie_gap)) + Markup("\n")
         return out
 
     def _runs(self, raw: ResultsFile, ids: Sequence[str]) -> list[Run]:
@@ -254,17 +257,21 @@ _LATENCY_NOTE = ("Each figure is the median over the condition's runs of that ru
                  "finish. The links are the runs, by repeat.")
 
 
-def equality_text(raw: ResultsFile) -> str:
+def equality_text(raw: ResultsFile, near_tie_gap: float = DEFAULT_SETTINGS.near_tie_gap) -> str:
     """How many requests, per strategy and concurrency, produced exactly what plain
-    single-request greedy decoding of their prompt produces: the count the page would
-    otherwise leave to the raw runs, stated with what it cannot tell."""
+    single-request greedy decoding of their prompt produces, and of those that did not, how
+    many part from it at a near tie (both passes' top-2 logit gaps below `near_tie_gap`):
+    the count the page would otherwise leave to the raw runs, stated with what it cannot
+    tell."""
     counts: dict[str, dict[int, list[int]]] = {}
+    kinds: Counter[str] = Counter()
     for run in raw.runs:
         if run.serving is None:
             continue
         at = counts.setdefault(run.strategy, {}).setdefault(run.serving.concurrency, [0, 0])
         at[0] += sum(1 for q in run.serving.requests if q.matches_plain)
         at[1] += len(run.serving.requests)
+        kinds.update(request_kind(q, near_tie_gap) for q in run.serving.requests)
     if not counts:
         return "No serving run was recorded."
     per = "; ".join(
@@ -273,11 +280,22 @@ def equality_text(raw: ResultsFile) -> str:
     equal = sum(m for levels in counts.values() for m, _ in levels.values())
     total = sum(n for levels in counts.values() for _, n in levels.values())
     return (f"Requests whose tokens equal plain single-request greedy decoding of the same "
-            f"prompt: {equal} of {total} ({per}). A request that differs does so from one "
-            "token on; serving runs do not record the two most likely tokens' logit gap "
-            "there, so this page cannot say which differences are near ties (the batched and "
-            "multi-token passes add in another order than one-token plain steps) and which "
-            "are not.")
+            f"prompt: {equal} of {total} ({per}). " + _differences(kinds, near_tie_gap))
+
+
+def _differences(kinds: Counter[str], near_tie_gap: float) -> str:
+    """What the differing requests' evidence says (a request differs from one token on)."""
+    if kinds["unrecorded"]:
+        return (f"{kinds['unrecorded']} differ without the two most likely tokens' logit gaps "
+                "recorded at their first differing token (files written before serving runs "
+                "recorded them), so this page cannot say which differences are near ties (the "
+                "batched and multi-token passes add in another order than one-token plain "
+                "steps) and which are not.")
+    return (f"Of those that differ, {kinds['near tie']} do so at a near tie (the two most "
+            f"likely tokens' logits within {near_tie_gap:g} of each other in both the batched "
+            "pass and plain decoding, where the batched and multi-token passes, adding in "
+            "another order than one-token plain steps, can pick the other) and "
+            f"{kinds['clear margin']} otherwise.")
 
 
 def _num(level: object) -> float | None:

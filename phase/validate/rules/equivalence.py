@@ -30,7 +30,9 @@ absent). A greedy run must record no seed. Greedy runs are otherwise checked as 
 
 A serving run (Run.serving) is checked request by request (phase.validate.rules.
 serving_output): each against its own prompt's reference, which it must equal up to its
-length (a served request ends at an end-of-generation token, the reference runs on past it).
+length (a served request ends at an end-of-generation token, the reference runs on past it),
+and each differing request's evidence as a one-request run's (phase.validate.rules.
+serving_gaps; its near ties and an older file's unrecorded evidence are the report's notes).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from phase.results import Level, PlainReference, ResultsFile, Run, token_sha256
 from phase.results.levels import reference_levels, run_seed, run_temperature, run_tokens
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
+from phase.validate.rules.serving_gaps import records_evidence as serving_evidence
 from phase.validate.rules.serving_output import serving_outputs
 from phase.validate.settings import RuleSettings
 
@@ -57,7 +60,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
                 prompt=ref.prompt, json_path=f"$.references[{i}]",
             ))
         references.setdefault(key, ref)
-    evidence = records_evidence(results)
+    evidence, served = records_evidence(results), serving_evidence(results)
     for i, ref in enumerate(results.references):
         if evidence and ref.top2_gaps is None:
             out.append(ctx.finding(
@@ -85,7 +88,7 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
             ))
         wanted = reference_levels(results.config, run.factors)
         if run.serving is not None:
-            out += serving_outputs(run, references, wanted, where, ctx)
+            out += serving_outputs(run, references, wanted, where, ctx, settings, served)
             continue
         its_reference = references.get((run.prompt, tuple(wanted.items())))
         if its_reference is None:

@@ -6,7 +6,9 @@ request ends at its first end-of-generation token, where the one-request referen
 its fixed count; which token ends generation is the model's, not in the file, so a request
 that stopped early is held to the reference's prefix only). Blocking: a request whose prompt
 has no reference, a recorded `matches_plain` (the request's or the run's) or
-`first_divergence` that disagrees with the recomputation.
+`first_divergence` that disagrees with the recomputation, and the Run's own divergence gaps
+(a serving run's evidence is per request, not the whole load's). Each differing request's evidence
+(its first divergence and top-2 logit gaps) is phase.validate.rules.serving_gaps'.
 """
 
 from __future__ import annotations
@@ -16,24 +18,20 @@ from collections.abc import Mapping
 from phase.results import Level, PlainReference, Run
 from phase.validate.registry import Helper
 from phase.validate.report import Context, Finding
+from phase.validate.rules.serving_gaps import request_evidence, request_matches
+from phase.validate.settings import RuleSettings
 
 RefKey = tuple[str, tuple[tuple[str, Level], ...]]
 
 
-def request_matches(tokens: list[int], reference: list[int]) -> tuple[bool, int | None]:
-    """(matches, first differing index within the request)."""
-    for i, (a, b) in enumerate(zip(tokens, reference, strict=False)):
-        if a != b:
-            return False, i
-    if len(tokens) > len(reference) or not tokens:
-        return False, min(len(tokens), len(reference))
-    return True, None
-
-
 def serving_outputs(run: Run, references: Mapping[RefKey, PlainReference],
-                    wanted: Mapping[str, Level], where: str, ctx: Context) -> list[Finding]:
+                    wanted: Mapping[str, Level], where: str, ctx: Context,
+                    settings: RuleSettings, recorded: bool) -> list[Finding]:
+    """The findings on a serving run's outputs; `recorded`: whether the file records the
+    divergence evidence (serving_gaps.records_evidence)."""
     assert run.serving is not None
     problems: list[tuple[str, str]] = []
+    evidence: list[Finding] = []
     at, divergence, all_match = 0, None, True
     for j, r in enumerate(run.serving.requests):
         ref = references.get((r.prompt, tuple(wanted.items())))
@@ -47,6 +45,7 @@ def serving_outputs(run: Run, references: Mapping[RefKey, PlainReference],
         if r.matches_plain != matches:
             problems.append((f"request {r.id}: matches_plain is {r.matches_plain} but its "
                              f"tokens make it {matches}", f"{path}.matches_plain"))
+        evidence += request_evidence(run, r, ref, i, path, settings, ctx, recorded)
         if not matches and divergence is None:
             divergence = at + (i or 0)
         all_match = all_match and matches
@@ -54,11 +53,15 @@ def serving_outputs(run: Run, references: Mapping[RefKey, PlainReference],
     if run.matches_plain != all_match:
         problems.append((f"matches_plain is {run.matches_plain} but its requests make it "
                          f"{all_match}", f"{where}.matches_plain"))
+    for field in ("divergence_gap_verify", "divergence_gap_reference"):
+        if getattr(run, field) is not None:
+            problems.append((f"{field} is recorded on a serving run: its evidence is each "
+                             "request's own", f"{where}.{field}"))
     if run.first_divergence != divergence:
         problems.append((f"first_divergence is {run.first_divergence} but its requests make it "
                          f"{divergence}", f"{where}.first_divergence"))
     return [ctx.finding("equivalence", "blocking", text, run=run, json_path=path)
-            for text, path in problems]
+            for text, path in problems] + evidence
 
 
 RULE = Helper("the equivalence rule's check of serving runs")
