@@ -159,6 +159,9 @@ class CampaignPlan:
     # (B = min(it, the run's concurrency)); None: the largest concurrency, so every run's B
     # is its own concurrency, as ML.ENERGY sets it.
     serving_requests: PosInt = 20
+    # None: a closed loop. Requests per second: an open loop, requests arriving as a seeded
+    # Poisson process at this rate and at most the run's concurrency level served at once.
+    serving_request_rate: PosFloat | None = None
     serving_pool: Spec | None = None
     serving_steady_b: PosInt | None = None
     # The latency target goodput counts against (seconds; a request meets it when every

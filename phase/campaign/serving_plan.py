@@ -1,7 +1,7 @@
 """A serving study's plan: what the results file records of its load (config.serving) and the
 checks a plan with a `concurrency` factor must pass before anything is written.
 
-A serving run decodes `concurrency` requests together in one context whose KV buffer all of
+A serving run decodes up to `concurrency` requests together in one context whose KV buffer all of
 them share (phase.decode.batched), so the campaign's engine is built for the largest level
 (`n_seq_max`) and its `n_ctx` must hold that many requests at their longest at once.
 """
@@ -20,6 +20,7 @@ from phase.results.levels import level_of
 from phase.results.names import is_clean_name
 from phase.results.serving import LatencyTargetRecord, ServingConfig
 from phase.serving.metrics import LatencyTarget
+from phase.serving.records import ClosedLoop, OpenLoop
 
 
 class CampaignPlan(Protocol):
@@ -32,6 +33,8 @@ class CampaignPlan(Protocol):
     def n_ctx(self) -> int: ...
     @property
     def serving_requests(self) -> int: ...
+    @property
+    def serving_request_rate(self) -> float | None: ...
     @property
     def serving_pool(self) -> str | None: ...
     @property
@@ -77,8 +80,22 @@ def serving_config(plan: CampaignPlan, prompts: Sequence[PromptSpec],
     bounds = (plan.serving_ttft_s, plan.serving_tpot_s, plan.serving_e2e_s)
     target = None if all(v is None for v in bounds) else LatencyTargetRecord(
         ttft_s=bounds[0], tpot_s=bounds[1], e2e_s=bounds[2])
-    return ServingConfig(requests=plan.serving_requests, steady_state_b=b,
+    rate = plan.serving_request_rate
+    return ServingConfig(load="closed" if rate is None else "open", request_rate=rate,
+                         requests=plan.serving_requests, steady_state_b=b,
                          pool=pool_name(plan, prompts, workload), latency_target=target)
+
+
+def run_load(config: CampaignConfig, concurrency: int, max_new_tokens: int,
+             seed: int) -> ClosedLoop | OpenLoop:
+    """The load a serving run puts on its decoder: config.serving's loop at the run's
+    concurrency (an open loop's cap)."""
+    serving = config.serving
+    assert serving is not None
+    if serving.load == "open":
+        return OpenLoop(serving.request_rate, serving.requests, max_new_tokens, seed,
+                        max_concurrency=concurrency)
+    return ClosedLoop(concurrency, serving.requests, max_new_tokens, seed)
 
 
 def latency_target(config: CampaignConfig) -> LatencyTarget | None:
@@ -111,6 +128,10 @@ def check_serving_plan(plan: CampaignPlan, prompts: Sequence[PromptSpec],
     prompt's (runs carry it as their prompt, and their ids name it)."""
     factor = concurrency_factor(plan.factors)
     if factor is None:
+        if plan.serving_request_rate is not None:
+            raise UsageProblem("plan.serving_request_rate: a request rate loads a serving "
+                               "study; this plan has no factor of kind 'concurrency'; allowed: "
+                               "no rate (--request-rate applies to serving experiments only)")
         return
     clash = [f"{f.name} ({f.kind})" for f in plan.factors if f.kind in _NOT_WITH_CONCURRENCY]
     if clash:

@@ -1,8 +1,9 @@
 """One scheduled serving run, executed: `config.serving.requests` requests drawn in a seeded
-order from the campaign's prompts, `concurrency` of them decoded together by phase's batched
-decoder (phase.decode.batched) through the closed-loop load generator
-(phase.serving.load.run_closed), inside the sensors' window, with what the machine did around
-it recorded as for any run (phase.campaign.execute). It neither judges nor writes the run.
+order from the campaign's prompts, up to `concurrency` of them decoded together by phase's
+batched decoder (phase.decode.batched) through the load generator config.serving names
+(phase.serving.load: a closed loop, or an open loop of seeded Poisson arrivals), inside the
+sensors' window, with what the machine did around it recorded as for any run
+(phase.campaign.execute). It neither judges nor writes the run.
 
 The request order's seed is the slot's (phase.results.levels.run_seed of the scheduled run's
 id), so a re-run of a disturbed run serves the same requests in the same order.
@@ -22,7 +23,12 @@ from phase.campaign.run_context import stamp_context
 from phase.campaign.schedule import Rerun, ScheduledRun
 from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.serving_energy import serving_reading
-from phase.campaign.serving_plan import latency_target, run_concurrency, run_steady_b
+from phase.campaign.serving_plan import (
+    latency_target,
+    run_concurrency,
+    run_load,
+    run_steady_b,
+)
 from phase.campaign.serving_record import (
     RunIdentity,
     ServedRun,
@@ -33,9 +39,8 @@ from phase.policy.batching import BatchDecoder, Request, StepReport
 from phase.results import PlainReference, Run
 from phase.results.levels import reference_levels, run_seed, run_tokens
 from phase.sensors.nvidia.gpu_activity import gpu_activity
-from phase.serving.load import run_closed
+from phase.serving.load import run_load as serve
 from phase.serving.metrics import serving_metrics
-from phase.serving.records import ClosedLoop
 
 if TYPE_CHECKING:
     from phase.campaign.execute import Executor
@@ -99,7 +104,7 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     seed = run_seed(config.seed, slot)
     names = [p.name for p in config.prompts]
     prompts = [tuple(executor.prompt_tokens[n]) for n in names]
-    load = ClosedLoop(concurrency, config.serving.requests, run_tokens(config, levels), seed)
+    load = run_load(config, concurrency, run_tokens(config, levels), seed)
     strategy = executor.strategies[scheduled.strategy]
     expected = expected_outputs(executor, refs, levels, names)
     # The decoder watches each request against its prompt's expected output, so the
@@ -111,7 +116,7 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     before, started_unix, cpu0 = probe.read(), time.time(), time.process_time()
     try:
         window.start()
-        record = run_closed(tap, prompts, load)
+        record = serve(tap, prompts, load)
     finally:
         window.stop()  # also when decoding failed: the sampler's window must not stay open
         decoder.close()  # frees its sequences

@@ -308,6 +308,14 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
         click.option("--prompts", help=f"Comma list of prompt names in {exp.prompts_dir.name}/ "
                      f"(with --workload: of its prompt ids) [default: {','.join(plan.prompts)}; "
                      "with --workload: all of its prompts]"),
+        click.option("--request-rate", "serving_request_rate", metavar="PER_S",
+                     type=click.FloatRange(min=0, min_open=True),
+                     help="Serving studies: an open loop, requests arriving as a seeded "
+                     "Poisson process at PER_S requests per second, at most each run's "
+                     "concurrency level served at once (vLLM's --request-rate with "
+                     "--max-concurrency) [default: "
+                     + ("a closed loop" if plan.serving_request_rate is None
+                        else f"{plan.serving_request_rate:g}") + "]"),
         click.option("--workload", metavar="NAME|FILE.jsonl",
                      help="Run a workload's prompts in place of the experiment's: humaneval, "
                      "mt-bench, edit, or your own FILE.jsonl (one JSON object per line: "

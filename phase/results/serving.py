@@ -1,10 +1,11 @@
 """Schema 14: what a serving run records (the serving study: many requests decoded together).
 
-A serving campaign has a factor of kind `concurrency`; at each level a run is one closed-loop
-load (phase.serving.load.run_closed) of `config.serving.requests` requests, at most that many
-decoded at once, drawn in a seeded order from the campaign's prompts (config.prompts: the
-workload's). The run's own fields describe the whole load, so every summary, interval and
-ratio that phase computes for one-request runs applies to it unchanged:
+A serving campaign has a factor of kind `concurrency`; at each level a run is one load
+(phase.serving.load: closed loop, or open loop at `config.serving.request_rate`) of
+`config.serving.requests` requests, at most the level's number decoded at once, drawn in a
+seeded order from the campaign's prompts (config.prompts: the workload's). The run's own
+fields describe the whole load, so every summary, interval and ratio that phase computes for
+one-request runs applies to it unchanged:
 
 * `prompt` is `config.serving.pool` (the name of the set the requests drew from), not one
   prompt; each request names its own prompt;
@@ -44,9 +45,15 @@ class LatencyTargetRecord(Strict):
 
 
 class ServingConfig(Strict):
-    """How every serving run of the campaign loads the decoder."""
+    """How every serving run of the campaign loads the decoder: a closed loop (`concurrency`
+    clients, each sending its next request when its last one finished) or an open loop
+    (requests arriving as a seeded Poisson process at `request_rate` per second, at most
+    `concurrency` served at once, later arrivals queued: vLLM's --request-rate with
+    --max-concurrency). The run's concurrency level is the cap either way."""
 
-    load: Literal["closed"] = "closed"
+    load: Literal["closed", "open"] = "closed"
+    # requests per second of an open loop (None in a closed loop)
+    request_rate: FiniteFloat | None = Field(default=None, gt=0)
     # requests per run (each run serves this many, `concurrency` at a time)
     requests: PosInt
     # B of the steady-state window: from the B-th request's first token to the (N-B)-th's
@@ -54,6 +61,12 @@ class ServingConfig(Strict):
     # the name runs' `prompt` field carries: the set of prompts requests draw from
     pool: str = Field(min_length=1)
     latency_target: LatencyTargetRecord | None = None
+
+    @model_validator(mode="after")
+    def _check_load(self) -> ServingConfig:
+        if (self.load == "open") != (self.request_rate is not None):
+            raise ValueError("request_rate is given exactly when load is 'open'")
+        return self
 
 
 class ServingRequest(Strict):

@@ -110,6 +110,7 @@ class ServingCalls(CostCalls):
                      and isinstance(question.rule, Crossover) else QUESTION)
             out += Markup("\n\n## Speculation under load\n\n") + markdown_safe(
                 f"{asked} Rule: {judged.rule}. Verdict: {judged.verdict}. {judged.summary}")
+            out += Markup("\n\n") + markdown_safe(load_text(raw))
             out += Markup("\n\n") + Markup("").join(
                 Markup("- ") + markdown_safe(p.sentence) + Markup("\n") for p in judged.parts)
             for call in (self.crossover_table, self.serving_charts, self.serving_ratios,
@@ -255,6 +256,22 @@ _LATENCY_NOTE = ("Each figure is the median over the condition's runs of that ru
                  "token from arrival; TPOT, time per output token after the first; ITL, the "
                  "gap before each token (a step's m tokens share its gap); E2E, arrival to "
                  "finish. The links are the runs, by repeat.")
+
+
+def load_text(raw: ResultsFile) -> str:
+    """How each run loaded the decoder (config.serving), in one sentence."""
+    serving = raw.config.serving
+    assert serving is not None
+    if serving.load == "open":
+        how = (f"an open loop: requests arrive as a seeded Poisson process at "
+               f"{serving.request_rate:g} per second, at most the concurrency level are served "
+               "at once and later arrivals wait in a queue (the wait counts in their time to "
+               "first token)")
+    else:
+        how = ("a closed loop: as many clients as the concurrency level, each sending its next "
+               "request as soon as its last one ends")
+    return (f"Each run serves {serving.requests} requests drawn in a seeded order from "
+            f"{serving.pool}, decoded together with continuous batching, under {how}.")
 
 
 def equality_text(raw: ResultsFile, near_tie_gap: float = DEFAULT_SETTINGS.near_tie_gap) -> str:

@@ -37,6 +37,7 @@ from phase.results.serving import (
 )
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
+from phase.validate.rules.serving_load import load_problems
 from phase.validate.settings import RuleSettings
 
 _REL, _ABS = 1e-6, 1e-9
@@ -80,6 +81,7 @@ def run_problems(results: ResultsFile, run: Run) -> list[Problem]:
     if [r.id for r in serving.requests] != list(range(config.serving.requests)):
         out.append((f"requests are not ids 0..{config.serving.requests - 1} in order "
                     "(config.serving.requests)", ".serving.requests"))
+    out += load_problems(config.serving, serving)
     out += _sums(run, serving)
     out += _latencies(serving)
     b = min(config.serving.steady_state_b, serving.concurrency)
