@@ -80,13 +80,19 @@ def test_energy_objective_without_a_sensor_is_bad_input(tmp_path: Path) -> None:
 def test_profile_command_prints_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "profile.json"
     args = ["profile", "speculative", "--quick", "--no-sensor", "--prompts", "code",
-            "--tokens", "8", "--blocks", "1", "--min-block", "0", "-o", str(out)]
+            "--tokens", "8", "--blocks", "1", "--min-block", "0", "--no-disturbance",
+            "-o", str(out)]
     result = invoke(*args)
     assert result.exit_code == 0, result.output
     assert "target ms" in result.stdout and "n-gram lookup" in result.stdout
     profile = CostProfile.model_validate(json.loads(out.read_text()))
     assert [c.tokens for c in profile.points[0].target] == list(range(1, 18))
     assert profile.blocks == 1 and profile.energy_reason
+    # --no-disturbance: no threshold recorded, no block's load read or judged (a judged
+    # profile records both thresholds and every block's load: test_profile_disturbance.py).
+    assert profile.disturbed_load is None and profile.slow_floor is None
+    costs = [c for p in profile.points for c in [*p.target, *p.draft]]
+    assert costs and all(not c.block_load and not c.block_disturbed for c in costs)
     again = invoke(*args)
     assert again.exit_code == 2 and "already exists" in again.output
 

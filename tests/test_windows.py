@@ -2,20 +2,20 @@
 sensor-lag pass, passes that fill it, and what the validator makes of them.
 
 The campaign test runs the real test model against a RAPL-shaped sysfs tree whose energy
-counter a writer thread in this test advances every 100 ms at a known power (an H200's NVML
-counter updates that often). That fixture lives here only: `phase measure` never reads it.
+counter another process (tests/counter_writer.py) advances every 100 ms at a known power (an
+H200's NVML counter updates that often). That fixture lives here only: `phase measure` never
+reads it.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import counter_writer
 import pytest
 from short_prompts import SPECULATIVE
 
@@ -185,30 +185,18 @@ PERIOD_S = 0.1
 
 @pytest.fixture
 def slow_counter(tmp_path: Path) -> Iterator[Path]:
-    """A package zone whose energy_uj a thread advances every 100 ms at POWER_W (written in
-    place, as the kernel does: the backend keeps the file open)."""
+    """A package zone whose energy_uj another process advances every 100 ms at POWER_W
+    (tests/counter_writer.py: on time whatever this process's threads are doing)."""
     zone = tmp_path / "powercap" / "intel-rapl:0"
     zone.mkdir(parents=True)
     (zone / "name").write_text("package-0\n")
     (zone / "max_energy_range_uj").write_text("262143328850\n")
-    counter = zone / "energy_uj"
-    t0 = time.monotonic()
-    counter.write_text(f"{1_000_000:>15d}\n")
-    stop = threading.Event()
-
-    def advance() -> None:
-        while not stop.wait(PERIOD_S - (time.monotonic() - t0) % PERIOD_S):
-            value = 1_000_000 + round(POWER_W * (time.monotonic() - t0) * 1e6)
-            with counter.open("r+") as fh:
-                fh.write(f"{value:>15d}\n")
-
-    writer = threading.Thread(target=advance, daemon=True)
-    writer.start()
+    writer = counter_writer.start(zone / "energy_uj", POWER_W, PERIOD_S)
     try:
         yield tmp_path / "powercap"
     finally:
-        stop.set()
-        writer.join()
+        writer.kill()
+        writer.wait()
 
 
 class Lines(QuietObserver):

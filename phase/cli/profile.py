@@ -34,12 +34,17 @@ from phase.storage.outputs import NewFile
 @click.option("--quick", is_flag=True, help="The experiment's quick plan (small test model).")
 @click.option("--sensor/--no-sensor", "use_sensors", default=True, show_default=True,
               help="Read energy per pass from every sensor found.")
+@click.option("--no-disturbance", is_flag=True,
+              help="Judge no block by foreign load or speed: none is marked disturbed or "
+              "repeated (as under `phase measure --no-disturbance`; for a machine whose "
+              "background load is part of what you measure).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the profile as JSON (a new file; never overwritten).")
 def profile_command(experiment: str, target: str | None, draft: str | None, no_draft: bool,
                     prompts: str | None, tokens: int | None, threads: int | None,
                     n_ctx: int | None, blocks: int | None, min_block_s: float | None,
-                    quick: bool, use_sensors: bool, output: Path | None) -> None:
+                    quick: bool, use_sensors: bool, no_disturbance: bool,
+                    output: Path | None) -> None:
     """Time the target's passes of 1..17 tokens (and the draft's, and an n-gram lookup) at
     each prompt's mid-run KV fill; energy per pass where a sensor reads."""
     from phase.decode.cores import check_thread_counts
@@ -59,6 +64,8 @@ def profile_command(experiment: str, target: str | None, draft: str | None, no_d
         plan = replace(plan, prompts=names)
     if no_draft:
         plan = replace(plan, draft=None)
+    if no_disturbance:
+        plan = replace(plan, disturbed_load=None)
     # Claimed before the minutes of profiling: a second writer or an existing file is
     # refused now, and a file that appears meanwhile is never replaced (exit 2 at the end).
     out = NewFile.claim(output, "-o") if output is not None else None
