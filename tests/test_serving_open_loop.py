@@ -6,6 +6,7 @@ arrival, a closed loop whose requests waited, and more requests in flight than t
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def test_open_loop_requests_arrive_at_their_seeded_times(open_loop: ResultsFile)
         scheduled = arrival_offsets(RATE, serving.requests, run.serving.seed)
         assert [r.arrival_s for r in requests] == pytest.approx(list(scheduled), abs=1e-6)
         # The first at once, the rest spread out (not all at the start, vLLM's `inf`).
-        assert scheduled[0] == 0.0 and all(b > a for a, b in zip(scheduled, scheduled[1:]))
+        assert scheduled[0] == 0.0 and all(b > a for a, b in pairwise(scheduled))
         assert all(r.admission_s >= r.arrival_s for r in requests)
         # Time to first token counts from arrival, so it includes any wait for a slot.
         assert all(r.ttft_s == pytest.approx(r.first_token_s - r.arrival_s)
