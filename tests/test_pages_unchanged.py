@@ -140,8 +140,14 @@ def _schema(root: Path, cache: Path) -> str:
 
 
 def _widened(before: dict, after: dict | None) -> bool:
-    """An enum that only gained values (a new factor kind): every older file still reads."""
-    if after is None or "enum" not in before or "enum" not in after:
+    """An enum that only gained values (a new factor kind; a constant that became one of
+    several, as a serving load 'closed' gained 'open'): every older file still reads."""
+    if after is None or "enum" not in after:
+        return False
+    if "const" in before:  # a constant is a one-value enum
+        before = {**{k: v for k, v in before.items() if k != "const"},
+                  "enum": [before["const"]]}
+    if "enum" not in before:
         return False
     rest = {k: v for k, v in after.items() if k != "enum"}
     return (rest == {k: v for k, v in before.items() if k != "enum"}
