@@ -86,7 +86,7 @@ def serving_config(plan: CampaignPlan, prompts: Sequence[PromptSpec],
                          pool=pool_name(plan, prompts, workload), latency_target=target)
 
 
-def run_load(config: CampaignConfig, concurrency: int, max_new_tokens: int,
+def load_of_run(config: CampaignConfig, concurrency: int, max_new_tokens: int,
              seed: int) -> ClosedLoop | OpenLoop:
     """The load a serving run puts on its decoder: config.serving's loop at the run's
     concurrency (an open loop's cap)."""

@@ -25,8 +25,8 @@ from phase.campaign.sensing import WindowCallbacks
 from phase.campaign.serving_energy import serving_reading
 from phase.campaign.serving_plan import (
     latency_target,
+    load_of_run,
     run_concurrency,
-    run_load,
     run_steady_b,
 )
 from phase.campaign.serving_record import (
@@ -39,7 +39,7 @@ from phase.policy.batching import BatchDecoder, Request, StepReport
 from phase.results import PlainReference, Run
 from phase.results.levels import reference_levels, run_seed, run_tokens
 from phase.sensors.nvidia.gpu_activity import gpu_activity
-from phase.serving.load import run_load as serve
+from phase.serving.load import run_load
 from phase.serving.metrics import serving_metrics
 
 if TYPE_CHECKING:
@@ -71,21 +71,12 @@ class TokenTap:
         return report
 
 
-def expected_outputs(executor: Executor, refs: Mapping[RefKey, PlainReference],
-                     levels: Mapping[str, object], names: Sequence[str]) -> dict[str, list[int]]:
-    """Every prompt's plain reference at the run's output levels, cut as a request ends."""
-    config = executor.start.config
-    at = reference_levels(config, dict(levels))  # type: ignore[arg-type]
-    is_end = executor.engine.target.is_end
-    return {n: expected_output(refs[ref_key(n, at)].token_ids, is_end) for n in names}
-
-
-def reference_gaps(executor: Executor, refs: Mapping[RefKey, PlainReference],
+def run_references(executor: Executor, refs: Mapping[RefKey, PlainReference],
                    levels: Mapping[str, object],
-                   names: Sequence[str]) -> dict[str, list[float] | None]:
-    """Every prompt's plain reference's per-token top-2 logit gaps at the run's levels."""
+                   names: Sequence[str]) -> dict[str, PlainReference]:
+    """Every prompt's plain reference at the run's output levels."""
     at = reference_levels(executor.start.config, dict(levels))  # type: ignore[arg-type]
-    return {n: refs[ref_key(n, at)].top2_gaps for n in names}
+    return {n: refs[ref_key(n, at)] for n in names}
 
 
 def run_serving(executor: Executor, scheduled: ScheduledRun,
@@ -104,9 +95,11 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     seed = run_seed(config.seed, slot)
     names = [p.name for p in config.prompts]
     prompts = [tuple(executor.prompt_tokens[n]) for n in names]
-    load = run_load(config, concurrency, run_tokens(config, levels), seed)
+    load = load_of_run(config, concurrency, run_tokens(config, levels), seed)
     strategy = executor.strategies[scheduled.strategy]
-    expected = expected_outputs(executor, refs, levels, names)
+    references = run_references(executor, refs, levels, names)
+    is_end = engine.target.is_end
+    expected = {n: expected_output(ref.token_ids, is_end) for n, ref in references.items()}
     # The decoder watches each request against its prompt's expected output, so the
     # evidence of a divergence costs one top-2 gap per differing request inside the window.
     decoder = engine.batched(strategy, expected={
@@ -116,7 +109,7 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     before, started_unix, cpu0 = probe.read(), time.time(), time.process_time()
     try:
         window.start()
-        record = serve(tap, prompts, load)
+        record = run_load(tap, prompts, load)
     finally:
         window.stop()  # also when decoding failed: the sampler's window must not stay open
         decoder.close()  # frees its sequences
@@ -132,7 +125,7 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
                               target=latency_target(config), energy=reading)
     served = ServedRun(record, metrics, tap.tokens, names, expected,
                        decoder.divergences,
-                       reference_gaps(executor, refs, levels, names))
+                       {n: ref.top2_gaps for n, ref in references.items()})
     serving = served.serving(concurrency, seed)
     who = RunIdentity(scheduled.run_id, scheduled.repeat, scheduled.order,
                       config.serving.pool, scheduled.strategy, strategy.k,
