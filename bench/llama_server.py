@@ -11,12 +11,13 @@ n_predict tokens or at end-of-generation, as a `phase.policy.batching.Request` d
 outputs are equal on both sides, so they end at the same token).
 
 phase strategies map onto the server's speculation settings (`speculation_flags`):
-plain is none; `ngram-K` is `--spec-type ngram-simple`, which proposes the up to K tokens
-that followed the most recent earlier occurrence of the last n tokens (n = phase's
-ngram_n_min; phase also tries longer matches first, up to ngram_n_max, so acceptance may
-differ a little); `draft-K` is `--spec-type draft-simple` with the draft model, at most K
-tokens per step, never cut short by the draft's confidence (as bench/native.py runs
-llama-speculative-simple).
+plain is none; `ngram-simple-K` is `--spec-type ngram-simple`, which proposes the up to K
+tokens that followed the most recent earlier occurrence of the last n tokens (n = phase's
+ngram_n_min): phase.policy.ngram_simple is the same rule, so both sides make the same
+proposals. Phase's own `ngram-K` maps there too, but it is another rule (the occurrence
+with the longest context, keys up to ngram_n_max), so its acceptance may differ;
+`draft-K` is `--spec-type draft-simple` with the draft model, at most K tokens per step,
+never cut short by the draft's confidence (as bench/native.py runs llama-speculative-simple).
 """
 
 from __future__ import annotations

@@ -131,8 +131,8 @@ def markdown(data: dict[str, Any], sections: list[Section]) -> str:
         f"- models: target {c['target']}, draft {c['draft']}; {c['tokens']} tokens per run"
         + (f" ({c['spec_tokens']} in auto and ngram-native)" if "spec_tokens" in c else "")
         + f", median of {c['repeats']} alternating repeats; prompts sent raw (no chat template) "
-        "on both sides, except in auto and ngram-native (chat-formatted, as a campaign sends "
-        "them)" + ("; **--quick**" if c["quick"] else ""),
+        "on both sides, except in auto, ngram-native and serving_reference (chat-formatted, as a "
+        "campaign sends them)" + ("; **--quick**" if c["quick"] else ""),
         "- spread: (max - min) / median over the repeats of the row's figures; a result "
         f"marked (noisy) had a spread above {100 * NOISY:.0f}%: rerun it on a quiet machine",
         "",

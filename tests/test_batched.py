@@ -110,8 +110,12 @@ def check_accounting(reports: list[StepReport]) -> None:
             assert 1 <= len(e.tokens) <= e.accepted + 1
 
 
-@pytest.mark.parametrize("label", ["plain", "ngram", "draft-2", "auto"])
-@pytest.mark.parametrize("n", [1, 2, 4, 8])
+# Every family at every N; llama.cpp's ngram-simple (a port, for the server bench) at one N.
+EACH_ALONE = [(label, n) for n in (1, 2, 4, 8) for label in ("plain", "ngram", "draft-2", "auto")]
+EACH_ALONE.append(("ngram-simple-2", 4))
+
+
+@pytest.mark.parametrize(("label", "n"), EACH_ALONE)
 def test_each_request_decodes_as_it_would_alone(
     many: Engine, single: Engine, prompts: list[list[int]],
     references: list[tuple[list[int], list[float]]], label: str, n: int,

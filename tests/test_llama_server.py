@@ -63,12 +63,13 @@ def test_plain_runs_n_slots_in_one_unified_buffer_with_phase_threads_and_no_prom
     assert "--no-repack" in settings("plain", extra_buffers=False).args(Path("s"), 1)
 
 
-def test_ngram_k_is_ngram_simple_keyed_on_phases_shortest_match_drafting_k() -> None:
-    strategy = parse_strategy("ngram-8")
+@pytest.mark.parametrize("label", ["ngram-8", "ngram-simple-8"])
+def test_ngram_k_is_ngram_simple_keyed_on_phases_shortest_match_drafting_k(label: str) -> None:
+    strategy = parse_strategy(label, ngram_n_min=5)
     args = speculation_flags(strategy, None)
     assert flag(args, "--spec-type") == "ngram-simple"
     assert flag(args, "--spec-ngram-simple-size-m") == "8"
-    assert flag(args, "--spec-ngram-simple-size-n") == str(strategy.ngram_n_min)
+    assert flag(args, "--spec-ngram-simple-size-n") == "5"
     assert "-md" not in args
 
 

@@ -29,8 +29,9 @@ from phase.policy.sampling import SamplingSettings
               "with (name or path).")
 @click.option("--strategy", default="plain", show_default=True,
               help="plain, draft-K (e.g. draft-4), ngram (copies from the context, its "
-              "length adapting up to 16 tokens), ngram-K (at most K every step) or auto (which "
-              "first profiles the models' pass costs).")
+              "length adapting up to 16 tokens), ngram-K (at most K every step), ngram-simple-K "
+              "(llama.cpp's n-gram rule, as llama-server's --spec-type ngram-simple) or auto "
+              "(which first profiles the models' pass costs).")
 @click.option("--tokens", "n_tokens", type=click.IntRange(min=1), default=128, show_default=True,
               help="Exactly this many tokens are generated (end-of-sequence is ignored); "
               "with --workload, each request's budget: it also ends at end-of-generation, as a "

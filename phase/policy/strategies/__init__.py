@@ -1,8 +1,9 @@
-"""Decoding strategies by name: `plain`, `draft-K`, `ngram` / `ngram-K`, `auto`.
+"""Decoding strategies by name: `plain`, `draft-K`, `ngram` / `ngram-K`, `auto`,
+`ngram-simple-K`.
 
-One module per family (plain, draft, ngram, auto), each registered here; registry.py holds
-the Family interface, the lookups and the Strategy value. Adding a strategy is one module
-plus one `register` line below.
+One module per family (plain, draft, ngram, auto, ngram_simple), each registered here;
+registry.py holds the Family interface, the lookups and the Strategy value. Adding a
+strategy is one module plus one `register` line below.
 """
 
 from phase.costmodel.predict import Proposing
@@ -10,6 +11,7 @@ from phase.policy.strategies.auto import Auto
 from phase.policy.strategies.costs import run_terms, step_costs
 from phase.policy.strategies.draft import Draft
 from phase.policy.strategies.ngram import Ngram
+from phase.policy.strategies.ngram_simple import NgramSimple
 from phase.policy.strategies.plain import Plain
 from phase.policy.strategies.registry import (
     AUTO_K,
@@ -39,7 +41,7 @@ from phase.policy.strategies.registry import (
     unregister,
 )
 
-for _family in (Plain(), Draft(), Ngram(), Auto()):
+for _family in (Plain(), Draft(), Ngram(), Auto(), NgramSimple()):
     register(_family)
 
 # The label the others' ratios are to. Code builds labels with it (scheduling plain runs, a
