@@ -130,6 +130,9 @@ def test_each_request_decodes_as_it_would_alone(
     assert decoder.gaps is not None
     for i in range(n):
         assert_plain(out[i], decoder.gaps[i], references[i], single)
+    # each admission's target prefill, timed alone (the serving runs' strategy-free yardstick)
+    assert sorted(decoder.prefill_s) == list(range(n))
+    assert all(t > 0 for t in decoder.prefill_s.values())
     check_accounting(reports)
     # One decode per step, carrying every active request: never more steps than the longest.
     assert len(reports) <= NEW

@@ -59,6 +59,11 @@ def test_open_loop_requests_arrive_at_their_seeded_times(open_loop: ResultsFile)
         # Time to first token counts from arrival, so it includes any wait for a slot.
         assert all(r.ttft_s == pytest.approx(r.first_token_s - r.arrival_s)
                    for r in requests if r.first_token_s is not None)
+        # each prefill timed alone, inside the time between admission and first token
+        assert all(r.prefill_s is not None and 0 < r.prefill_s <= r.first_token_s - r.admission_s
+                   for r in requests if r.first_token_s is not None and r.prompt_tokens > 1)
+    # --no-disturbance: recorded, judged by nothing (tests/test_prefill_slowdown.py judges)
+    assert all(r.speed_vs_prefill is None for r in open_loop.runs)
     assert _blocking(open_loop) == []
 
 

@@ -126,8 +126,8 @@ def disturbed_note(results: ResultsFile) -> str | None:
         parts.append(f"other work used{at} of the run's CPU capacity (up to {worst:.0%})")
     slow = [r for r in left_out if r not in by_load]
     if slow:
-        ratios = [v for r in slow for v in (r.speed_vs_profile, r.speed_vs_condition)
-                  if v is not None]
+        ratios = [v for r in slow for v in (r.speed_vs_profile, r.speed_vs_condition,
+                                            r.speed_vs_prefill) if v is not None]
         worst_speed = f", down to {min(ratios):.2f}x" if ratios else ""
         parts.append(f"{len(slow)} ran slower than the noise floor allows{worst_speed}")
     rerun = "; their slots were re-run" if results.config.max_reruns else ""

@@ -17,6 +17,17 @@ it decoded slower than this machine's noise allows:
                    profile prices them (a sampled run's acceptance varies by seed), tokens/s
                    where the file has no profile
 
+    vs prefill     a serving run only: the prompt tokens per second of its requests' target
+                   prefill passes (ServingRequest.prefill_s) over the median of the
+                   campaign's serving runs on its host that started before it, any strategy
+                   and level (other slots only, none disturbed by load; at least
+                   PREFILL_REFERENCES of them); below config.slow_vs_condition. Every run
+                   prefills the same prompts into the target alone, whatever it decodes
+                   with, so this is the one yardstick a serving run's first repeat has
+                   (serving runs are not priced by the profile): in the second serving
+                   campaign on x86_64-2c, auto's first two runs at concurrency 8 prefilled
+                   in 36 s where the campaign's others took 27-31 s, and nothing marked them
+
 The order problem: a run's condition has no later runs when it ends, so it is judged against
 the ones before it: the profile at once, the condition from its second repeat on (a first
 repeat's runs are judged by load and profile only). Every input is in the results file, so
@@ -36,17 +47,23 @@ from phase.costmodel import NoCost, cost_table
 from phase.policy.strategies import run_terms
 from phase.results import ResultsFile, Run
 
+# Earlier serving runs a prefill speed is compared with, at least: one run's prefill is
+# one sample of the machine, too few to call another run slow against.
+PREFILL_REFERENCES = 2
+
 
 @dataclass(frozen=True)
 class Judgement:
     """What the run's speed said: each ratio (None: not measured, with no threshold or no
-    reference), and whether either is below its floor, with the numbers in words."""
+    reference), and whether any is below its floor, with the numbers in words."""
 
     vs_profile: float | None
     vs_condition: float | None
     reference_runs: int
     disturbed: bool
     reason: str | None
+    vs_prefill: float | None = None
+    prefill_runs: int = 0
 
 
 def slot_of(run: Run) -> str:
@@ -107,6 +124,46 @@ def references(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None
     ]
 
 
+def prefill_rate(run: Run) -> float | None:
+    """Prompt tokens per second of a serving run's target prefill passes; None for a
+    one-request run or where none is recorded (older files)."""
+    if run.serving is None:
+        return None
+    timed = [(r.prompt_tokens - 1, r.prefill_s) for r in run.serving.requests
+             if r.prefill_s is not None]
+    seconds = sum(t for _, t in timed)
+    return sum(n for n, _ in timed) / seconds if timed and seconds > 0 else None
+
+
+def prefill_references(results: ResultsFile, run: Run,
+                       runs: Sequence[Run] | None = None) -> list[Run]:
+    """The serving runs `run`'s prefill speed is compared with: on its host, started before
+    it, other slots only, none disturbed by load, each with a prefill speed."""
+    slot = slot_of(run)
+    return [
+        other for other in (results.runs if runs is None else runs)
+        if other.host == run.host and other.started_unix_s < run.started_unix_s
+        and slot_of(other) != slot and not _load_disturbed(results, other)
+        and prefill_rate(other) is not None
+    ]
+
+
+def _vs_prefill(results: ResultsFile, run: Run,
+                runs: Sequence[Run] | None) -> tuple[float | None, int]:
+    """(the run's prefill speed over its references' median, how many there were)."""
+    if results.merged_from:
+        return run.speed_vs_prefill, 0
+    own = prefill_rate(run)
+    if own is None:
+        return None, 0
+    rates = [r for r in map(prefill_rate, prefill_references(results, run, runs))
+             if r is not None]
+    if len(rates) < PREFILL_REFERENCES:
+        return None, len(rates)
+    median = statistics.median(rates)
+    return (own / median if median > 0 else None), len(rates)
+
+
 def _speeds(results: ResultsFile, runs: Sequence[Run]) -> list[float]:
     """What the condition test compares: each run's whole decode against its own steps as
     the profile prices them, where every one of them is priced (a sampled run's acceptance,
@@ -140,6 +197,8 @@ def judge(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None) -> 
             speeds = _speeds(results, [run, *refs])
             median = statistics.median(speeds[1:])
             vs_condition = speeds[0] / median if median > 0 else None
+    vs_prefill, n_prefill = (_vs_prefill(results, run, runs) if c_floor is not None
+                             else (None, 0))
     reasons = []
     if vs_profile is not None and p_floor is not None and vs_profile < p_floor:
         reasons.append(f"{_x(vs_profile, p_floor)} the speed its cost profile predicts, "
@@ -147,8 +206,12 @@ def judge(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None) -> 
     if vs_condition is not None and c_floor is not None and vs_condition < c_floor:
         reasons.append(f"{_x(vs_condition, c_floor)} its condition's median ({n} earlier run"
                        f"{'s' if n != 1 else ''}), beyond the noise floor {c_floor:.2f}x")
+    if vs_prefill is not None and c_floor is not None and vs_prefill < c_floor:
+        reasons.append(f"prefill at {_x(vs_prefill, c_floor)} the median of the campaign's "
+                       f"earlier serving runs ({n_prefill}), beyond the noise floor "
+                       f"{c_floor:.2f}x")
     return Judgement(vs_profile, vs_condition, n, bool(reasons),
-                     "; ".join(reasons) if reasons else None)
+                     "; ".join(reasons) if reasons else None, vs_prefill, n_prefill)
 
 
 def disturbed(results: ResultsFile, run: Run,

@@ -3,7 +3,8 @@ fresh shuffled order (seeded), each slot until an attempt is undisturbed or `max
 attempts are spent.
 
 A run is judged as it ends (`judge_run`), by its load and by its speed against its cost
-profile and its condition's earlier runs (phase.analysis.slowdown), so the runs of its repeat
+profile, its condition's earlier runs and, serving, the campaign's earlier prefills
+(phase.analysis.slowdown), so the runs of its repeat
 that follow it, and its re-runs, are decided on what the file already holds.
 
 Everything is worked out from the runs already in the file, so a resumed campaign re-runs
@@ -29,6 +30,7 @@ def judge_run(results: ResultsFile, run: Run) -> None:
     verdict = slowdown.judge(results, run, runs)
     run.speed_vs_profile = verdict.vs_profile
     run.speed_vs_condition = verdict.vs_condition
+    run.speed_vs_prefill = verdict.vs_prefill
     run.disturbed, run.disturbed_reason = slowdown.disturbed(results, run, runs)
 
 

@@ -55,7 +55,8 @@ class ServedRun:
     """One serving run as the load generator saw it: its record and metrics, every
     request's tokens (by request id), the prompts' names (by the record's prompt index) and
     each prompt's expected output; the decoder's first divergences (by request id) and each
-    prompt's reference top-2 gaps (None where the reference records none)."""
+    prompt's reference top-2 gaps (None where the reference records none); each request's
+    target prefill seconds (by request id; phase.decode.batched `prefill_s`)."""
 
     record: RunRecord
     metrics: ServingMetrics
@@ -64,6 +65,7 @@ class ServedRun:
     expected: Mapping[str, Sequence[int]]
     divergences: Mapping[int, Divergence] = field(default_factory=dict)
     reference_gaps: Mapping[str, Sequence[float] | None] = field(default_factory=dict)
+    prefill_s: Mapping[int, float] = field(default_factory=dict)
 
     def _gaps(self, request_id: int, prompt: str,
               first: int | None) -> tuple[float | None, float | None]:
@@ -95,7 +97,8 @@ class ServedRun:
                 accepted=sum(e.accepted for e in r.emissions),
                 ttft_s=m.ttft_s, tpot_s=m.tpot_s, e2e_s=m.e2e_s,
                 matches_plain=matches, first_divergence=at,
-                divergence_gap_verify=gap_verify, divergence_gap_reference=gap_reference))
+                divergence_gap_verify=gap_verify, divergence_gap_reference=gap_reference,
+                prefill_s=self.prefill_s.get(r.id)))
         return out
 
     def serving(self, concurrency: int, seed: int) -> ServingRun:

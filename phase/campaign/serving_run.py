@@ -125,7 +125,8 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
                               target=latency_target(config), energy=reading)
     served = ServedRun(record, metrics, tap.tokens, names, expected,
                        decoder.divergences,
-                       {n: ref.top2_gaps for n, ref in references.items()})
+                       {n: ref.top2_gaps for n, ref in references.items()},
+                       decoder.prefill_s)
     serving = served.serving(concurrency, seed)
     who = RunIdentity(scheduled.run_id, scheduled.repeat, scheduled.order,
                       config.serving.pool, scheduled.strategy, strategy.k,

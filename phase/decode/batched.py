@@ -23,6 +23,7 @@ request's id, so a request's tokens do not depend on which others share its step
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,7 +118,12 @@ class BatchedDecoder:
     `expected`: each prompt's expected output (by its tokens); a request of that prompt then
     records in `divergences` where it first parts from it and the top-2 logit gap of the
     row that emitted the differing token: one gap per differing request, not one per token
-    as `record_gaps` costs (a row of a 151k vocabulary takes about 1 ms)."""
+    as `record_gaps` costs (a row of a 151k vocabulary takes about 1 ms).
+
+    `prefill_s`: per request id, the seconds its target prefill took at admission, that
+    pass alone (no draft, no proposer): the same work in every run that serves the same
+    prompts, whatever the strategy, so a run's prefill speed tells a slowed machine from a
+    slow strategy (phase.analysis.slowdown)."""
 
     def __init__(self, target: NativeModel, strategy: Strategy, *,
                  draft: NativeModel | None = None, costs: Costs | None = None,
@@ -140,6 +146,7 @@ class BatchedDecoder:
         self.gaps: dict[int, list[float]] | None = {} if record_gaps else None
         self._expected = expected
         self.divergences: dict[int, Divergence] = {}
+        self.prefill_s: dict[int, float] = {}
 
     @property
     def capacity(self) -> int:
@@ -165,7 +172,10 @@ class BatchedDecoder:
         self.target.seq_remove(slot, 0)
         if len(prompt) > 1:
             n = len(prompt) - 1
+            started = time.perf_counter()
             self.target.decode_rows(prompt[:-1], list(range(n)), [slot] * n, [False] * n)
+            self.target.synchronize()
+            self.prefill_s[request.id] = time.perf_counter() - started
         kit = SlotProposers(self._draft, slot, self._costs, self.settings)
         proposer = self.strategy.family.proposer(
             self.strategy, kit, len(prompt) + request.max_new_tokens // 2)

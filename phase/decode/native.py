@@ -201,6 +201,11 @@ class NativeModel(ModelText):
                 f"{backend.native_error()}"
             )
 
+    def synchronize(self) -> None:
+        """Wait for the context's queued work: a GPU backend's llama_decode may return before
+        its graph has run, so a pass is timed only after this (on the CPU it returns at once)."""
+        llama_cpp.llama_synchronize(self._ctx)
+
     def seq_positions(self, seq: int) -> int:
         """How many positions sequence `seq` holds (its last one plus one; 0 when empty)."""
         return int(llama_cpp.llama_memory_seq_pos_max(self._memory, seq)) + 1

@@ -245,6 +245,11 @@ class Run(Strict):
     speed_vs_profile: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
     speed_vs_condition: NonNegFloat | None = Field(default=None,
                                                    exclude_if=lambda v: v is None)
+    # A serving run's target prefill speed (prompt tokens per second of its requests'
+    # prefill passes) over the median of the campaign's earlier serving runs' on its host,
+    # any strategy (absent where not judged: no prefill recorded, no earlier run, older
+    # files; optional, no schema version of its own).
+    speed_vs_prefill: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
     disturbed_reason: str | None = Field(default=None, exclude_if=lambda v: v is None)
     # A re-run: the id of the scheduled run whose slot it fills again (its id is that id
     # plus "-rerunN", its order that slot's plus N x the schedule's length).
@@ -276,9 +281,10 @@ class Run(Strict):
             raise ValueError(f"tokens is {self.tokens} but token_ids has {len(self.token_ids)}")
         if self.disturbed and all(v is None for v in (
                 self.foreign_load, self.gpu_busy_before, self.speed_vs_profile,
-                self.speed_vs_condition)):
+                self.speed_vs_condition, self.speed_vs_prefill)):
             raise ValueError("disturbed is true, so foreign_load, gpu_busy_before, "
-                             "speed_vs_profile or speed_vs_condition must be given")
+                             "speed_vs_profile, speed_vs_condition or speed_vs_prefill must "
+                             "be given")
         if self.matches_plain is False and self.first_divergence is None:
             raise ValueError("matches_plain is false, so first_divergence must be given")
         if self.passes and (self.passes[0].tokens, self.passes[0].decode_s) != (

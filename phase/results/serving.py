@@ -97,6 +97,11 @@ class ServingRequest(Strict):
     first_divergence: NonNegInt | None = None
     divergence_gap_verify: NonNegFloat | None = None
     divergence_gap_reference: NonNegFloat | None = None
+    # Seconds of the target's prefill of this request's prompt (all but its last token) at
+    # admission, that pass alone: the same work in every run serving the same prompts, the
+    # yardstick of phase.analysis.slowdown's prefill test. None for a one-token prompt (no
+    # prefill), and in files written before runs recorded it (optional, as above).
+    prefill_s: NonNegFloat | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ServingRequest:

@@ -111,15 +111,17 @@ def _served_load(run: Run, results: ResultsFile,
 
 def _disturbance(run: Run, results: ResultsFile) -> list[tuple[str, str]]:
     """`disturbed` is what the recorded loads against the file's threshold and the run's
-    speed against its profile and its condition's earlier runs make it (phase.analysis.
-    slowdown): a quiet run marked disturbed would be left out of every figure, a disturbed
-    one kept would count. The recorded speeds are recomputed, never trusted (a merged file
-    keeps its shards' profile ratios: it pools their profiles)."""
+    speed against its profile, its condition's earlier runs and (serving) the campaign's
+    earlier prefills make it (phase.analysis.slowdown): a quiet run marked disturbed would
+    be left out of every figure, a disturbed one kept would count. The recorded speeds are
+    recomputed, never trusted (a merged file keeps its shards' profile ratios: it pools
+    their profiles)."""
     out = []
     verdict = slowdown.judge(results, run)
     for name, recorded, expected in (
             ("speed_vs_profile", run.speed_vs_profile, verdict.vs_profile),
-            ("speed_vs_condition", run.speed_vs_condition, verdict.vs_condition)):
+            ("speed_vs_condition", run.speed_vs_condition, verdict.vs_condition),
+            ("speed_vs_prefill", run.speed_vs_prefill, verdict.vs_prefill)):
         if results.merged_from:
             break
         if (recorded is None) != (expected is None) or (
