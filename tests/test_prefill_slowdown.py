@@ -8,12 +8,17 @@ the campaign's own judgement (reruns.judge_run); only their prefill times are se
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from serving_factories import serving_campaign
 
-from phase.analysis import disturbed_note
+from phase.analysis import disturbed_note, slowdown
 from phase.analysis.slowdown import PREFILL_REFERENCES, prefill_rate
+from phase.campaign import DEFAULT_PLAN, load_experiment
+from phase.campaign.plan import campaign_config
 from phase.campaign.reruns import judge_run
-from phase.results import ResultsFile, Run
+from phase.campaign.ui import disturbance_line
+from phase.results import PromptSpec, ResultsFile, Run
 from phase.validate import validate_results
 
 RATE = 500.0  # prompt tokens per second of prefill on the quiet machine
@@ -37,7 +42,8 @@ def _judged(rates: dict[int, float | None]) -> ResultsFile:
     judged as it ended."""
     made = serving_campaign(strategies=("plain", "auto"), levels=(1, 8), repeats=2, cv=0.0)
     config = made.config.model_copy(update={"disturbed_load": 0.05, "max_reruns": 0,
-                                            "slow_vs_condition": 0.8})
+                                            "slow_vs_condition": 0.8,
+                                            "slow_vs_prefill": 0.9})
     results = made.model_copy(update={"config": config, "runs": []})
     for run in made.runs:
         run = _with_prefill(run, rates.get(run.order, RATE))
@@ -55,6 +61,9 @@ def test_a_run_whose_prefill_ran_slow_is_disturbed_whatever_its_strategy() -> No
     assert "(7)" in slow.disturbed_reason  # every earlier run, both strategies and levels
     # its decode was as fast as its condition's: the prefill alone told
     assert slow.speed_vs_condition is None or slow.speed_vs_condition >= 0.8
+    unjudged = results.model_copy(update={"config": results.config.model_copy(
+        update={"slow_vs_prefill": None})})
+    assert not slowdown.judge(unjudged, slow).disturbed
     others = [r for r in results.runs if r is not slow]
     assert not any(r.disturbed for r in others)
     # the first two runs have fewer than PREFILL_REFERENCES earlier ones: not judged by it
@@ -67,8 +76,9 @@ def test_a_run_whose_prefill_ran_slow_is_disturbed_whatever_its_strategy() -> No
 
 
 def test_a_run_just_inside_the_floor_is_kept() -> None:
-    results = _judged({7: 0.82 * RATE})
+    results = _judged({7: 0.91 * RATE})
     assert not any(r.disturbed for r in results.runs)
+    assert _judged({7: 0.89 * RATE}).runs[7].disturbed
 
 
 def test_a_slow_run_does_not_drag_the_yardstick_of_later_runs() -> None:
@@ -98,3 +108,16 @@ def test_validation_rederives_the_prefill_judgement() -> None:
     found = [f for f in validate_results(forged, "forged.json").findings
              if f.rule == "consistency" and f.severity == "blocking"]
     assert [f.json_path for f in found] == ["$.runs[6].speed_vs_prefill"]
+
+
+def test_only_a_serving_campaign_states_and_records_the_prefill_floor() -> None:
+    serving = load_experiment("serving").plan
+    prompts = [PromptSpec(name=p, text=f"fixture prompt {p}") for p in serving.prompts]
+    config = campaign_config(serving, prompts)
+    assert config.serving is not None and config.slow_vs_prefill == serving.slow_vs_prefill
+    assert f"prefill < {serving.slow_vs_prefill:.2f}x the earlier serving runs'" in \
+        disturbance_line(config)
+    one_request = campaign_config(DEFAULT_PLAN, [PromptSpec(name="p1", text="fixture")])
+    assert one_request.slow_vs_prefill is None and "prefill" not in disturbance_line(one_request)
+    unjudged = campaign_config(replace(serving, disturbed_load=None), prompts)
+    assert unjudged.slow_vs_prefill is None

@@ -21,7 +21,7 @@ it decoded slower than this machine's noise allows:
                    prefill passes (ServingRequest.prefill_s) over the median of the
                    campaign's serving runs on its host that started before it, any strategy
                    and level (other slots only, none disturbed by load; at least
-                   PREFILL_REFERENCES of them); below config.slow_vs_condition. Every run
+                   PREFILL_REFERENCES of them); below config.slow_vs_prefill. Every run
                    prefills the same prompts into the target alone, whatever it decodes
                    with, so this is the one yardstick a serving run's first repeat has
                    (serving runs are not priced by the profile): in the second serving
@@ -197,7 +197,8 @@ def judge(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None) -> 
             speeds = _speeds(results, [run, *refs])
             median = statistics.median(speeds[1:])
             vs_condition = speeds[0] / median if median > 0 else None
-    vs_prefill, n_prefill = (_vs_prefill(results, run, runs) if c_floor is not None
+    f_floor = config.slow_vs_prefill
+    vs_prefill, n_prefill = (_vs_prefill(results, run, runs) if f_floor is not None
                              else (None, 0))
     reasons = []
     if vs_profile is not None and p_floor is not None and vs_profile < p_floor:
@@ -206,10 +207,10 @@ def judge(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None) -> 
     if vs_condition is not None and c_floor is not None and vs_condition < c_floor:
         reasons.append(f"{_x(vs_condition, c_floor)} its condition's median ({n} earlier run"
                        f"{'s' if n != 1 else ''}), beyond the noise floor {c_floor:.2f}x")
-    if vs_prefill is not None and c_floor is not None and vs_prefill < c_floor:
-        reasons.append(f"prefill at {_x(vs_prefill, c_floor)} the median of the campaign's "
+    if vs_prefill is not None and f_floor is not None and vs_prefill < f_floor:
+        reasons.append(f"prefill at {_x(vs_prefill, f_floor)} the median of the campaign's "
                        f"earlier serving runs ({n_prefill}), beyond the noise floor "
-                       f"{c_floor:.2f}x")
+                       f"{f_floor:.2f}x")
     return Judgement(vs_profile, vs_condition, n, bool(reasons),
                      "; ".join(reasons) if reasons else None, vs_prefill, n_prefill)
 

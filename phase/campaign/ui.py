@@ -122,6 +122,8 @@ def disturbance_line(config: CampaignConfig) -> str:
                      "price")
     if config.slow_vs_condition is not None:
         tests.append(f"speed < {config.slow_vs_condition:.2f}x its condition's earlier runs")
+    if config.slow_vs_prefill is not None:
+        tests.append(f"prefill < {config.slow_vs_prefill:.2f}x the earlier serving runs'")
     then = (f"re-run up to {config.max_reruns} time(s)" if config.max_reruns
             else "not re-run")
     return f"disturbance: {' or '.join(tests)}; a disturbed run is left out and {then}"

@@ -97,6 +97,10 @@ class CampaignConfig(Strict):
     # phase.analysis.slowdown); None: not judged that way (older files, or not asked).
     slow_vs_profile: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
     slow_vs_condition: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
+    # A serving run is also disturbed when its target prefill ran slower than this fraction
+    # of the campaign's earlier serving runs' median (phase.analysis.slowdown); None: not
+    # judged that way (older files, one-request campaigns).
+    slow_vs_prefill: NonNegFloat | None = Field(default=None, exclude_if=lambda v: v is None)
     # Energy windows sized to the primary sensor (phase.campaign.windows): the shortest window
     # that passes the counter-edges and sensor-lag rules for its measured update period and
     # smoothing; a shorter decode repeats back-to-back (Run.passes) until the window is this
