@@ -101,3 +101,37 @@ def test_the_rule_warns_where_the_runs_took_longer_than_stated() -> None:
     assert len(messages) == 1 and "took" in messages[0] and "100% past it" in messages[0]
     assert _duration_findings(_stated(results, span * 1.1)) == []
     assert _duration_findings(_quiet()) == []  # nothing stated: nothing to check
+
+
+def test_re_runs_are_left_out_and_adaptive_rounds_get_their_budget() -> None:
+    # A campaign whose hog disturbed two runs, re-run at the end of their repeat.
+    hog = load(QUIET.parent / "runs-hog.json")
+    assert isinstance(hog, ResultsFile)
+    reruns = [r for r in hog.runs if r.rerun_of is not None]
+    assert len(reruns) == 2
+    rerun_s = sum(r.ended_unix_s - r.started_unix_s for r in reruns)
+    span = max(r.ended_unix_s for r in hog.runs) - min(r.started_unix_s for r in hog.runs)
+    # Stated a second short of the runs without their re-runs: over; a second more: within.
+    assert len(_duration_findings(_stated(hog, span - rerun_s - 1.0))) == 1
+    within = _stated(hog, span - rerun_s + 1.0)
+    assert _duration_findings(within) == []
+    found = took(within)
+    assert found is not None and found.reruns == 2 and "2 re-run(s)" in found.line()
+    # An adaptive plan may add its time budget; with a budget of runs only, that many runs at
+    # the statement's mean time per run; with neither, nothing holds the runs.
+    short = _stated(hog, span / 2)
+    adaptive = short.config.model_copy(update={"target_half_width": 0.05})
+    short.config = adaptive
+    assert short.stated_duration is not None
+    short.stated_duration = short.stated_duration.model_copy(update={"extra_budget_s": span})
+    assert _duration_findings(short) == []
+    by_runs = short.stated_duration.model_copy(update={"extra_budget_s": None,
+                                                       "extra_budget_runs": 1})
+    short.stated_duration = by_runs
+    found = took(short)
+    assert found is not None and found.extra_s == pytest.approx(span / 2 / len(hog.runs))
+    assert len(_duration_findings(short)) == 1
+    short.stated_duration = by_runs.model_copy(update={"extra_budget_runs": None})
+    unlimited = took(short)
+    assert unlimited is not None and unlimited.over_s is None
+    assert _duration_findings(short) == []
