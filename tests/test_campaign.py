@@ -92,6 +92,13 @@ def test_cli_campaign_writes_a_complete_valid_file(tmp_path: Path) -> None:
     # The closing table is printed per prompt with the reason energy is missing.
     assert "prompt: code" in result.stderr and "sensors disabled" in result.stderr
     assert any(u.reason for u in results.sensors_unavailable)
+    # The time stated before the runs is kept, priced by strategy from the profile, and the
+    # closing summary holds the runs against it.
+    stated = results.stated_duration
+    assert stated is not None and stated.runs == 4 and stated.estimated_s
+    assert "draft-k (and a fixed ngram-K) keeping each proposal" in stated.statement
+    assert "time: about" in result.stderr
+    assert "of the stated" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -195,6 +202,8 @@ def test_interrupted_campaign_keeps_runs_and_resumes(tmp_path: Path) -> None:
     final = load_raw(out)
     assert final.status == "complete"
     assert len(final.runs) == 4
+    # The resumed campaign stated the time of the runs it had left.
+    assert final.stated_duration is not None and final.stated_duration.runs == 2
     assert [r.model_dump() for r in final.runs[:2]] == kept
     # Once complete, the file is immutable: a further resume is refused.
     again = measure(*SMALL, "--resume", str(out))

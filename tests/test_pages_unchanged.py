@@ -51,7 +51,9 @@ table past 12 rows draws the 12 with the largest error (its downloads keep every
 its experiment's own prompts) stamps the derived summaries, and so their digests on the raw
 data pages, and nothing else; then to 73c5689, the merge of the two; then to 082ca5c:
 schema 14 (the serving study's records, never written where runs serve one request)
-stamps the derived summaries likewise, and nothing else. A change
+stamps the derived summaries likewise, and nothing else; then to c0e8033: schema 15 (a
+campaign's stated duration, never written by the campaigns before it) stamps the derived
+summaries, and so their digests on the raw data pages, and nothing else. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -70,7 +72,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "082ca5c9e50fc6ac846356fb780151648cc2b833"
+REFERENCE = "c0e8033f3c60042f848cc20e5e27656f69feb5b4"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.

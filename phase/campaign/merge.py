@@ -209,6 +209,9 @@ def merged(files: Sequence[ShardFile], out_id: str) -> ResultsFile:
         "hosts": hosts,
         "primary_energy": _primary(files),
         "merged_from": [_merged_shard(f, files[0], devices) for f in files],
+        # Each shard stated the time of its own runs, and its file keeps that statement;
+        # shard 0's would be held against every shard's runs here.
+        "stated_duration": None,
     })
 
 

@@ -40,14 +40,17 @@ def decode_references(engine_for: Callable[[Mapping[str, Level]], Engine],
                       config: CampaignConfig, prompts: Sequence[PromptSpec],
                       prompt_tokens: Mapping[str, list[int]], stored: list[PlainReference],
                       shard: ShardInfo | None, say: Callable[[str], None], output: Path,
-                      ) -> tuple[dict[RefKey, PlainReference], dict[str, float]]:
+                      ) -> tuple[dict[RefKey, PlainReference], dict[str, float],
+                                 dict[str, float]]:
     """Plain decoding of every prompt at every output combination, with each token's top-2
     logit gap as evidence for later divergences; a resumed campaign must reproduce the
     references it recorded before, or its runs would not compare. New ones are appended to
-    `stored`. Also each prompt's first reference's decode time (what windows are sized by)."""
+    `stored`. Also each prompt's first reference's decode time (what windows are sized by)
+    and prefill time (what the stated duration adds per run)."""
     known = {ref_key(r.prompt, r.factors): r for r in stored}
     refs: dict[RefKey, PlainReference] = {}
     plain_s: dict[str, float] = {}
+    prefill_s: dict[str, float] = {}
     for prompt in prompts:
         if shard is not None and prompt.name not in shard.prompts:
             continue  # another shard runs this prompt, and generates its reference
@@ -58,6 +61,7 @@ def decode_references(engine_for: Callable[[Mapping[str, Level]], Engine],
             result = engine_for(levels).run(context, parse_strategy("plain"),
                                             run_tokens(config, levels), record_gaps=True)
             plain_s.setdefault(prompt.name, result.decode_s)
+            prefill_s.setdefault(prompt.name, result.prefill_s)
             key = ref_key(prompt.name, levels)
             sha = token_sha256(result.token_ids)
             old = known.get(key)
@@ -74,7 +78,7 @@ def decode_references(engine_for: Callable[[Mapping[str, Level]], Engine],
                                      prompt_token_ids=context, factors=levels)
                 stored.append(old)
             refs[key] = old
-    return refs, plain_s
+    return refs, plain_s, prefill_s
 
 
 def first_per_prompt(refs: Mapping[RefKey, PlainReference]) -> dict[str, list[int]]:

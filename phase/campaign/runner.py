@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from phase.base.errors import PhaseError
-from phase.campaign import duration, machine, opening
+from phase.campaign import duration, machine, opening, windows
 from phase.campaign.bandwidth_record import measure_bandwidth
 from phase.campaign.destination import Destination
 from phase.campaign.execute import Executor
@@ -141,7 +141,7 @@ class Campaign:
         executor = Executor(plan, self.start, self.engine, self.level_engines, self.strategies,
                             self.prompt_tokens, self.sampler)
         opening.warn_if_busy(plan, self.sampler, message)
-        refs, plain_s = decode_references(
+        refs, plain_s, prefill_s = decode_references(
             executor.engine_for, writer.results.config, self.prompts, self.prompt_tokens,
             writer.results.references, self._shard, message, self.output)
         opening.cost_profile(writer, refs, plan=plan, engine=self.engine,
@@ -152,7 +152,7 @@ class Campaign:
             writer, plain_s, plan=plan, resumed=self.resumed, prompts=self.prompts,
             prompt_tokens=self.prompt_tokens, shard=self._shard, strategies=self.strategies,
             message=message)
-        message(duration.estimate(runs, planned, writer.results.config, done).line())
+        self._state_duration(writer, runs, planned, done, prefill_s)
         self.observer.campaign_started(len(runs), len(done & {r.run_id for r in runs}))
         recorder = Recorder(executor, writer, self.observer, refs, size)
         run_schedule(recorder, runs, length, done, plan)
@@ -160,6 +160,19 @@ class Campaign:
             writer.results.bandwidth = measure_bandwidth(
                 plan.factors, self.engine.n_threads, plan.bandwidth_repeats,
                 plan.bandwidth_array_bytes, message)
+
+    def _state_duration(self, writer: CampaignWriter, runs: list[ScheduledRun],
+                        planned: list[windows.PlannedWindow], done: set[str],
+                        prefill_s: dict[str, float]) -> None:
+        """Say how long the runs left will take, and keep the statement in the file (written
+        with the next run) so that what they took can be checked against it."""
+        lengths = {name: len(tokens) for name, tokens in self.prompt_tokens.items()}
+        prices = duration.decode_prices(writer.results.profile, lengths, self.strategies,
+                                        self.plan.tokens)
+        stated = duration.estimate(runs, planned, writer.results.config, done, prices,
+                                   prefill_s)
+        self.observer.message(stated.line())
+        writer.results.stated_duration = stated.record()
 
     @property
     def _shard(self) -> ShardInfo | None:

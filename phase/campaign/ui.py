@@ -30,6 +30,7 @@ from phase.analysis import (
     runs_by_condition,
     summarize,
 )
+from phase.analysis.duration import took
 from phase.analysis.figures import row_interval
 from phase.analysis.formatting import span
 from phase.analysis.queries import configured_conditions
@@ -190,6 +191,16 @@ def _list_disturbed(results: ResultsFile) -> None:
                       f"{escape(run.disturbed_reason or 'load')}")
 
 
+def _show_time(results: ResultsFile) -> None:
+    """What the runs took against the time stated before them (validation rule duration
+    warns where they ran over)."""
+    found = took(results)
+    if found is None:
+        return
+    over = found.over_s is not None and found.over_s > 0
+    console.print(f"{'[yellow]time —[/yellow]' if over else 'time —'} {escape(found.line())}")
+
+
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
@@ -244,6 +255,7 @@ def print_summary(results: ResultsFile) -> None:
                 levels = "".join(f" · {n}={v}" for n, v in c.factors.items())
                 console.print(f"  not within target: {escape(c.prompt)} · "
                               f"{escape(c.strategy)}{escape(levels)} {_width(c)}")
+    _show_time(results)
     counts = report.counts()
     console.print(
         f"validation: {counts.get('blocking', 0)} blocking, {counts.get('rejected', 0)} "

@@ -5,6 +5,7 @@
     covers      what a chip energy figure covers (PrimaryEnergy, the parts, per backend)
     confirmation what a confirmation campaign confirms (Confirms: the selection and its rule)
     costs       the cost profile a campaign measures before its runs (CostProfile)
+    duration    the time a campaign stated before its runs (StatedDuration)
     hosts       host identities, shards, merged shards (ResultsFile.hosts / shard / merged_from)
     base        what every model shares (Strict, constrained numbers, paired value/reason)
     migrations  older files read as the current schema (MIGRATIONS, migrate)
@@ -35,6 +36,7 @@ from phase.results.config import (
 from phase.results.confirmation import Confirms
 from phase.results.costs import CostProfile, PassCost, ProfilePoint
 from phase.results.covers import PARTS, covers_of, covers_words, sensor_covers
+from phase.results.duration import StatedDuration
 from phase.results.hosts import HostIdentity, HostInfo, MergedShard, ShardInfo
 from phase.results.io import (
     dump_json,
@@ -109,6 +111,7 @@ __all__ = [
     "SensorTrace",
     "SensorWindow",
     "ShardInfo",
+    "StatedDuration",
     "Step",
     "Strict",
     "SummaryFile",

@@ -37,6 +37,7 @@ from phase.results.config import CampaignConfig, Level
 from phase.results.confirmation import Confirms
 from phase.results.costs import CostProfile
 from phase.results.covers import PrimaryEnergy
+from phase.results.duration import StatedDuration
 from phase.results.hosts import HostInfo, MergedShard, ShardInfo
 from phase.results.memory import BandwidthMeasurement, BytesEstimate, VariantInfo
 from phase.results.provenance import Provenance
@@ -311,7 +312,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[14]
+    schema_version: Literal[15]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str
@@ -351,6 +352,10 @@ class ResultsFile(Strict):
     # Version 12: a confirmation campaign names the selection it confirms (phase.results.
     # confirmation); never written otherwise.
     confirms: Confirms | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Version 15: the time the campaign stated before its runs (phase.results.duration);
+    # never written by campaigns before it.
+    stated_duration: StatedDuration | None = Field(default=None,
+                                                   exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check(self) -> ResultsFile:

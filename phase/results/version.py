@@ -71,4 +71,8 @@ from typing import Final
 #                per run, steady-state B, the prompt pool's name, a latency target) and
 #                Run.serving (every request's clock readings, output and latencies, the
 #                run's percentiles and windows: phase.results.serving); absent elsewhere.
-SCHEMA_VERSION: Final = 14
+#   15 (2026-12): ResultsFile.stated_duration: the time a campaign stated before its runs
+#                (each run priced by its strategy's predicted speed, and the budgets of
+#                adaptive rounds and re-runs), so what the runs took can be checked against
+#                it (phase.results.duration); absent in older files.
+SCHEMA_VERSION: Final = 15
