@@ -52,6 +52,11 @@ def _estimates(results: ResultsFile) -> tuple[float | None, float | None]:
                                     if r.prompt == p and is_baseline(r.strategy))
                for p in lengths if any(r.prompt == p and is_baseline(r.strategy)
                                        for r in results.runs)}
+    if config.serving is not None:
+        # A serving run's prefill is its requests' (prompt, pool): one request's share each.
+        share = statistics.median(r.prefill_s for r in results.runs
+                                  if is_baseline(r.strategy)) / config.serving.requests
+        prefill = {p.name: share for p in config.prompts}
     return (duration.estimate(runs, planned, config).estimated_s,
             duration.estimate(runs, planned, config, prices=prices,
                               prefill_s=prefill).estimated_s)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from phase.analysis.duration import took
+from phase.campaign import load_experiment
 from phase.campaign.duration import ASSUMED_RATE, decode_prices, estimate
 from phase.campaign.plan import DEFAULT_PLAN, campaign_config
 from phase.campaign.windows import PlannedWindow
@@ -135,3 +136,23 @@ def test_re_runs_are_left_out_and_adaptive_rounds_get_their_budget() -> None:
     unlimited = took(short)
     assert unlimited is not None and unlimited.over_s is None
     assert _duration_findings(short) == []
+
+
+def test_a_serving_run_is_stated_with_its_requests_prefills() -> None:
+    plan = replace(load_experiment("serving").plan, cooldown_s=0.0, idle_window_s=0.0,
+                   repeats=1, strategies=("plain",))
+    prompts = [PromptSpec(name=p, text="x") for p in plan.prompts[:2]]
+    config = campaign_config(replace(plan, prompts=tuple(p.name for p in prompts)), prompts)
+    assert config.serving is not None
+    runs = planned_schedule(config)
+    planned = [PlannedWindow(p.name, "plain", 2.0 + i, "cost profile", 1)
+               for i, p in enumerate(prompts)]
+    bare = estimate(runs, planned, config)
+    # each request decodes at the prompts' mean plain decode (2.5 s) and prefills at their
+    # mean reference prefill (0.75 s), once per request of every run
+    prefilled = estimate(runs, planned, config, prefill_s={prompts[0].name: 0.5,
+                                                           prompts[1].name: 1.0})
+    requests = config.serving.requests
+    assert bare.estimated_s == pytest.approx(len(runs) * requests * 2.5)
+    assert prefilled.estimated_s == pytest.approx(len(runs) * requests * (2.5 + 0.75))
+    assert "prefill" in prefilled.line() and "prefill" not in bare.line()
