@@ -17,8 +17,8 @@ each strategy's sentence but does not vote: the question is about throughput. Wh
 sensor measured energy, the sentence says "not measured" with the runs' reason.
 
 `auto` is also held to a floor: at every level its throughput over the better of plain and
-the best fixed proposer (by median tokens/s at that level, the comparator chosen from the
-same data, which favours the comparator) must be at least `auto_floor`: yes where every
+the best fixed proposer (by median tokens/s at that level, chosen for each repeat on the
+other repeats: phase.analysis.serving.held_out_best) must be at least `auto_floor`: yes where every
 level's interval lies at or above it, no where one lies wholly below, else not resolved. It
 is stated with the parts and does not vote either.
 """

@@ -199,9 +199,10 @@ class ServingCalls(CostCalls):
                     ["requests from", "concurrency", "compared with",
                      "auto's tokens/s over it (95% interval)",
                      f"at least {times(rule.auto_floor)}"], cells,
-                    ["The comparator is the strategy with the highest median tokens/s at that "
-                     "concurrency, chosen from the same runs (which favours it). Intervals "
-                     "paired by repeat, Benjamini-Hochberg over the concurrencies."],
+                    ["The comparator is, for each repeat, the strategy with the highest median "
+                     "tokens/s at that concurrency over the other repeats (chosen on the runs "
+                     "it is compared on, the best of noisy estimates would favour itself). "
+                     "Intervals paired by repeat, Benjamini-Hochberg over the concurrencies."],
                     sources)))
         return self._block(parts)
 
