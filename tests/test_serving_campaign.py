@@ -46,10 +46,10 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ResultsFil
     # disturbed_load None: a shared test machine's background load must not leave runs out
     # (tests/test_slowdown.py judges disturbance); no waits between runs.
     # A latency target on E2E only, so goodput is recorded (and recomputed below).
-    # The quick plan's own prompts. With only the first five, auto's request 4 at
-    # concurrency 2 left plain decoding at its second token (a full make test, 2026-12-06):
-    # a near tie the batch's numerics flip, which the requests' recorded gaps now tell from a
-    # fault (the equality test below allows it).
+    # The quick plan's own prompts (the four shortest). With the first five, auto's request 4
+    # at concurrency 2 once left plain decoding at its second token (a full make test,
+    # 2026-12-06): a near tie the batch's numerics flip, which the requests' recorded gaps
+    # now tell from a fault (the equality test below allows it).
     plan = replace(quick, quiet_check_s=0.0, disturbed_load=None, cooldown_s=0.0,
                    idle_window_s=0.0, serving_e2e_s=E2E_TARGET_S)
     out = tmp_path_factory.mktemp("serving") / "serving-quick.json"
@@ -65,6 +65,8 @@ def test_quick_plan_is_the_briefs_smoke_campaign() -> None:
     assert quick.factors[0].kind == "concurrency" and quick.factors[0].levels == (1, 2)
     assert (quick.serving_requests, quick.tokens, quick.repeats) == (5, 8, 1)
     assert quick.target == quick.draft  # the test model drafts for itself
+    # Fewer prompts than requests: every run serves some prompt twice.
+    assert len(quick.prompts) == 4 < quick.serving_requests
 
 
 def test_one_serving_run_per_strategy_level_and_repeat(
@@ -77,13 +79,14 @@ def test_one_serving_run_per_strategy_level_and_repeat(
     assert sorted(r.id for r in results.runs) == sorted(
         s.run_id for s in planned_schedule(config))
     assert len(results.runs) == 4 * 2  # strategies x concurrency levels x 1 repeat
-    assert {r.prompt for r in results.runs} == {config.serving.pool} == {"humaneval-16"}
+    assert {r.prompt for r in results.runs} == {config.serving.pool} == {"humaneval-4"}
     names = {p.name for p in config.prompts}
     for run in results.runs:
         serving = run.serving
         assert serving is not None and serving.concurrency == run.factors["concurrency"]
         assert [q.id for q in serving.requests] == list(range(5))
         assert {q.prompt for q in serving.requests} <= names
+        assert len({q.prompt for q in serving.requests}) < 5  # a prompt served twice
         # The Run describes the whole load: its fields are the requests' sums.
         assert run.tokens == sum(q.output_tokens for q in serving.requests)
         assert run.prompt_tokens == sum(q.prompt_tokens for q in serving.requests)
@@ -222,25 +225,6 @@ def _claim_mismatch(results: ResultsFile) -> None:
     run.matches_plain = False
 
 
-def test_cli_quick_campaign_writes_a_file_that_validates(tmp_path: Path) -> None:
-    out = tmp_path / "serving.json"
-    runner = CliRunner()
-    result = runner.invoke(main, [
-        "measure", SERVING, "--quick", "--no-sensor", "--strategies", "plain,ngram",
-        "--no-profile", "--cooldown", "0", "--idle-window", "0", "--no-disturbance",
-        "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    assert "time: about" in result.output  # estimated from the prompts' plain decodes
-    results = load_raw(out)
-    assert {(r.strategy, r.factors["concurrency"]) for r in results.runs} == {
-        (s, c) for s in ("plain", "ngram") for c in (1, 2)}
-    assert_plain_or_near_tie(results)
-    assert all(r.serving and r.serving.goodput_met is None for r in results.runs)  # no target
-    checked = runner.invoke(main, ["validate", str(out)])
-    assert checked.exit_code == 0, checked.output
-    assert "0 blocking" in checked.output
-
-
 def test_a_serving_plan_refuses_what_its_runs_cannot_apply(tmp_path: Path) -> None:
     experiment = load_experiment("serving")
     quick = experiment.quick_plan()
@@ -249,7 +233,7 @@ def test_a_serving_plan_refuses_what_its_runs_cannot_apply(tmp_path: Path) -> No
         (replace(quick, factors=(*quick.factors, Factor("t", "temperature", (0, 0.7)))),
          "cannot vary with a concurrency factor"),
         (replace(quick, serving_pool="humaneval-53"), "plan.serving_pool"),
-        (replace(quick, n_ctx=300), "plan.n_ctx"),  # one request fits, two do not
+        (replace(quick, n_ctx=160), "plan.n_ctx"),  # one request fits (103), two do not
     ]
     for plan, needle in bad:
         out = tmp_path / "x.json"
@@ -330,32 +314,43 @@ def test_a_sensor_s_windows_and_samples_become_the_serving_windows_energy(
     assert not validate_results(results, str(out)).blocking
 
 
-def test_a_users_workload_file_drives_the_serving_study(tmp_path: Path) -> None:
-    """`--workload FILE` replaces the study's HumanEval prompts: every request draws from the
-    file's prompts, the pool is named after it; a malformed line is refused by line and field
-    before anything is written."""
+def test_the_cli_serves_a_users_workload_and_writes_a_file_that_validates(
+        tmp_path: Path) -> None:
+    """`phase measure serving --quick --workload FILE` end to end: the study's HumanEval
+    prompts are replaced by the file's, every request draws from them, the pool is named after
+    it; the time estimate is said, no latency target means no goodput, every request matches
+    plain decoding (or parts at a recorded near tie), and `phase validate` passes the file. A
+    malformed line is refused by line and field before anything is written."""
     mine = tmp_path / "mine.jsonl"
     mine.write_text("\n".join(json.dumps(p) for p in (
         {"id": "add", "prompt": "Write a Python function that adds two numbers."},
         {"id": "rev", "prompt": "Write a Python function that reverses a string."},
         {"prompt": "Name three primary colours."})) + "\n", encoding="utf-8")
     out = tmp_path / "mine-serving.json"
-    args = ["measure", SERVING, "--quick", "--no-sensor", "--strategies", "plain",
+    args = ["measure", SERVING, "--quick", "--no-sensor", "--strategies", "plain,ngram",
             "--no-profile", "--cooldown", "0", "--idle-window", "0", "--no-disturbance"]
-    result = CliRunner().invoke(main, [*args, "--workload", str(mine), "-o", str(out)])
+    runner = CliRunner()
+    result = runner.invoke(main, [*args, "--workload", str(mine), "-o", str(out)])
     assert result.exit_code == 0, result.output
+    assert "time: about" in result.output  # estimated from the prompts' plain decodes
     results = load_raw(out)
+    assert {(r.strategy, r.factors["concurrency"]) for r in results.runs} == {
+        (s, c) for s in ("plain", "ngram") for c in (1, 2)}
     serving = results.config.serving
     assert serving is not None and serving.pool == "mine-3"
     asked = {q.prompt for r in results.runs if r.serving for q in r.serving.requests}
     assert asked <= {p.name for p in results.config.prompts} and len(asked) >= 2
     assert {p.name for p in results.config.prompts} == {"add", "rev", "line-3"}
     assert_plain_or_near_tie(results)
+    assert all(r.serving and r.serving.goodput_met is None for r in results.runs)  # no target
+    checked = runner.invoke(main, ["validate", str(out)])
+    assert checked.exit_code == 0, checked.output
+    assert "0 blocking" in checked.output
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "prompt": "fine"}\n{"id": "b", "prompt": 7}\n', encoding="utf-8")
     refused = tmp_path / "refused.json"
-    result = CliRunner().invoke(main, [*args, "--workload", str(bad), "-o", str(refused)])
+    result = runner.invoke(main, [*args, "--workload", str(bad), "-o", str(refused)])
     assert result.exit_code == 2, result.output
     assert f"{bad}:2" in result.output and "prompt" in result.output
     assert not refused.exists()
