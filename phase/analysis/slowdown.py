@@ -24,9 +24,8 @@ it decoded slower than this machine's noise allows:
                    PREFILL_REFERENCES of them); below config.slow_vs_prefill. Every run
                    prefills the same prompts into the target alone, whatever it decodes
                    with, so this is the one yardstick a serving run's first repeat has
-                   (serving runs are not priced by the profile): in the second serving
-                   campaign on x86_64-2c, auto's first two runs at concurrency 8 prefilled
-                   in 36 s where the campaign's others took 27-31 s, and nothing marked them
+                   (serving runs are not priced by the profile; the runs that showed the
+                   need: bench/results/notes-from-docstrings.md)
 
 The order problem: a run's condition has no later runs when it ends, so it is judged against
 the ones before it: the profile at once, the condition from its second repeat on (a first

@@ -112,8 +112,8 @@ def _serving_window(plain: dict[str, PlannedWindow], pool: str,
 def _serving_prefill(prefill_s: Mapping[str, float], pool: str,
                      requests: int) -> dict[str, float]:
     """A serving run's prefill: its requests' prompts each prefilled once, at the mean of the
-    prompts' reference prefills (on x86_64-2c about half of a run: 27-31 s of 50-63 s in
-    the second serving campaign, which the estimate without it understated 1.86x)."""
+    prompts' reference prefills (on a CPU about half of a serving run; without it the
+    committed serving campaigns were stated far too short: bench/stated_duration.py)."""
     if not prefill_s:
         return {}
     return {pool: requests * sum(prefill_s.values()) / len(prefill_s)}

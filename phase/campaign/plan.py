@@ -107,11 +107,10 @@ class CampaignPlan:
     # catches a half-speed run in a first repeat.
     # `slow_vs_prefill`, serving runs only: a prefill is the same target passes over the same
     # prompts in every run, so its quiet spread is narrow, and the floor is the speed the
-    # load threshold stands for (about 0.91x at 5% load in the calibration above). In the
-    # second x86_64-2c serving campaign the runs' prefill speed against the median of the
-    # earlier ones was 0.96x-1.11x outside one slow stretch, where three runs read 0.84x,
-    # 0.87x and 0.96x (prefill_s there includes the loop around admissions; draft-4's the
-    # draft's prefill too, so those were left out).
+    # load threshold stands for (about 0.91x at 5% load in the calibration above). In
+    # results/serving-x86_64-2c-2026-12-06-2.json the runs' prefill speed against the
+    # median of the earlier ones was 0.96x-1.11x outside one slow stretch, where three runs
+    # read 0.84x, 0.87x and 0.96x (bench/results/notes-from-docstrings.md).
     # `quiet_check_s`: seconds of sampling before the runs, warning with the busiest
     # processes when the machine is already busy (0: no check).
     disturbed_load: NonNegFloat | None = 0.05
