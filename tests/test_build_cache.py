@@ -216,3 +216,66 @@ def test_entries_are_json_and_hold_no_runs_in_the_head(tmp_path: Path) -> None:
     assert json.loads(meta)["bound"]["results_sha256"] == hashlib.sha256(
         (inputs.results_dir / CPU_FILE).read_bytes()).hexdigest()
     assert entry["header"]["runs"] == [] and entry["n_runs"] > 0
+
+
+# --- charts: bound to the code that draws them, not to all of phase's ------------------------
+
+CHART = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+         "data": {"values": [{"x": 1, "y": 2}, {"x": 2, "y": 3}]},
+         "mark": "point", "encoding": {"x": {"field": "x", "type": "quantitative"},
+                                       "y": {"field": "y", "type": "quantitative"}}}
+
+
+def test_a_chart_is_drawn_again_when_what_draws_it_changes_and_only_then(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import struct
+
+    from phase.publish.charts import spec
+    from phase.publish.data import cache
+
+    monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
+    drawn: list[str] = []
+    real_draw = spec._draw
+    monkeypatch.setattr(spec, "_draw", lambda text: drawn.append(text) or real_draw(text))
+
+    def png(chart: dict) -> bytes:
+        spec._png.cache_clear()  # the process's own memory: each call asks the build cache
+        return spec.render_png(chart)
+
+    first = png(CHART)
+    assert len(drawn) == 1 and first.startswith(b"\x89PNG")
+    # Another phase: every other module edited (its code fingerprint), the same drawing code.
+    monkeypatch.setattr(cache, "code_fingerprint", lambda: "f" * 64)
+    assert png(CHART) == first and len(drawn) == 1
+    # What does change the picture misses: the spec's own bytes, the packages' versions, the
+    # scale and the code that calls vl-convert.
+    moved = {**CHART, "data": {"values": [{"x": 1, "y": 2}, {"x": 2, "y": 4}]}}
+    assert png(moved) != first and len(drawn) == 2
+    monkeypatch.setattr(spec, "packages", lambda: "altair 0, vl-convert 0")
+    assert png(CHART) == first and len(drawn) == 3
+    monkeypatch.setattr(spec, "PNG_SCALE", 3.0)
+    wider = png(CHART)
+    assert len(drawn) == 4
+    width = struct.unpack(">I", wider[16:20])[0]  # the PNG header's IHDR
+    assert abs(width - 2 * struct.unpack(">I", first[16:20])[0]) <= 1
+    worker = tmp_path / "png_worker.py"
+    worker.write_text(Path(spec.png_worker.__file__).read_text() + "\n# edited\n")
+    monkeypatch.setattr(spec, "DRAWING_MODULES", (Path(spec.__file__), worker))
+    spec.drawing_code.cache_clear()
+    try:
+        assert png(CHART) == wider and len(drawn) == 5
+    finally:
+        spec.drawing_code.cache_clear()
+    # None under a fingerprint of phase's code; the drawing code binds an entry rather than
+    # naming it, so the last drawing replaced the entry the older code had written.
+    assert [p.name for p in (tmp_path / "cache" / "build-cache").iterdir()] == ["charts"]
+    assert len(list((tmp_path / "cache" / "build-cache" / "charts").glob("*.chart-png"))) == 4
+
+
+def test_the_drawing_code_is_the_code_that_calls_vl_convert() -> None:
+    from phase.publish.charts import png_worker, spec
+
+    # Every module that imports vl_convert, or holds what decides the picture, is in it.
+    callers = {p.name for p in (REPO / "phase").rglob("*.py") if "vl_convert" in p.read_text()}
+    assert callers <= {p.name for p in spec.DRAWING_MODULES} == {"spec.py", "png_worker.py"}
+    assert Path(png_worker.__file__) in spec.DRAWING_MODULES
