@@ -214,16 +214,9 @@ def site_paths(base: Path, inputs: Inputs, published: Path | None = None) -> Sit
 
 def snapshot(root: Path) -> dict[str, str]:
     """Every file and directory under root (and symlinks as their target), hashed."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = str(p.relative_to(root))
-        if p.is_symlink():
-            out[rel] = "link:" + os.readlink(p)
-        elif p.is_file():
-            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-        else:
-            out[rel] = "dir"
-    return out
+    return {str(p.relative_to(root)): "link:" + os.readlink(p) if p.is_symlink()
+            else hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
 
 
 @dataclass
