@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_publish_inputs import CPU_FILE, REPO, make_inputs, site_paths
+from test_publish_inputs import CPU_FILE, REPO, Inputs, make_inputs, site_paths
 
 from phase.publish.data.cache import DatasetCache, _trim
 from phase.publish.data.datasets import load_dataset
@@ -155,7 +155,11 @@ def test_an_island_reaches_the_page_exactly_as_markdown_passes_html(tmp_path: Pa
         <td title="x">&lt;script&gt;</td></tr></tbody></table>
         <details><summary>out</summary><pre>line one&#10;line two</pre></details>
         </div>""")
-    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    # No results and no notes: the page under test is the only one that is not hand-written
+    # (and the home page), so mkdocs is all each build does.
+    inputs = Inputs(tmp_path / "in" / "results", tmp_path / "in" / "notes")
+    inputs.results_dir.mkdir(parents=True)
+    inputs.notes_dir.mkdir()
     bodies = {}
     for marked in (True, False):
         block = str(island(html)) if marked else "\n\n" + html + "\n\n"
