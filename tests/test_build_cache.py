@@ -1,7 +1,8 @@
 """The build cache (phase.publish.data.cache) and HTML islands (phase.publish.markup.islands).
 
 Both exist for speed only, so what they must show is that nothing else changes: a site built
-from a warm cache is byte for byte the site built without one, an island reaches the page
+from a warm cache is byte for byte the site built without one (with the altered cache's build
+of the same site, in tests/test_cache_integrity.py), an island reaches the page
 exactly as Markdown would have passed it through, and any change to a file, the settings, a
 citing note or a template is a miss, never a stale page.
 """
@@ -16,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_publish_inputs import CPU_FILE, REPO, make_inputs, site_paths
+from test_publish_inputs import CPU_FILE, REPO, Inputs, make_inputs, site_paths
 
 from phase.publish.data.cache import DatasetCache, _trim
 from phase.publish.data.datasets import load_dataset
@@ -24,11 +25,6 @@ from phase.publish.markup.islands import CLOSE, OPEN, island
 from phase.publish.site.build import build_docs, build_site
 from phase.results import dump_json, load
 from phase.validate import RuleSettings
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def test_a_hit_keeps_the_order_of_each_rows_factors(tmp_path: Path) -> None:
@@ -46,24 +42,6 @@ def test_a_hit_keeps_the_order_of_each_rows_factors(tmp_path: Path) -> None:
         [list(r.factors) for r in cold.summary.rows]
     runs = runs_by_condition(warm.raw)
     assert all(condition_key(row) in runs for row in warm.summary.rows)
-
-
-@pytest.mark.slow
-def test_warm_cache_builds_the_same_docs_as_no_cache(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
-    inputs = make_inputs(tmp_path / "in")
-    cold = site_paths(tmp_path / "cold", inputs)
-    build_docs(cold)
-    entries = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file())
-    assert any(e.endswith(".head") for e in entries) and any(e.endswith(".raw-page")
-                                                              for e in entries)
-    warm = site_paths(tmp_path / "warm", inputs)
-    build_docs(warm)
-    cold_tree, warm_tree = _tree(cold.docs_dir), _tree(warm.docs_dir)
-    assert sorted(cold_tree) == sorted(warm_tree)
-    differing = [name for name in cold_tree if cold_tree[name] != warm_tree[name]]
-    assert differing == []
 
 
 def _edit_note(path: Path) -> None:
@@ -177,7 +155,11 @@ def test_an_island_reaches_the_page_exactly_as_markdown_passes_html(tmp_path: Pa
         <td title="x">&lt;script&gt;</td></tr></tbody></table>
         <details><summary>out</summary><pre>line one&#10;line two</pre></details>
         </div>""")
-    inputs = make_inputs(tmp_path / "in", repo_notes=False)
+    # No results and no notes: the page under test is the only one that is not hand-written
+    # (and the home page), so mkdocs is all each build does.
+    inputs = Inputs(tmp_path / "in" / "results", tmp_path / "in" / "notes")
+    inputs.results_dir.mkdir(parents=True)
+    inputs.notes_dir.mkdir()
     bodies = {}
     for marked in (True, False):
         block = str(island(html)) if marked else "\n\n" + html + "\n\n"
@@ -216,3 +198,66 @@ def test_entries_are_json_and_hold_no_runs_in_the_head(tmp_path: Path) -> None:
     assert json.loads(meta)["bound"]["results_sha256"] == hashlib.sha256(
         (inputs.results_dir / CPU_FILE).read_bytes()).hexdigest()
     assert entry["header"]["runs"] == [] and entry["n_runs"] > 0
+
+
+# --- charts: bound to the code that draws them, not to all of phase's ------------------------
+
+CHART = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json",
+         "data": {"values": [{"x": 1, "y": 2}, {"x": 2, "y": 3}]},
+         "mark": "point", "encoding": {"x": {"field": "x", "type": "quantitative"},
+                                       "y": {"field": "y", "type": "quantitative"}}}
+
+
+def test_a_chart_is_drawn_again_when_what_draws_it_changes_and_only_then(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import struct
+
+    from phase.publish.charts import spec
+    from phase.publish.data import cache
+
+    monkeypatch.setenv("PHASE_CACHE", str(tmp_path / "cache"))
+    drawn: list[str] = []
+    real_draw = spec._draw
+    monkeypatch.setattr(spec, "_draw", lambda text: drawn.append(text) or real_draw(text))
+
+    def png(chart: dict) -> bytes:
+        spec._png.cache_clear()  # the process's own memory: each call asks the build cache
+        return spec.render_png(chart)
+
+    first = png(CHART)
+    assert len(drawn) == 1 and first.startswith(b"\x89PNG")
+    # Another phase: every other module edited (its code fingerprint), the same drawing code.
+    monkeypatch.setattr(cache, "code_fingerprint", lambda: "f" * 64)
+    assert png(CHART) == first and len(drawn) == 1
+    # What does change the picture misses: the spec's own bytes, the packages' versions, the
+    # scale and the code that calls vl-convert.
+    moved = {**CHART, "data": {"values": [{"x": 1, "y": 2}, {"x": 2, "y": 4}]}}
+    assert png(moved) != first and len(drawn) == 2
+    monkeypatch.setattr(spec, "packages", lambda: "altair 0, vl-convert 0")
+    assert png(CHART) == first and len(drawn) == 3
+    monkeypatch.setattr(spec, "PNG_SCALE", 3.0)
+    wider = png(CHART)
+    assert len(drawn) == 4
+    width = struct.unpack(">I", wider[16:20])[0]  # the PNG header's IHDR
+    assert abs(width - 2 * struct.unpack(">I", first[16:20])[0]) <= 1
+    worker = tmp_path / "png_worker.py"
+    worker.write_text(Path(spec.png_worker.__file__).read_text() + "\n# edited\n")
+    monkeypatch.setattr(spec, "DRAWING_MODULES", (Path(spec.__file__), worker))
+    spec.drawing_code.cache_clear()
+    try:
+        assert png(CHART) == wider and len(drawn) == 5
+    finally:
+        spec.drawing_code.cache_clear()
+    # None under a fingerprint of phase's code; the drawing code binds an entry rather than
+    # naming it, so the last drawing replaced the entry the older code had written.
+    assert [p.name for p in (tmp_path / "cache" / "build-cache").iterdir()] == ["charts"]
+    assert len(list((tmp_path / "cache" / "build-cache" / "charts").glob("*.chart-png"))) == 4
+
+
+def test_the_drawing_code_is_the_code_that_calls_vl_convert() -> None:
+    from phase.publish.charts import png_worker, spec
+
+    # Every module that imports vl_convert, or holds what decides the picture, is in it.
+    callers = {p.name for p in (REPO / "phase").rglob("*.py") if "vl_convert" in p.read_text()}
+    assert callers <= {p.name for p in spec.DRAWING_MODULES} == {"spec.py", "png_worker.py"}
+    assert Path(png_worker.__file__) in spec.DRAWING_MODULES

@@ -175,9 +175,13 @@ def test_an_incomplete_campaign_is_a_draft_without_headline(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_authored_notes_keep_their_campaigns_and_can_take_a_note_over(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=2, repo_notes=True)
+    # The repository's archive: its notes' published versions are served as frozen, so that
+    # each of the three builds renders only the notes this test is about.
+    archive = tmp_path / "published"
+    shutil.copytree(REPO / "published", archive)
     # The made-up campaign below, on the fixtures' unrecorded build and models, stands beside
     # the committed ones on the cross-host table: asked for (phase.publish.pages.builds).
-    paths = replace(site_paths(tmp_path, inputs), allow_mixed_builds=True)
+    paths = replace(site_paths(tmp_path, inputs, published=archive), allow_mixed_builds=True)
     result = build_docs(paths)
     # The committed speculative campaigns (cited by the CPU-host note) and the fixture files
     # (cited by the fixture note) get no page of their own; a committed campaign no authored

@@ -9,11 +9,15 @@ rules cannot silently turn those tests into no-ops.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import yaml
 from factories import (
@@ -208,6 +212,13 @@ def site_paths(base: Path, inputs: Inputs, published: Path | None = None) -> Sit
     )
 
 
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file and directory under root (and symlinks as their target), hashed."""
+    return {str(p.relative_to(root)): "link:" + os.readlink(p) if p.is_symlink()
+            else hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
 @dataclass
 class BuiltSite:
     """A built site's directories. (Not its BuildResult: the `built_site` fixture's build may
@@ -216,9 +227,21 @@ class BuiltSite:
     paths: SitePaths
     inputs: Inputs
 
+    @property
+    def results_before(self) -> dict[str, Any]:
+        """The results dir as it was just before the build: snapshot() and its mtime."""
+        return json.loads((self.inputs.results_dir.parent / RESULTS_BEFORE).read_text())
+
+
+RESULTS_BEFORE = "results-before-build.json"
+
 
 def build_test_site(base: Path) -> BuiltSite:
     inputs = make_inputs(base / "in")
+    # For test_site_safety: the build must leave its input as it found it, to the byte.
+    before = {"tree": snapshot(inputs.results_dir),
+              "mtime_ns": inputs.results_dir.stat().st_mtime_ns}
+    (base / "in" / RESULTS_BEFORE).write_text(json.dumps(before))
     paths = site_paths(base, inputs)
     build_site(paths)
     return BuiltSite(paths, inputs)

@@ -4,7 +4,6 @@ and long texts from data are safe on the page."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -20,6 +19,7 @@ from test_publish_inputs import (
     gpu_results,
     make_inputs,
     site_paths,
+    snapshot,
     versioned_note,
 )
 
@@ -29,20 +29,6 @@ from phase.publish.pages.raw import SHOWN_CHARS
 from phase.publish.site.build import BlockedError, NoteError, SitePaths, build_docs, build_site
 from phase.publish.site.outdirs import MARKER, STAGING_PREFIX, OutputDirError
 from phase.publish.site.paths import GENERATED
-
-
-def _tree(root: Path) -> dict[str, str]:
-    """Every file and directory under root (and symlinks as their target), hashed."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = str(p.relative_to(root))
-        if p.is_symlink():
-            out[rel] = "link:" + os.readlink(p)
-        elif p.is_file():
-            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-        else:
-            out[rel] = "dir"
-    return out
 
 
 def _leftovers(*dirs: Path) -> list[Path]:
@@ -61,13 +47,13 @@ def _dirs(inputs, published: Path) -> list[str]:
 def test_site_dir_pointing_at_the_results_loses_nothing(tmp_path: Path) -> None:
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
     (inputs.results_dir / "schema.json").write_text("{}")
-    before = _tree(inputs.results_dir)
+    before = snapshot(inputs.results_dir)
     result = _cli("site", *_dirs(inputs, tmp_path / "pub"), "--docs-dir", str(tmp_path / "d"),
                   "--site-dir", str(inputs.results_dir))
     assert result.exit_code == 2, result.output
     assert "--site-dir" in result.output and "overlaps the results dir" in result.output
     assert "Traceback" not in result.output
-    assert _tree(inputs.results_dir) == before
+    assert snapshot(inputs.results_dir) == before
     assert not (tmp_path / "d").exists() and not (tmp_path / "pub").exists()
 
 
@@ -79,11 +65,11 @@ def test_docs_dir_holding_note_sources_is_refused(tmp_path: Path) -> None:
     (package / "raw").mkdir()
     (package / "raw" / "keep.txt").write_text("mine")
     inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
-    before = _tree(package)
+    before = snapshot(package)
     result = _cli("build", *_dirs(inputs, tmp_path / "pub"), "--docs-dir", str(package))
     assert result.exit_code == 2, result.output
     assert f"--docs-dir {package} is not empty and was not made by phase" in result.output
-    assert _tree(package) == before
+    assert snapshot(package) == before
     assert _leftovers(tmp_path) == []
 
 
@@ -101,7 +87,7 @@ def test_directories_phase_did_not_make_are_refused(tmp_path: Path, flag: str,
     path = {"repo": REPO, "home": Path.home(), "root": Path("/"), "symlink": tmp_path / "link",
             "file": tmp_path / "plain", "foreign": foreign}[target]
     watched = {"foreign": foreign, "symlink": tmp_path, "file": tmp_path}.get(target)
-    before = _tree(watched) if watched else None
+    before = snapshot(watched) if watched else None
     other = "--docs-dir" if flag == "--site-dir" else "--site-dir"
     result = _cli("site", *_dirs(inputs, tmp_path / "pub"), flag, str(path),
                   other, str(tmp_path / "other"))
@@ -109,24 +95,10 @@ def test_directories_phase_did_not_make_are_refused(tmp_path: Path, flag: str,
     assert result.output.startswith("error: ") and "nothing was touched" in result.output
     assert "Traceback" not in result.output
     if watched:
-        assert _tree(watched) == before
+        assert snapshot(watched) == before
     assert not (tmp_path / "other").exists()
     assert _leftovers(tmp_path) == []
     assert not list(REPO.glob(f"{STAGING_PREFIX}*"))
-
-
-@pytest.mark.slow  # a whole site: mkdocs build
-def test_a_marked_directory_is_replaced_and_an_empty_one_used(tmp_path: Path) -> None:
-    inputs = make_inputs(tmp_path / "in", versions=1, repo_notes=False)
-    paths = site_paths(tmp_path, inputs)
-    paths.site_dir.mkdir()  # empty: nothing to lose
-    build_site(paths)
-    assert (paths.site_dir / MARKER).is_file() and (paths.docs_dir / MARKER).is_file()
-    (paths.site_dir / "stale.html").write_text("from an older build")
-    build_site(paths)
-    assert not (paths.site_dir / "stale.html").exists()
-    assert (paths.site_dir / "index.html").is_file()
-    assert _leftovers(tmp_path) == []
 
 
 def _one_version_site(base: Path) -> SitePaths:
@@ -135,10 +107,13 @@ def _one_version_site(base: Path) -> SitePaths:
 
 @pytest.fixture(scope="module")
 def one_version_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The one-version fixture note built once for the module (inputs, docs, site, archive)."""
+    """The one-version fixture note built once for the module (inputs, docs, site, archive),
+    its site dir made empty beforehand: an empty directory has nothing to lose, and is used."""
     base = tmp_path_factory.mktemp("one-version")
     make_inputs(base / "in", versions=1, repo_notes=False)
-    build_site(_one_version_site(base))
+    paths = _one_version_site(base)
+    paths.site_dir.mkdir()
+    build_site(paths)
     return base
 
 
@@ -149,7 +124,19 @@ def built(one_version_site: Path,
     trees as they were."""
     shutil.copytree(one_version_site, tmp_path, symlinks=True, dirs_exist_ok=True)
     paths = _one_version_site(tmp_path)
-    return paths, _tree(paths.docs_dir), _tree(paths.site_dir)
+    return paths, snapshot(paths.docs_dir), snapshot(paths.site_dir)
+
+
+@pytest.mark.slow  # a whole site: mkdocs build
+def test_a_marked_directory_is_replaced_and_an_empty_one_used(
+        tmp_path: Path, built: tuple[SitePaths, dict[str, str], dict[str, str]]) -> None:
+    paths, _, _ = built  # built into a site dir that was empty (one_version_site)
+    assert (paths.site_dir / MARKER).is_file() and (paths.docs_dir / MARKER).is_file()
+    (paths.site_dir / "stale.html").write_text("from an older build")
+    build_site(paths)
+    assert not (paths.site_dir / "stale.html").exists()
+    assert (paths.site_dir / "index.html").is_file()
+    assert _leftovers(tmp_path) == []
 
 
 def _break_results(paths: SitePaths) -> None:
@@ -181,8 +168,8 @@ def test_a_failed_build_leaves_the_previous_docs_and_site(
     breaks(paths)
     with pytest.raises(error):
         build_site(paths)
-    assert _tree(paths.docs_dir) == docs
-    assert _tree(paths.site_dir) == site
+    assert snapshot(paths.docs_dir) == docs
+    assert snapshot(paths.site_dir) == site
     assert not (paths.published_dir / "speculative-fixture").exists()
     assert _leftovers(tmp_path) == []
 
@@ -201,17 +188,17 @@ def test_generated_parts_next_to_hand_written_pages(tmp_path: Path) -> None:
     paths = SitePaths.default(REPO, results_dir=inputs.results_dir, notes_dir=inputs.notes_dir,
                               docs_src=docs, docs_dir=docs, site_dir=tmp_path / "site",
                               published_dir=tmp_path / "pub")
-    hand_written = _tree(docs)
+    hand_written = snapshot(docs)
     build_site(paths)
     for part in ("notes", "raw", "assets/vendor"):
         assert (docs / part / MARKER).is_file(), part
-    assert {k: v for k, v in _tree(docs).items() if k in hand_written} == hand_written
+    assert {k: v for k, v in snapshot(docs).items() if k in hand_written} == hand_written
     assert (paths.site_dir / "about.html").is_file()
     _break_link(paths)
-    generated = _tree(docs)
+    generated = snapshot(docs)
     with pytest.raises(PhaseError):
         build_site(paths)
-    assert _tree(docs) == generated
+    assert snapshot(docs) == generated
     # An older build's notes/ (no marker) is refused, not deleted.
     (docs / "notes" / MARKER).unlink()
     with pytest.raises(OutputDirError, match=r"generated dir .*/docs/notes is not empty") as info:
@@ -221,18 +208,16 @@ def test_generated_parts_next_to_hand_written_pages(tmp_path: Path) -> None:
     assert _leftovers(tmp_path) == []
 
 
-@pytest.mark.slow  # a whole site: mkdocs build
-def test_site_writes_nothing_under_results(tmp_path: Path) -> None:
-    inputs = make_inputs(tmp_path / "in", versions=2, repo_notes=True)
-    before = _tree(inputs.results_dir)
-    mtime = inputs.results_dir.stat().st_mtime_ns
-    result = _cli("site", *_dirs(inputs, tmp_path / "pub"), "--docs-dir", str(tmp_path / "d"),
-                  "--site-dir", str(tmp_path / "s"))
-    assert result.exit_code == 0, result.output
-    assert _tree(inputs.results_dir) == before
-    assert inputs.results_dir.stat().st_mtime_ns == mtime  # nothing created, even briefly
+def test_site_writes_nothing_under_results(built_site) -> None:
+    """The run's whole site (every page kind, the committed campaigns beside the fixtures'),
+    built once for every test that reads it: its results dir as it was before that build."""
+    results = built_site.inputs.results_dir
+    before = built_site.results_before
+    assert snapshot(results) == before["tree"] and len(before["tree"]) > 5
+    assert results.stat().st_mtime_ns == before["mtime_ns"]  # nothing created, even briefly
     # Derived summaries went to the build directory.
-    assert (tmp_path / "s" / "raw" / f"summary-{Path(GPU_FILE).stem}.json").is_file()
+    site = built_site.paths.site_dir
+    assert (site / "raw" / f"summary-{Path(GPU_FILE).stem}.json").is_file()
 
 
 EVIL_TITLE = "x</title><script>alert(1)</script>"

@@ -14,9 +14,11 @@ import hashlib
 import json
 from dataclasses import dataclass
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from phase.base.escaping import vega_safe
+from phase.publish.charts import png_worker
 from phase.publish.charts.png_worker import draw_png
 from phase.publish.numbers.pagenotes import LONG_REASON
 
@@ -83,21 +85,40 @@ def packages() -> str:
     return f"altair {version('altair')}, vl-convert {version('vl-convert-python')}"
 
 
+# The PNG fallback's pixels per CSS pixel.
+PNG_SCALE = 1.5
+# The code that turns a spec into a PNG or writes the Vega bundle: this module and the child
+# that calls vl-convert. With the spec and packages() it decides what vl-convert returns, and
+# nothing else of phase's does (charts/energy.py and the others decide the spec itself).
+DRAWING_MODULES = (Path(__file__), Path(png_worker.__file__))
+
+
+@functools.cache
+def drawing_code() -> str:
+    """The sha256 of the drawing code: what the charts' build-cache entries are bound to in
+    place of all of phase's code, so that an edit elsewhere in phase draws nothing again."""
+    digest = hashlib.sha256()
+    for module in DRAWING_MODULES:
+        digest.update(module.read_bytes())
+    return digest.hexdigest()
+
+
 @functools.lru_cache(maxsize=256)
 def _png(spec_text: str) -> bytes:
     # vl-convert draws a PNG in a few tenths of a CPU second, the same for the same spec: a
     # build keeps them in the build cache, so that a page drawn again (by another build of the
-    # same results) does not draw them again.
+    # same results, or the same build after an edit of phase's code) does not draw them again.
     from phase.publish.data.cache import DatasetCache, decode_bytes, encode_bytes
 
     digest = hashlib.sha256(spec_text.encode()).hexdigest()
-    return DatasetCache().memo("chart-png", [digest, packages()], lambda: _draw(spec_text),
-                               sha256=digest, encode=encode_bytes, decode=decode_bytes)
+    return DatasetCache().memo("chart-png", [digest, packages(), PNG_SCALE],
+                               lambda: _draw(spec_text), sha256=digest, code=drawing_code(),
+                               encode=encode_bytes, decode=decode_bytes)
 
 
 def _draw(spec_text: str) -> bytes:
     # In a child process: vl-convert aborts the process it runs in on some input.
-    return draw_png(spec_text, vl_version(), 1.5)
+    return draw_png(spec_text, vl_version(), PNG_SCALE)
 
 
 def render_png(spec: dict[str, Any]) -> bytes:

@@ -15,7 +15,12 @@ would be.
 
 `memo` keeps other derived values the same way: a rendered data page, and what vl-convert
 draws (a chart's PNG, the site's Vega bundle: phase/publish/charts/spec.py), keyed by the
-spec's sha256 or the package versions instead of a results file's.
+spec's sha256 or the package versions instead of a results file's. What vl-convert draws
+does not depend on the rest of phase's code, only on the spec, the package versions and
+the few lines that call vl-convert: those entries are bound to a digest of that code instead
+(memo's `code`) and kept in one directory, CHARTS, across phase's code fingerprints, so that
+a change anywhere else in phase (every edit during development) does not draw every chart
+again.
 
 Entries are JSON bound to the file's sha256 and phase's code fingerprint with a digest over
 their content (phase.storage.cache_entry): an entry that does not match, or whose content was
@@ -49,6 +54,9 @@ from phase.storage.jsonread import decode_utf8, parse_json, read_regular_bytes
 from phase.validate import Finding, Report, RuleSettings
 
 SUBDIR = "build-cache"
+# Entries bound to their own code's digest rather than phase's (memo's `code`): not one of the
+# fingerprints' directories, so _prune never removes it.
+CHARTS = "charts"
 KEEP_FINGERPRINTS = 3
 # Entries of files seen once (a test's temporary directory) would otherwise pile up: beyond
 # this, the least recently used go first.
@@ -100,6 +108,17 @@ def _trim(directory: Path, max_bytes: int) -> None:
         except OSError:
             continue
         total -= st.st_size
+
+
+_TRIMMED: set[Path] = set()
+
+
+def _trim_once(directory: Path, max_bytes: int) -> None:
+    """_trim, once per process and directory: a build stores a chart at a time, each through
+    a cache of its own, and listing the directory at every one would cost more than it saves."""
+    if directory not in _TRIMMED:
+        _TRIMMED.add(directory)
+        _trim(directory, max_bytes)
 
 
 def _prune(root: Path, keep: Path) -> None:
@@ -159,8 +178,8 @@ class DatasetCache:
         self.misses = 0
         self._pruned = False
 
-    def _bound(self, key: str, sha256: str) -> dict[str, str]:
-        return {"key": key, "results_sha256": sha256, "code": code_fingerprint()}
+    def _bound(self, key: str, sha256: str, code: str | None = None) -> dict[str, str]:
+        return {"key": key, "results_sha256": sha256, "code": code or code_fingerprint()}
 
     def load(self, path: Path, settings: RuleSettings) -> tuple[Report, Dataset | None]:
         try:
@@ -190,15 +209,19 @@ class DatasetCache:
         return report, ds
 
     def memo(self, kind: str, key: Any, make: Callable[[], T], *, sha256: str,
-             encode: Callable[[T], Any], decode: Callable[[Any], T]) -> T:
+             encode: Callable[[T], Any], decode: Callable[[Any], T],
+             code: str | None = None) -> T:
         """make(), or what it returned for the same kind and key before (a page rendered from
         the same inputs), for the results file with `sha256`. The key must hold every input
         the value depends on besides phase's own code; it is JSON-encoded (other values by
-        repr). `encode`/`decode` turn the value into JSON values and back."""
+        repr). `encode`/`decode` turn the value into JSON values and back. `code`, where
+        given, is a digest of the only code of phase's that the value depends on: the entry
+        is bound to it instead of phase's whole code, in the CHARTS directory."""
         text = json.dumps([kind, key], sort_keys=True, default=repr)
         name = hashlib.sha256(text.encode()).hexdigest()
-        entry = self.dir / f"{name}.{kind}"
-        bound = self._bound(name, sha256)
+        directory = self.dir if code is None else self.root / CHARTS
+        entry = directory / f"{name}.{kind}"
+        bound = self._bound(name, sha256, code)
         cached = read_entry(entry, bound)
         if cached is not None:
             try:
@@ -212,6 +235,8 @@ class DatasetCache:
         self.misses += 1
         value = make()
         write_entry(entry, encode(value), bound)
+        if code is not None:
+            _trim_once(directory, self.max_bytes)
         return value
 
     def _store(self, head: Path, bound: dict[str, str], ds: Dataset) -> None:

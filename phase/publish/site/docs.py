@@ -23,7 +23,7 @@ from pathlib import Path
 
 from phase.base.errors import PhaseError
 from phase.publish.archive.store import Archive, FrozenVersion
-from phase.publish.charts.spec import packages, vega_bundle
+from phase.publish.charts.spec import drawing_code, packages, vega_bundle
 from phase.publish.data.cache import DatasetCache
 from phase.publish.data.confirmations import CONFIRMATIONS_GLOBAL, attach
 from phase.publish.data.datasets import Dataset
@@ -44,12 +44,13 @@ VEGA_JS = f"{VENDOR_DIR}/vega.js"
 
 
 def _vega_js(cache: DatasetCache) -> str:
-    """The site's Vega bundle, from the build cache while the packages that make it are the
-    same: vl-convert assembles its ~0.9 MB in about three CPU seconds, at every build (the
-    test suite starts `phase build` dozens of times), though it changes only with them."""
+    """The site's Vega bundle, from the build cache while the packages and the code that make
+    it are the same: vl-convert assembles its ~0.9 MB in about three CPU seconds, at every
+    build (the test suite starts `phase build` dozens of times), though it changes only with
+    them."""
     key = packages()
     return cache.memo("vega-js", key, vega_bundle, sha256=hashlib.sha256(key.encode()).hexdigest(),
-                      encode=lambda text: text, decode=_text)
+                      code=drawing_code(), encode=lambda text: text, decode=_text)
 
 
 def _text(value: object) -> str:
