@@ -61,3 +61,17 @@ def test_the_family_builds_it_from_the_campaigns_shortest_key_and_k() -> None:
     assert not strategy.family.samples
     with pytest.raises(ValueError, match="size_n >= 1"):
         SimpleNgramProposer(0, 4)
+
+
+def test_the_bench_replays_greedy_speculation_over_a_given_output() -> None:
+    from bench.ngram_simple_replay import SIZE_N, replay
+
+    # a prompt that repeats a 6-token run followed by 1..8: once the output repeats the run,
+    # the rule drafts what followed it, and the output goes on to emit 1..4 then 9
+    run = [50 + i for i in range(SIZE_N)]
+    prompt = [7, *run, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0]
+    out = [*run, 1, 2, 3, 4, 9, 9, 9]
+    drafted, kept = replay(prompt, out, 64, lambda t: False)
+    assert (drafted, kept) == (8, 4)
+    # a budget that leaves room for no draft: none
+    assert replay(prompt, out, SIZE_N + 1, lambda t: False) == (0, 0)
