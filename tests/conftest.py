@@ -19,8 +19,9 @@ import os
 # campaign computes does not change, only how its idle threads wait.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
+
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,58 @@ from shared_run import once_per_run, run_lock
 from phase.models.sources import TEST_MODEL, resolve
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _pin_worker() -> frozenset[int] | None:
+    """Under pytest-xdist, each worker (and every process it starts) runs on its own share of
+    the CPUs this run may use. Unpinned, two workers' llama.cpp thread pools take turns on
+    the same cores: the test model decoded 2x slower, at 2x the CPU, with 2 threads than
+    with 1 beside a busy worker. phase reads the affinity (physical_cores, usable_cpus), so
+    a pinned worker's campaigns use its cores only, and measure other work on those only.
+    A test that needs every CPU says so (`cores` mark: the pinning is lifted for it).
+    PHASE_TEST_PIN=0 turns it off. Returns every CPU the run may use (None: not pinned)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if not worker.startswith("gw") or os.environ.get("PHASE_TEST_PIN") == "0":
+        return None
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux: no affinity to set
+        return None
+    if count < 2 or len(cpus) < count:
+        return None
+    index = int(worker[2:]) % count
+    share = len(cpus) // count
+    os.sched_setaffinity(0, cpus[index * share:(index + 1) * share])
+    return frozenset(cpus)
+
+
+ALL_CPUS = _pin_worker()
+
+
+def _every_cpu(request: pytest.FixtureRequest) -> Iterator[None]:
+    if ALL_CPUS is None or request.node.get_closest_marker("cores") is None:
+        yield
+        return
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, ALL_CPUS)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _every_cpu_for_cores_modules(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module marked `cores` (its module fixtures included) runs on every CPU of the run,
+    not its worker's share (_pin_worker)."""
+    yield from _every_cpu(request)
+
+
+@pytest.fixture(autouse=True)
+def _every_cpu_for_cores_tests(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked `cores` runs on every CPU of the run (_pin_worker)."""
+    yield from _every_cpu(request)
 
 
 @pytest.fixture(scope="session")

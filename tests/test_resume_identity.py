@@ -14,6 +14,9 @@ from short_prompts import PHASE as SHORT
 from phase.campaign.identity import differences
 from phase.results import ResultsFile, load_raw
 
+# --threads 2 / a 2-thread plan: refused on a worker pinned to one CPU (tests/conftest.py).
+pytestmark = pytest.mark.cores
+
 # --no-profile: the cost profile (most of a small campaign's time) is not what these tests are
 # about; test_campaign.py and test_profile_campaign.py run campaigns with it.
 SMALL = ["--quick", "--no-sensor", "--no-profile", "--prompts", "code", "--strategies",

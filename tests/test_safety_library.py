@@ -35,6 +35,9 @@ from phase.storage.claim import FileBusy, lock_path
 from phase.storage.writing import WriteFailed, atomic_write_text
 from phase.validate import exit_code, validate_file
 
+# --threads 2 / a 2-thread plan: refused on a worker pinned to one CPU (tests/conftest.py).
+pytestmark = pytest.mark.cores
+
 PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
