@@ -139,6 +139,9 @@ def _campaign(out: Path, observer: QuietObserver) -> ResultsFile:
     return load_raw(out)
 
 
+# cores: the hog loads every CPU the run has, as another user's work would, not its
+# worker's share (tests/conftest.py pins each worker).
+@pytest.mark.cores
 @pytest.mark.model
 def test_a_cpu_hog_disturbs_the_runs_it_overlaps_which_are_rerun(tmp_path: Path) -> None:
     hog = HogDuring(3 * len(os.sched_getaffinity(0)))

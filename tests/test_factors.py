@@ -195,6 +195,7 @@ class ThreadsSeen(QuietObserver):
 
 
 
+@pytest.mark.cores  # a threads factor of 1 and 2: refused on a worker pinned to one CPU
 @pytest.mark.model
 def test_a_toy_experiment_over_factors_measures_validates_and_summarizes(
         tmp_path: Path) -> None:
@@ -307,6 +308,7 @@ def test_model_levels_each_decode_on_their_own_engine(tmp_path: Path,
     assert not validate_results(results, out.name).blocking
 
 
+@pytest.mark.cores  # a threads factor of 1 and 2: refused on a worker pinned to one CPU
 @pytest.mark.model
 def test_adaptive_rounds_run_conditions_over_factors_with_plain_at_their_levels(
         tmp_path: Path) -> None:

@@ -149,6 +149,7 @@ class HogDuringProfile(QuietObserver):
 
 # serial: it loads the whole machine with busy processes, and times a decode.
 @pytest.mark.serial
+@pytest.mark.cores  # the hog on every CPU of the run, not the worker's share
 @pytest.mark.model
 def test_a_hog_during_the_profile_marks_and_repeats_its_blocks(tmp_path: Path) -> None:
     plan = replace(
