@@ -53,7 +53,7 @@ data pages, and nothing else; then to 73c5689, the merge of the two; then to 082
 schema 14 (the serving study's records, never written where runs serve one request)
 stamps the derived summaries likewise, and nothing else; then to c0e8033: schema 15 (a
 campaign's stated duration, never written by the campaigns before it) stamps the derived
-summaries, and so their digests on the raw data pages, and nothing else; then to 65f13f8:
+summaries, and so their digests on the raw data pages, and nothing else; then to f2836fc:
 auto's comparator in the serving note is chosen per repeat on the other repeats (the
 auto-floor table, its downloads and the finding change). A change
 that alters pages on purpose (a new column)
@@ -74,7 +74,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "65f13f872d424607af31197cae5cac6ef387babb"
+REFERENCE = "f2836fc13d45df045761fb3cbddff9f5798214c8"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
