@@ -62,7 +62,6 @@ class Judgement:
     disturbed: bool
     reason: str | None
     vs_prefill: float | None = None
-    prefill_runs: int = 0
 
 
 def slot_of(run: Run) -> str:
@@ -136,14 +135,13 @@ def prefill_rate(run: Run) -> float | None:
 
 def prefill_references(results: ResultsFile, run: Run,
                        runs: Sequence[Run] | None = None) -> list[Run]:
-    """The serving runs `run`'s prefill speed is compared with: on its host, started before
-    it, other slots only, none disturbed by load, each with a prefill speed."""
+    """The serving runs `run`'s prefill speed may be compared with: on its host, started
+    before it, other slots only, none disturbed by load (those with a prefill speed count)."""
     slot = slot_of(run)
     return [
         other for other in (results.runs if runs is None else runs)
         if other.host == run.host and other.started_unix_s < run.started_unix_s
         and slot_of(other) != slot and not _load_disturbed(results, other)
-        and prefill_rate(other) is not None
     ]
 
 
@@ -211,7 +209,7 @@ def judge(results: ResultsFile, run: Run, runs: Sequence[Run] | None = None) -> 
                        f"earlier serving runs ({n_prefill}), beyond the noise floor "
                        f"{f_floor:.2f}x")
     return Judgement(vs_profile, vs_condition, n, bool(reasons),
-                     "; ".join(reasons) if reasons else None, vs_prefill, n_prefill)
+                     "; ".join(reasons) if reasons else None, vs_prefill)
 
 
 def disturbed(results: ResultsFile, run: Run,
