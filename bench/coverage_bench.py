@@ -3,7 +3,9 @@
 30%, with and without an outlying run in a third of the campaigns; the false "resolved" rate at
 a true ratio of 1.0; the old percentile bootstrap's coverage on the same draws; and the
 family-wise rate of a note of 24 conditions none of which differs from plain, with and without
-the Benjamini-Hochberg correction. No model: minutes of CPU.
+the Benjamini-Hochberg correction; and the serving note's auto floor (auto over each repeat's
+best rival, chosen on the other repeats) at a tie, a near tie and a clear leader. No model:
+minutes of CPU.
 
     .venv/bin/python -m bench.run --only coverage            # 4000 draws a cell
     .venv/bin/python -m bench.run --only coverage --quick    # 400
@@ -13,13 +15,16 @@ from __future__ import annotations
 
 from bench.common import Context, Section
 from phase.analysis.bench_rows import BenchRow
-from phase.analysis.coverage import Design, family_rate, simulate
+from phase.analysis.coverage import Design, family_rate, floor_coverage, simulate
 
 ROUNDS = (2, 3, 4, 5, 6, 8)
 CVS = (0.05, 0.15, 0.30)
 OUTLIER_SHARES = (0.0, 0.3)
 FAMILY = 24  # the sampling note's ratios to plain
 NOMINAL, TARGET, FALSE_TARGET = 0.95, 0.93, 0.05
+# plain and the two fixed proposers' true relative speeds: a tie, a near tie, a clear leader
+FLOOR_RIVALS = {"tie": (1.0, 1.0, 1.0), "near tie": (1.0, 0.97, 0.8),
+                "clear leader": (0.9, 1.0, 0.7)}
 
 
 def run(ctx: Context) -> Section:
@@ -56,4 +61,19 @@ def run(ctx: Context) -> Section:
             f"Benjamini-Hochberg over the note's {FAMILY} ratios: {rate.corrected:.1%} of "
             f"{notes} notes; uncorrected {rate.uncorrected:.1%}",
             samples={}, breakdown={"uncorrected": [rate.uncorrected]}))
+    _floor_rows(section, draws)
     return section
+
+
+def _floor_rows(section: Section, draws: int) -> None:
+    for n in (3, 4):
+        for label, rivals in FLOOR_RIVALS.items():
+            coverage = floor_coverage(Design(n, 0.08, drift=0.10), rivals, draws=draws,
+                                      seed=13)
+            section.rows.append(BenchRow(
+                "coverage", f"auto floor interval coverage, n={n}, rivals at a {label}",
+                coverage, NOMINAL, "nominal", "share", coverage / NOMINAL, f">= {TARGET:.0%}",
+                coverage >= TARGET,
+                f"auto at 0.98x the best of three rivals {rivals}, each repeat's comparator "
+                f"chosen on the other repeats; run CV 8%, shared drift 10%: {coverage:.1%} "
+                f"of {draws} draws", samples={}, breakdown={}))

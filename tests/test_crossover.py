@@ -15,6 +15,7 @@ import pytest
 from serving_factories import serving_campaign
 
 from phase.analysis import summarize
+from phase.analysis.coverage import Design, floor_coverage
 from phase.analysis.intervals import resolved
 from phase.analysis.rules import (
     NO,
@@ -179,3 +180,23 @@ def test_the_held_out_comparator_does_not_favour_itself() -> None:
         held.append(statistics.fmean(math.log(draw["auto"][r] / chosen[r]) for r in range(3)))
     assert statistics.fmean(same) < -0.02
     assert abs(statistics.fmean(held)) < 0.006
+
+
+@pytest.mark.parametrize("n", (3, 4))
+@pytest.mark.parametrize("rivals", [
+    (1.0, 1.0, 1.0),  # plain and both proposers truly equal: any choice is the best
+    (1.0, 0.97, 0.8),  # a near tie: held out, the 3% slower one is sometimes chosen
+    (0.9, 1.0, 0.7),  # a proposer clearly ahead of plain
+], ids=["tie", "near-tie", "clear"])
+def test_auto_s_floor_interval_covers_its_truth_with_the_held_out_comparator(
+        n: int, rivals: tuple[float, float, float]) -> None:
+    """The auto-floor figure's 95% interval (auto over each repeat's held-out best rival,
+    paired t on logs) against auto's true share of the best rival's speed, with a pace drift
+    shared by every strategy in a repeat and each run's own noise at 8% (campaign 2's
+    spread). With one rival it covers 95%; choosing among three on the other repeats costs
+    about two points (92-94% over 4000 draws a cell, `make bench` coverage rows), short of
+    the 93% the ratio intervals meet. This holds the loss to that size. (The rival chosen on
+    all repeats covers about 95% at these widths, but reads auto about 3% low at a tie: the
+    test above.) 2000 draws: a 93% coverage has a 0.6-point standard error."""
+    coverage = floor_coverage(Design(n, 0.08, drift=0.10), rivals, draws=2000, seed=46)
+    assert coverage >= 0.91, coverage
