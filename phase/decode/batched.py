@@ -14,7 +14,8 @@ request ends at max_new_tokens or at an end-of-generation token; its sequence is
 Proposers are per request, built by the strategy's family (phase.policy.strategies) from
 this module's kit: n-gram state per request, draft proposals through one shared draft context
 that drafts every asking request in the same passes (batched_draft), and `auto` priced at the
-step's batch (AutoProposer.at_batch). A proposal is capped at the request's tokens still to
+step's batch (AutoProposer.at_batch) with this run's own measured step costs
+(policy.step_prices). A proposal is capped at the request's tokens still to
 generate minus one, as in the one-request loops, so no request overshoots max_new_tokens.
 
 Sampling: each request draws from its own generator, seeded by the run's seed and the
@@ -44,6 +45,7 @@ from phase.policy.sampled_auto import SampledAuto
 from phase.policy.sampled_proposers import AdaptiveNgramSampler, NgramSampler
 from phase.policy.sampling import SamplingSettings
 from phase.policy.speculative_sampling import Rows, Verdict, rejection
+from phase.policy.step_prices import StepPrices
 from phase.policy.strategies import Strategy
 
 Costs = Callable[[int], CostTable]
@@ -147,6 +149,7 @@ class BatchedDecoder:
         self._expected = expected
         self.divergences: dict[int, Divergence] = {}
         self.prefill_s: dict[int, float] = {}
+        self.step_prices = StepPrices()
 
     @property
     def capacity(self) -> int:
@@ -202,9 +205,13 @@ class BatchedDecoder:
             tokens.extend(rows)
             positions.extend(range(a.pos, a.pos + len(rows)))
             seqs.extend([a.slot] * len(rows))
+        started = time.perf_counter()
         self.target.decode_rows(tokens, positions, seqs, [True] * len(tokens))
         self.steps += 1
         emissions = tuple(self._settle(a, row0) for a, row0 in zip(active, starts, strict=True))
+        # The pass and its verification, what auto's `at_batch` prices per row: draft passes
+        # are priced apart (their own curve), and admissions' prefill is outside any step.
+        self.step_prices.observe(len(tokens), (time.perf_counter() - started) * 1000.0)
         return StepReport(emissions, len(tokens))
 
     def _propose(self, active: list[_Active]) -> None:
@@ -218,7 +225,7 @@ class BatchedDecoder:
                 continue
             at_batch = getattr(a.proposer, "at_batch", None)
             if at_batch is not None:
-                at_batch(len(active), carried)
+                at_batch(len(active), carried, self.step_prices)
             if self.settings is None:
                 a.proposal = list(a.proposer.propose(a.seq, limit))[:limit]
             else:

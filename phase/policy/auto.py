@@ -22,6 +22,8 @@ requests / c_t(requests) tokens, and a proposal of k tokens adds c_t(carried + k
 to the pass every request waits for. Where the curve is steep (a CPU, whose pass costs grow
 nearly linearly in rows) that added cost outgrows what the proposal saves as the batch grows,
 and auto stops proposing; where it is flat (a GPU at small batches) proposals keep paying.
+The serving loop also hands auto its own steps' costs (`step_prices.StepPrices`): once they
+fit a line, a row a proposal adds is priced no lower than that line's slope.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Protocol
 from phase.costmodel import CostTable
 from phase.policy.estimates import NgramEstimates, PositionEstimate
 from phase.policy.ngram import NgramMatcher
+from phase.policy.step_prices import StepPrices
 from phase.policy.strategies import Proposing, proposing_of
 
 K_MAX = 16
@@ -147,17 +150,29 @@ class AutoProposer:
         if self.draft is not None:
             self.draft.restart(prompt)
 
-    def at_batch(self, requests: int, carried: int) -> None:
+    def at_batch(self, requests: int, carried: int, prices: StepPrices | None = None) -> None:
         """Price the next choice inside a batch of `requests` requests whose pass already
         carries `carried` tokens (every request's next token and the proposals made before
         this one): a plain step's share is c_t(requests) / requests, a proposal's the rows it
         adds. The draft's passes are shared the same way (it drafts every request at once).
-        At one request this is the one-request pricing exactly."""
+        At one request and without `prices` this is the one-request pricing exactly.
+
+        `prices`: the run's own steps so far (time objective only). Once they fit a line, a
+        plain step's share is that line's pass of `requests` rows over `requests`, and a row
+        a proposal adds costs no less than the line's slope: the profile's neighbouring
+        points can differ by less than a row costs (step_prices)."""
         if requests < 1 or carried < requests:
             raise ValueError(f"a batch of {requests} requests carrying {carried} tokens")
         t = self.table
-        self._plain = t.target(requests) / requests
-        added = [t.target(carried + k) - t.target(carried) for k in range(self.k_max + 1)]
+        added = [max(0.0, t.target(carried + k) - t.target(carried))
+                 for k in range(self.k_max + 1)]
+        line = prices.line() if prices is not None and t.unit == "ms" else None
+        if line is None:
+            self._plain = t.target(requests) / requests
+        else:
+            fixed, per_row = line
+            self._plain = (fixed + per_row * requests) / requests
+            added = [max(a, k * per_row) for k, a in enumerate(added)]
         self._base = [t.lookup + self._plain + a for a in added]
         self._share = requests
 

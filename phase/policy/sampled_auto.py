@@ -18,6 +18,7 @@ import numpy as np
 from phase.costmodel import CostTable
 from phase.policy.auto import AutoProposer, Decision
 from phase.policy.speculative_sampling import Rows
+from phase.policy.step_prices import StepPrices
 from phase.policy.strategies import Proposing, proposing_of
 
 
@@ -68,9 +69,9 @@ class SampledAuto:
     def restart(self, prompt: Sequence[int]) -> None:
         self.auto.restart(prompt)
 
-    def at_batch(self, requests: int, carried: int) -> None:
+    def at_batch(self, requests: int, carried: int, prices: StepPrices | None = None) -> None:
         """The batch the next choice is priced in (AutoProposer.at_batch)."""
-        self.auto.at_batch(requests, carried)
+        self.auto.at_batch(requests, carried, prices)
 
     def propose(self, seq: list[int], max_tokens: int,
                 rng: np.random.Generator) -> tuple[list[int], Rows | None]:
