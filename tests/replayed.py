@@ -40,7 +40,11 @@ def replay_json(name: str) -> dict[str, Any]:
     """What `phase sensors --replay NAME --json` prints (phase.sensors.report.survey_snapshot,
     round-tripped through JSON), on a driven clock so its probe and window need no waiting;
     test_sensors_replay.py runs the command itself."""
-    path = MACHINES / f"{name}.json"
+    return replay_json_at(MACHINES / f"{name}.json")
+
+
+def replay_json_at(path: Path) -> dict[str, Any]:
+    """replay_json of a snapshot at `path` (one a test altered)."""
     result = survey_snapshot(path, hz=DEFAULT_PLAN.sample_hz, probe_s=0.2, slow_probe_s=0.2,
                              sample_s=0.2, clock=driven_clock(replay.load(path)))
     return json.loads(json.dumps(result))

@@ -120,8 +120,16 @@ def _sampled(rng: np.random.Generator) -> tuple[list[int], list[np.ndarray]]:
     return [draw(Q[0], rng), draw(Q[1], rng)], Q
 
 
-def test_rejection_sampling_emits_p_at_every_position() -> None:
-    runs = _run(rejection, _sampled)
+@pytest.fixture(scope="module")
+def rejection_runs() -> list[tuple[int, list[int]]]:
+    """The rejection rule's DRAWS verdicts on sampled proposals: two tests read different
+    marginals of the same draws, so they are drawn once."""
+    return _run(rejection, _sampled)
+
+
+def test_rejection_sampling_emits_p_at_every_position(
+        rejection_runs: list[tuple[int, list[int]]]) -> None:
+    runs = rejection_runs
     first = Counter(t[0] for _, t in runs)
     _fits([first[i] for i in range(3)], list(P[0][:3]))
     assert first[3] == 0  # p0 gives token 3 nothing though q0 proposes it
@@ -132,9 +140,10 @@ def test_rejection_sampling_emits_p_at_every_position() -> None:
     _fits([third[i] for i in range(4)], list(P[2]))
 
 
-def test_rejection_keeps_min_p_q_in_expectation() -> None:
+def test_rejection_keeps_min_p_q_in_expectation(
+        rejection_runs: list[tuple[int, list[int]]]) -> None:
     beta = [float(np.minimum(P[i], Q[i]).sum()) for i in range(2)]  # 0.6 and 0.7
-    counts = Counter(a for a, _ in _run(rejection, _sampled))
+    counts = Counter(a for a, _ in rejection_runs)
     expected = [1 - beta[0], beta[0] * (1 - beta[1]), beta[0] * beta[1]]
     _fits([counts[i] for i in range(3)], expected)
 

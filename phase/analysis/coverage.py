@@ -50,17 +50,25 @@ def _sigma(cv: float) -> float:
     return math.sqrt(math.log1p(cv * cv))
 
 
-def _campaign(design: Design, ratio: float, rng: np.random.Generator
-              ) -> tuple[dict[int, float], dict[int, float]]:
-    n = design.n
-    pace = np.exp(rng.normal(0.0, _sigma(design.drift), n))
-    plain = 40.0 * pace * np.exp(rng.normal(0.0, _sigma(design.cv), n))
-    other = 40.0 * ratio * pace * np.exp(rng.normal(0.0, _sigma(design.cv), n))
-    if rng.random() < design.outlier_share:
-        arm = plain if rng.random() < 0.5 else other
-        factor = rng.uniform(1.3, 2.0)
-        arm[rng.integers(n)] *= factor if rng.random() < 0.5 else 1.0 / factor
-    return dict(enumerate(other.tolist())), dict(enumerate(plain.tolist()))
+def _campaigns(design: Design, ratios: np.ndarray, rng: np.random.Generator
+               ) -> list[tuple[dict[int, float], dict[int, float]]]:
+    """One campaign per true ratio, as (condition, plain) by round. Drawn for all of them at
+    once: drawing each campaign alone cost a quarter of the simulation's time in numpy's
+    per-call overhead."""
+    m, n = len(ratios), design.n
+    pace = np.exp(rng.normal(0.0, _sigma(design.drift), (m, n)))
+    plain = 40.0 * pace * np.exp(rng.normal(0.0, _sigma(design.cv), (m, n)))
+    other = 40.0 * ratios[:, None] * pace * np.exp(rng.normal(0.0, _sigma(design.cv), (m, n)))
+    hit = rng.random(m) < design.outlier_share
+    in_plain = rng.random(m) < 0.5
+    factor = rng.uniform(1.3, 2.0, m)
+    scale = np.where(rng.random(m) < 0.5, factor, 1.0 / factor)
+    at = rng.integers(n, size=m)
+    for arm, rows in ((plain, np.flatnonzero(hit & in_plain)),
+                      (other, np.flatnonzero(hit & ~in_plain))):
+        arm[rows, at[rows]] *= scale[rows]
+    return [(dict(enumerate(o)), dict(enumerate(b)))
+            for o, b in zip(other.tolist(), plain.tolist(), strict=True)]
 
 
 def simulate(design: Design, draws: int = 1000, seed: int = 0, legacy_too: bool = True
@@ -68,18 +76,17 @@ def simulate(design: Design, draws: int = 1000, seed: int = 0, legacy_too: bool 
     """One cell; `legacy_too` False skips the (slow) bootstrap, whose coverage is then NaN."""
     rng = np.random.default_rng([seed, design.n, int(design.cv * 1000),
                                  int(design.outlier_share * 1000)])
+    ratios = np.exp(rng.uniform(-0.5, 0.5, draws))
+    tested = _campaigns(design, ratios, rng)
+    null = _campaigns(design, np.ones(draws), rng)
     covered = legacy = false = 0
-    for _ in range(draws):
-        ratio = float(np.exp(rng.uniform(-0.5, 0.5)))
-        values, baseline = _campaign(design, ratio, rng)
+    for ratio, (values, baseline), at_one in zip(ratios.tolist(), tested, null, strict=True):
         iv = intervals.ratio_interval(values, baseline)
         covered += iv is not None and iv.includes(ratio)
         if legacy_too:
             old = intervals_legacy.ratio_interval(values, baseline)
             legacy += old is not None and old.includes(ratio)
-        values, baseline = _campaign(design, 1.0, rng)
-        iv = intervals.ratio_interval(values, baseline)
-        false += intervals.resolved(iv)
+        false += intervals.resolved(intervals.ratio_interval(*at_one))
     return Cell(design, draws, covered / draws, false / draws,
                 legacy / draws if legacy_too else math.nan)
 
@@ -98,8 +105,8 @@ def family_rate(conditions: int, design: Design, notes: int = 200, seed: int = 0
     rng = np.random.default_rng([seed, conditions, design.n, int(design.cv * 1000)])
     alone = together = 0
     for _ in range(notes):
-        family = [intervals.ratio_interval(*_campaign(design, 1.0, rng))
-                  for _ in range(conditions)]
+        family = [intervals.ratio_interval(*c)
+                  for c in _campaigns(design, np.ones(conditions), rng)]
         alone += any(intervals.resolved(iv) for iv in family)
         together += any(intervals.resolved(iv) for iv in intervals.adjust(family))
     return FamilyRate(conditions, design, notes, alone / notes, together / notes)

@@ -118,20 +118,28 @@ def median_interval(values: Sequence[float]) -> Interval | None:
     """The median and its order-statistic interval [x(j), x(n+1-j)], j the largest rank whose
     coverage 1 - 2 P(Binomial(n, 1/2) < j) is still at least 95%; None below MEDIAN_MIN_N
     values (then no interval of a median is honest at 95%)."""
-    from scipy import stats
-
     data = np.sort(_clean(values))
     n = len(data)
     if n < MEDIAN_MIN_N:
         return None
+    rank = _median_rank(n)
+    return Interval(float(np.median(data)), float(data[rank]), float(data[n - 1 - rank]), n,
+                    method="order-statistic")
+
+
+@lru_cache(maxsize=256)
+def _median_rank(n: int) -> int:
+    """The 0-based index of x(j+1) for n values; cached because it depends on n alone and
+    scipy's binomial calls cost more than the rest of an interval (the coverage tests draw
+    thousands of samples of one size)."""
+    from scipy import stats
+
     # binom.ppf gives the smallest j with P(X <= j) >= ALPHA/2; the rank below it is the
     # largest whose two tails together stay within ALPHA.
     j = int(stats.binom.ppf(ALPHA / 2, n, 0.5))
     if stats.binom.cdf(j, n, 0.5) > ALPHA / 2:
         j -= 1
-    rank = max(j, 0)  # 0-based index of x(j+1)
-    return Interval(float(np.median(data)), float(data[rank]), float(data[n - 1 - rank]), n,
-                    method="order-statistic")
+    return max(j, 0)
 
 
 def _degenerate(centre: float, n: int, paired: bool) -> Interval:

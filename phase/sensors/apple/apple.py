@@ -94,6 +94,11 @@ class AppleHost:
     euid: int = field(default_factory=lambda: os.geteuid() if hasattr(os, "geteuid") else -1)
     start_powermetrics: Callable[[float], tuple[Source, Callable[[], None]]] = \
         _live_powermetrics
+    # How long the probe waits for powermetrics' first sample before saying it printed none
+    # (a replay that prints no plist can shorten it: its output is all there at once).
+    first_sample_s: float = FIRST_PLIST_TIMEOUT_S
+    # The least time a snapshot records powermetrics for, so that a few plists arrive.
+    record_s: float = 2.0
 
 
 class ZeusCounter(Sensor):
@@ -289,9 +294,9 @@ def _probe_zeus(host: AppleHost, found: Probe) -> bool:
 def _probe_powermetrics(host: AppleHost, found: Probe) -> None:
     stream = PowermetricsStream(host)
     stream.users += 1  # held while probing
-    if not stream.first.wait(FIRST_PLIST_TIMEOUT_S):
+    if not stream.first.wait(host.first_sample_s):
         printed = stream.pending.decode("utf-8", errors="replace").strip()
-        found.problems.append(f"powermetrics printed no sample in {FIRST_PLIST_TIMEOUT_S:g} s"
+        found.problems.append(f"powermetrics printed no sample in {host.first_sample_s:g} s"
                               + (f"; it printed {printed!r}, not a plist (another output "
                                  "format on this macOS?)" if printed else ""))
     if stream.error and not stream.latest:

@@ -297,7 +297,7 @@ def _record_powermetrics(host: AppleHost, seconds: float) -> dict[str, Any]:
     plist's end where it can) and the readings phase's parser took from it."""
     raw: list[list[Any]] = []
     start = time.monotonic()
-    deadline = start + max(seconds, 2.0)
+    deadline = start + max(seconds, host.record_s)
 
     def recording(interval_s: float) -> tuple[apple.Source, Any]:
         source, stop = host.start_powermetrics(interval_s)
