@@ -146,3 +146,8 @@ def test_energy_per_pass_from_a_counter_and_auto_minimising_energy(tmp_path: Pat
     assert results.config.auto_objective == "energy"
     [auto] = [r for r in results.runs if r.strategy == "auto"]
     assert auto.matches_plain and all(s.expected_gain is not None for s in auto.trace)
+    # The metered profile and auto's decisions from it pass their rules (the runs' short
+    # windows are test_validate_campaign.py's subject, not this one's).
+    report = validate_file(out)
+    assert [(f.rule, f.message) for f in report.findings if f.rule in ("profile", "decisions")
+            and f.severity != "warning"] == []

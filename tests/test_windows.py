@@ -212,12 +212,14 @@ def _quick(out: Path, powercap: Path, *, sized: bool) -> tuple[ResultsFile, list
     assert experiment.quick is not None
     # The quick plan, on one prompt with plain and draft-4 and 12 tokens (a few minutes
     # become one, and the decodes stay short however busy a shared test host is), no profile
-    # (its blocks would stretch to the slow counter), one thread.
+    # (its blocks would stretch to the slow counter), one thread, one repeat (a sized window
+    # lasts at least 3 s whatever a run decodes: a second repeat of each strategy was a third
+    # of this test's time and showed nothing the first does not).
     # disturbed_load None: as the quick plan was before it judged disturbance (a shared test
     # host's load is not what this test is about).
     plan = replace(experiment.quick, prompts=("code",), strategies=("plain", "draft-4"),
-                   tokens=12, profile=False, threads=1, threads_batch=1, quiet_check_s=0.0,
-                   size_windows=sized, disturbed_load=None)
+                   tokens=12, repeats=1, profile=False, threads=1, threads_batch=1,
+                   quiet_check_s=0.0, size_windows=sized, disturbed_load=None)
     options = SensorOptions(rapl_root=str(powercap), hwmon_root=str(out.parent / "none"))
     observer = Lines()
     with prepare(experiment, plan, Destination(out), discover_sensors(options),
