@@ -55,7 +55,9 @@ stamps the derived summaries likewise, and nothing else; then to c0e8033: schema
 campaign's stated duration, never written by the campaigns before it) stamps the derived
 summaries, and so their digests on the raw data pages, and nothing else; then to f2836fc:
 auto's comparator in the serving note is chosen per repeat on the other repeats (the
-auto-floor table, its downloads and the finding change). A change
+auto-floor table, its downloads and the finding change); then to cdd3617: a page that
+hides its table of contents (every note page) no longer writes it into the navigation
+drawer, and every page's template output shifts by the blank lines around it. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -74,7 +76,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "f2836fc13d45df045761fb3cbddff9f5798214c8"
+REFERENCE = "cdd36173310e6050a06190bd43fb52826a10ae17"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
