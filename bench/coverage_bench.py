@@ -3,8 +3,8 @@
 30%, with and without an outlying run in a third of the campaigns; the false "resolved" rate at
 a true ratio of 1.0; the old percentile bootstrap's coverage on the same draws; and the
 family-wise rate of a note of 24 conditions none of which differs from plain, with and without
-the Benjamini-Hochberg correction; and the serving note's auto floor (auto over each repeat's
-best rival, chosen on the other repeats) at a tie, a near tie and a clear leader. No model:
+the Benjamini-Hochberg correction; and the serving note's auto floor (auto over the best of
+three rivals, intervals.floor_interval) at a tie, a near tie and a clear leader. No model:
 minutes of CPU.
 
     .venv/bin/python -m bench.run --only coverage            # 4000 draws a cell
@@ -74,6 +74,6 @@ def _floor_rows(section: Section, draws: int) -> None:
                 "coverage", f"auto floor interval coverage, n={n}, rivals at a {label}",
                 coverage, NOMINAL, "nominal", "share", coverage / NOMINAL, f">= {TARGET:.0%}",
                 coverage >= TARGET,
-                f"auto at 0.98x the best of three rivals {rivals}, each repeat's comparator "
-                f"chosen on the other repeats; run CV 8%, shared drift 10%: {coverage:.1%} "
+                f"auto at 0.98x the best of three rivals {rivals}, its lowest ratio to any "
+                f"of them over 4 levels; run CV 8%, shared drift 10%: {coverage:.1%} "
                 f"of {draws} draws", samples={}, breakdown={}))

@@ -53,6 +53,8 @@ TARGET_HALF_WIDTH = 0.05
 MEDIAN_MIN_N = 6
 # What config.interval_method records for the methods of this module.
 METHOD: Final = "t-log"
+# What floor_interval's intervals are marked with.
+FLOOR_METHOD: Final = "floor-t-log"
 # What each figure's centre and interval are, as the pages name them.
 RATIO_STATISTIC = "geometric mean of the per-round ratios to plain, Student t 95% interval"
 UNPAIRED_STATISTIC = "ratio of geometric means (unpaired), Welch t 95% interval"
@@ -170,25 +172,39 @@ def _t_interval(mean: float, se: float, df: float, n: int, paired: bool) -> Inte
                     p, method="t-log" if paired else "welch-log")
 
 
-def _paired(ratios: np.ndarray) -> Interval:
+@dataclass(frozen=True)
+class _LogRatio:
+    """A ratio on the log scale: its mean, that mean's standard error and degrees of freedom,
+    the values (pairs) it rests on and whether they were paired; `flat` where every log is
+    the same (no spread to estimate)."""
+
+    mean: float
+    se: float
+    df: float
+    n: int
+    paired: bool
+    flat: bool
+
+
+def _paired(ratios: np.ndarray) -> _LogRatio:
     logs = np.log(ratios)
     n = len(logs)
     if np.ptp(logs) == 0:
-        return _degenerate(float(np.exp(logs.mean())), n, True)
+        return _LogRatio(float(logs.mean()), 0.0, n - 1, n, True, True)
     se = float(logs.std(ddof=1)) / math.sqrt(n)
-    return _t_interval(float(logs.mean()), se, n - 1, n, True)
+    return _LogRatio(float(logs.mean()), se, n - 1, n, True, False)
 
 
-def _unpaired(top: np.ndarray, bottom: np.ndarray) -> Interval:
+def _unpaired(top: np.ndarray, bottom: np.ndarray) -> _LogRatio:
     a, b = np.log(top), np.log(bottom)
     n = min(len(a), len(b))
     mean = float(a.mean() - b.mean())
     if np.ptp(a) == 0 and np.ptp(b) == 0:
-        return _degenerate(math.exp(mean), n, False)
+        return _LogRatio(mean, 0.0, n - 1, n, False, True)
     va, vb = float(a.var(ddof=1)) / len(a), float(b.var(ddof=1)) / len(b)
     # Welch-Satterthwaite degrees of freedom (one side without spread gives the other's n-1).
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    return _t_interval(mean, math.sqrt(va + vb), df, n, False)
+    return _LogRatio(mean, math.sqrt(va + vb), df, n, False, False)
 
 
 def _positive(values: Sequence[float] | Mapping[int, float]) -> np.ndarray:
@@ -196,13 +212,8 @@ def _positive(values: Sequence[float] | Mapping[int, float]) -> np.ndarray:
     return data[data > 0]
 
 
-def ratio_interval(values: Sequence[float] | Mapping[int, float],
-                   baseline: Sequence[float] | Mapping[int, float]) -> Interval | None:
-    """values over baseline with its 95% interval and the p-value against 1.0.
-
-    Given mappings from round (repeat) to value, the rounds both share are paired (at least
-    two); otherwise the two samples are compared unpaired. None where either side has fewer
-    than two positive values (a ratio to nothing, or of one run, is not an estimate)."""
+def _log_ratio(values: Sequence[float] | Mapping[int, float],
+               baseline: Sequence[float] | Mapping[int, float]) -> _LogRatio | None:
     if isinstance(values, Mapping) and isinstance(baseline, Mapping):
         rounds = sorted(set(values) & set(baseline))
         pairs = [(values[r], baseline[r]) for r in rounds
@@ -214,6 +225,60 @@ def ratio_interval(values: Sequence[float] | Mapping[int, float],
     if len(top) < 2 or len(bottom) < 2:
         return None
     return _unpaired(top, bottom)
+
+
+def ratio_interval(values: Sequence[float] | Mapping[int, float],
+                   baseline: Sequence[float] | Mapping[int, float]) -> Interval | None:
+    """values over baseline with its 95% interval and the p-value against 1.0.
+
+    Given mappings from round (repeat) to value, the rounds both share are paired (at least
+    two); otherwise the two samples are compared unpaired. None where either side has fewer
+    than two positive values (a ratio to nothing, or of one run, is not an estimate)."""
+    ratio = _log_ratio(values, baseline)
+    if ratio is None:
+        return None
+    if ratio.flat:
+        return _degenerate(math.exp(ratio.mean), ratio.n, ratio.paired)
+    return _t_interval(ratio.mean, ratio.se, ratio.df, ratio.n, ratio.paired)
+
+
+@lru_cache(maxsize=256)
+def _t_upper(tail: float, df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(1 - tail, df))
+
+
+def floor_interval(values: Mapping[int, float], rivals: Sequence[Mapping[int, float]],
+                   family: int = 1) -> tuple[Interval, int] | None:
+    """values over the best of several rivals (auto over the better of plain and the best
+    fixed proposer): the lowest of the ratios to each rival, whichever rival is truly best,
+    with a 95% interval that holds without knowing which, and the index of the rival whose
+    ratio is lowest.
+
+    Each rival's ratio is read as ratio_interval reads it (a t interval on the logs). The
+    interval's low end is the lowest of the rivals' 97.5% one-sided lower ends: the true
+    best rival's ratio is the lowest, and its own lower end lies below it 97.5% of the time.
+    Its high end is the lowest of their upper ends, each at 1 - 2.5% / (rivals x `family`)
+    (Bonferroni): it lies above the lowest true ratio only if every rival's upper end holds,
+    and `family` is how many such intervals a verdict that needs only one of them reads (the
+    levels of a serving campaign). So the interval covers at least 95% by construction, at
+    any gap between the rivals, where choosing the rival first and then comparing with it
+    (on the same repeats, or on the others) covered 92-94% at ties. No p-value: the floor is
+    judged by its ends, not tested against 1.0. None where a rival has no interval."""
+    ratios = [_log_ratio(values, rival) for rival in rivals]
+    if not ratios or any(r is None for r in ratios):
+        return None
+    known = [r for r in ratios if r is not None]
+    lows, highs = [], []
+    for r in known:
+        lows.append(math.exp(r.mean - (0.0 if r.flat else _t_quantile(r.df) * r.se)))
+        tail = ALPHA / 2 / (len(known) * max(family, 1))
+        highs.append(math.exp(r.mean + (0.0 if r.flat else _t_upper(tail, r.df) * r.se)))
+    lowest = min(range(len(known)), key=lambda i: known[i].mean)
+    return Interval(math.exp(known[lowest].mean), min(lows), min(highs),
+                    min(r.n for r in known), all(r.paired for r in known),
+                    method=FLOOR_METHOD), lowest
 
 
 def adjust(family: Sequence[Interval | None]) -> list[Interval | None]:
@@ -246,6 +311,10 @@ def words(method: str | None, paired: bool, n: int) -> str:
     if method == "welch-log":
         return (f"Welch t 95% interval of the ratio of geometric means to plain decoding "
                 f"(unpaired, {n} or more runs a side)")
+    if method == FLOOR_METHOD:
+        return (f"the lowest of the ratios to each rival, {n} paired repeats: low end the "
+                "lowest of their Student t lower ends, high end the lowest of their upper "
+                "ends widened for the rivals and levels (Bonferroni), together a 95% interval")
     if method == "order-statistic":
         return f"order-statistic 95% interval of the median of {n} runs"
     how = "paired by repeat" if paired else "resampled independently"

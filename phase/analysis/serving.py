@@ -8,9 +8,9 @@ level of the campaign's `concurrency` factor, in throughput and in energy per re
     energy       Run.serving's window energy per finished request (whole run or steady
                  state), paired by repeat with plain's at the same level and repeat
                  (intervals.ratio_interval), Benjamini-Hochberg over the window's ratios
-    auto         auto's aggregate tokens/s over the level's best other strategy (plain or a
-                 fixed proposer, the highest median tokens/s), paired by repeat, corrected over
-                 the levels
+    auto         auto's aggregate tokens/s over the better of plain and the best fixed
+                 proposer at each level: its lowest paired ratio to any of them, with an
+                 interval that covers whichever is truly best (intervals.floor_interval)
 
 Only the runs a summary row rests on (undisturbed ones) enter a ratio, so every figure here is
 a figure of the same runs the results table shows.
@@ -18,12 +18,18 @@ a figure of the same runs the results table shows.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from phase.analysis.intervals import Bounds, Interval, adjust, ratio_interval, resolved
+from phase.analysis.intervals import (
+    Bounds,
+    Interval,
+    adjust,
+    floor_interval,
+    ratio_interval,
+    resolved,
+)
 from phase.analysis.queries import levels_text
 from phase.policy.strategies import decides, is_baseline
 from phase.results import Level, ResultsFile, Run, SummaryRow
@@ -226,40 +232,16 @@ class AutoLevel:
     """auto at one level against the better of plain and the best fixed proposer."""
 
     ratio: LevelRatio
-    against: str  # the strategy it is compared with
-
-
-def held_out_best(rivals: Mapping[str, Mapping[int, float]]
-                  ) -> tuple[dict[int, float], list[str]]:
-    """Each repeat's comparator value and name: the rival with the highest median over the
-    OTHER repeats, read at this repeat (cross-fitting). Choosing the best of several noisy
-    rivals on the data it is then compared on favours it (the best of noisy estimates is
-    biased upward: with plain and a proposer truly equal, the larger of two means of three
-    runs each at 10% spread is about 3% high), so the choice never sees the repeat it is
-    read at. A repeat with no other repeat to choose on takes the highest median overall."""
-    repeats = sorted({k for values in rivals.values() for k in values})
-    chosen: dict[int, float] = {}
-    names: list[str] = []
-    for r in repeats:
-        def held(name: str, r: int = r) -> float:
-            others = [v for k, v in rivals[name].items() if k != r]
-            return statistics.median(others) if others else statistics.median(
-                rivals[name].values())
-        present = [name for name in rivals if r in rivals[name]]
-        if not present:
-            continue
-        best = max(present, key=held)
-        chosen[r] = rivals[best][r]
-        names.append(best)
-    return chosen, names
+    against: str  # the rival whose ratio is lowest (the best of them, as far as is seen)
 
 
 def auto_series(results: ResultsFile, rows: Sequence[SummaryRow]) -> list[tuple[str,
                                                                                list[AutoLevel]]]:
-    """Per place, auto's aggregate-throughput ratio to the level's best other strategy (among
-    plain and the fixed proposers, chosen per repeat on the other repeats: held_out_best),
-    paired by repeat and corrected over the levels. Empty where the campaign has no auto or
-    no concurrency."""
+    """Per place, auto's aggregate-throughput ratio to the better of plain and the fixed
+    proposers at each level: the lowest of its paired ratios to each of them, with an
+    interval that holds whichever of them is truly best (intervals.floor_interval, its upper
+    ends widened over the rivals and the levels). Empty where the campaign has no auto or no
+    concurrency."""
     factor = concurrency_factor(results)
     if factor is None:
         return []
@@ -273,22 +255,21 @@ def auto_series(results: ResultsFile, rows: Sequence[SummaryRow]) -> list[tuple[
                       if w == where and not decides(s) and level in v]
             if not rivals:
                 continue
-            values = {r.strategy: _by_repeat(_runs_of(results, r), _speed) for r in rivals}
-            comparator, names = held_out_best(values)
-            value, interval, reason = _paired_values(
-                _by_repeat(_runs_of(results, row), _speed), comparator, "no runs to compare")
-            used = [r for r in rivals if r.strategy in names]
-            against = " or ".join(dict.fromkeys(names)) or "none"
-            levels.append(AutoLevel(LevelRatio(
-                level, value, interval,
-                tuple(row.run_ids) + tuple(i for r in used for i in r.run_ids), reason),
-                against))
+            mine = _by_repeat(_runs_of(results, row), _speed)
+            values = [_by_repeat(_runs_of(results, r), _speed) for r in rivals]
+            found = floor_interval(mine, values, family=len(auto)) if mine else None
+            run_ids = tuple(row.run_ids) + tuple(i for r in rivals for i in r.run_ids)
+            if found is not None:
+                interval, lowest = found
+                ratio = LevelRatio(level, interval.centre, interval, run_ids, None)
+                against = rivals[lowest].strategy
+            else:
+                points = [(v, r.strategy) for r, vs in zip(rivals, values, strict=True)
+                          if (v := _paired_values(mine, vs, "")[0]) is not None]
+                value, against = min(points) if points else (None, "none")
+                ratio = LevelRatio(level, value, None, run_ids, "no runs to compare" if not mine
+                                   else "too few repeats for an interval")
+            levels.append(AutoLevel(ratio, against))
         if levels:
-            fixed = adjust([a.ratio.interval if isinstance(a.ratio.interval, Interval)
-                            else None for a in levels])
-            out.append((where, [AutoLevel(LevelRatio(a.ratio.level, a.ratio.value,
-                                                     f if f is not None else a.ratio.interval,
-                                                     a.ratio.run_ids, a.ratio.reason),
-                                          a.against) for a, f in zip(levels, fixed,
-                                                                     strict=True)]))
+            out.append((where, levels))
     return out

@@ -17,9 +17,11 @@ each strategy's sentence but does not vote: the question is about throughput. Wh
 sensor measured energy, the sentence says "not measured" with the runs' reason.
 
 `auto` is also held to a floor: at every level its throughput over the better of plain and
-the best fixed proposer (by median tokens/s at that level, chosen for each repeat on the
-other repeats: phase.analysis.serving.held_out_best) must be at least `auto_floor`: yes where every
-level's interval lies at or above it, no where one lies wholly below, else not resolved. It
+the best fixed proposer must be at least `auto_floor`. That ratio is the lowest of auto's
+paired ratios to each of them, with an interval that covers it whichever is truly best
+(phase.analysis.intervals.floor_interval): yes where every level's interval lies at or above
+the floor (each level must pass on its own, so no correction), no where one lies wholly below
+it (its upper end is widened over the rivals and the levels for that), else not resolved. It
 is stated with the parts and does not vote either.
 """
 

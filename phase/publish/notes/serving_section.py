@@ -199,10 +199,11 @@ class ServingCalls(CostCalls):
                     ["requests from", "concurrency", "compared with",
                      "auto's tokens/s over it (95% interval)",
                      f"at least {times(rule.auto_floor)}"], cells,
-                    ["The comparator is, for each repeat, the strategy with the highest median "
-                     "tokens/s at that concurrency over the other repeats (chosen on the runs "
-                     "it is compared on, the best of noisy estimates would favour itself). "
-                     "Intervals paired by repeat, Benjamini-Hochberg over the concurrencies."],
+                    ["auto's ratio to the better of them is its lowest ratio to any of them "
+                     "(paired by repeat), named under \"compared with\". The interval holds "
+                     "whichever of them is truly the fastest: its low end is the lowest of "
+                     "the Student t 95% lower ends, its high end the lowest of the upper "
+                     "ends widened (Bonferroni) over the rivals and the concurrencies."],
                     sources)))
         return self._block(parts)
 
