@@ -57,7 +57,10 @@ summaries, and so their digests on the raw data pages, and nothing else; then to
 auto's comparator in the serving note is chosen per repeat on the other repeats (the
 auto-floor table, its downloads and the finding change); then to cdd3617: a page that
 hides its table of contents (every note page) no longer writes it into the navigation
-drawer, and every page's template output shifts by the blank lines around it. A change
+drawer, and every page's template output shifts by the blank lines around it; then to
+bfb89a3: auto's floor in the serving note is its lowest ratio to any rival, with an interval
+that holds whichever is fastest (the auto-floor table, its caption, downloads and the
+finding change). A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -76,7 +79,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "cdd36173310e6050a06190bd43fb52826a10ae17"
+REFERENCE = "bfb89a3f9477c5a5abfb7d27dbef3d38e364b713"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
