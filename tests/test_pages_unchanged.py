@@ -60,7 +60,8 @@ hides its table of contents (every note page) no longer writes it into the navig
 drawer, and every page's template output shifts by the blank lines around it; then to
 bfb89a3: auto's floor in the serving note is its lowest ratio to any rival, with an interval
 that holds whichever is fastest (the auto-floor table, its caption, downloads and the
-finding change). A change
+finding change); then to d46b1ee: that table links each condition's runs once (its
+links change). A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -79,7 +80,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "bfb89a3f9477c5a5abfb7d27dbef3d38e364b713"
+REFERENCE = "d46b1eec60f3cdf0d425fcf31c500252a77ee3ae"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
