@@ -178,7 +178,8 @@ WRITTEN_AS = {"speculative-x86_64-2c-2026-11-30-2.json": 3,
               "speculative_sampling-x86_64-2c-2026-12-03-confirm.json": 12,
               "serving-x86_64-2c-2026-12-06.json": 14,
               "serving-x86_64-2c-2026-12-06-2.json": 14,
-              "serving-x86_64-2c-2026-12-07.json": 15}
+              "serving-x86_64-2c-2026-12-07.json": 15,
+              "serving-x86_64-2c-2026-12-07-2.json": 15}
 
 
 def test_committed_results_files_still_read() -> None:
