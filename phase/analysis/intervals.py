@@ -270,11 +270,9 @@ def floor_interval(values: Mapping[int, float], rivals: Sequence[Mapping[int, fl
     if not ratios or any(r is None for r in ratios):
         return None
     known = [r for r in ratios if r is not None]
-    lows, highs = [], []
-    for r in known:
-        lows.append(math.exp(r.mean - (0.0 if r.flat else _t_quantile(r.df) * r.se)))
-        tail = ALPHA / 2 / (len(known) * max(family, 1))
-        highs.append(math.exp(r.mean + (0.0 if r.flat else _t_upper(tail, r.df) * r.se)))
+    tail = ALPHA / 2 / (len(known) * max(family, 1))
+    lows = [math.exp(r.mean - (0.0 if r.flat else _t_quantile(r.df) * r.se)) for r in known]
+    highs = [math.exp(r.mean + (0.0 if r.flat else _t_upper(tail, r.df) * r.se)) for r in known]
     lowest = min(range(len(known)), key=lambda i: known[i].mean)
     return Interval(math.exp(known[lowest].mean), min(lows), min(highs),
                     min(r.n for r in known), all(r.paired for r in known),
