@@ -29,7 +29,6 @@ from typing import Any
 from markupsafe import Markup
 
 from phase.analysis.formatting import DASH, span, times
-from phase.analysis.queries import condition_key
 from phase.analysis.rules import Crossover
 from phase.analysis.rules.crossover import crossing, crossing_text
 from phase.analysis.serving import (
@@ -44,9 +43,9 @@ from phase.analysis.serving import (
 )
 from phase.base.escaping import markdown_safe
 from phase.publish.data.datasets import Dataset
-from phase.publish.markup.anchors import row_anchor
 from phase.publish.notes.cost_section import CostCalls, CostCell, CostTable, run_links
 from phase.publish.numbers.outcomes import question_of
+from phase.publish.numbers.rungroups import GroupLinks
 from phase.publish.numbers.tables import Link
 from phase.results import ResultsFile, Run
 from phase.validate.rules.serving_gaps import request_kind
@@ -89,15 +88,6 @@ def _median(values: Sequence[float | None]) -> float | None:
     found = [v for v in values if v is not None]
     return statistics.median(found) if found else None
 
-
-
-def condition_links(page: str, runs: Sequence[Run]) -> list[Link]:
-    """One link per condition the runs belong to, labelled by its strategy, to that
-    condition's list of runs on the data page: auto's floor rests on every rival's runs, and
-    a link per run (64 a table) pushed the note past its page weight."""
-    conditions = dict.fromkeys(condition_key(r) for r in sorted(runs, key=lambda r: r.order))
-    return [Link(strategy, f"{page}#{row_anchor(prompt, strategy, levels)}", "")
-            for prompt, strategy, levels in conditions]
 
 class ServingCalls(CostCalls):
     called = False  # whether the page's body called any of these (then nothing is appended)
@@ -197,13 +187,15 @@ class ServingCalls(CostCalls):
             rule = rule_of(raw)
             cells, sources = [], []
             page = self._page(d)
+            groups = GroupLinks(raw, page)
             for where, levels in auto_series(raw, d.summary.rows):
                 for a in levels:
                     floor = rule.floor(a.ratio)
                     cells.append([CostCell(where), CostCell(str(a.ratio.level),
                                                             _num(a.ratio.level)),
                                   CostCell(a.against), _ratio_cell(a.ratio), CostCell(floor)])
-                    sources.append(condition_links(page, self._runs(raw, a.ratio.run_ids)))
+                    sources.append([Link(label, href, "") for label, href in
+                                    groups.by_condition(self._runs(raw, a.ratio.run_ids))])
             if cells:
                 parts.append(self._table(CostTable(
                     "auto-floor", "auto against the better of plain and the best fixed "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from phase.analysis import runs_by_condition
 from phase.analysis.prediction import best_k_rows, proposer_runs
-from phase.analysis.queries import levels_text
+from phase.analysis.queries import Condition, condition_key, levels_text
 from phase.publish.markup.anchors import row_anchor, run_anchor, runs_anchor
 from phase.results import ResultsFile, Run
 
@@ -73,6 +73,20 @@ class GroupLinks:
         if anchor is None:
             return [(r.id, f"{self.page}#{run_anchor(r.id)}") for r in listed]
         return [(runs_label(len(listed)), f"{self.page}#{anchor}")]
+
+    def by_condition(self, runs: Iterable[Run]) -> list[tuple[str, str]]:
+        """(label, href) for runs of several conditions (a figure that rests on every rival's
+        runs): one per condition, labelled by its strategy, to the group of that condition's
+        runs; where no group holds exactly them, one to each of them (labelled by its id)."""
+        conditions: dict[Condition, list[Run]] = {}
+        for run in sorted(runs, key=lambda r: r.order):
+            conditions.setdefault(condition_key(run), []).append(run)
+        out: list[tuple[str, str]] = []
+        for (_, strategy, _), listed in conditions.items():
+            anchor = self.anchors.get(frozenset(r.id for r in listed))
+            out += ([(strategy, f"{self.page}#{anchor}")] if anchor is not None
+                    else [(r.id, f"{self.page}#{run_anchor(r.id)}") for r in listed])
+        return out
 
 
 def runs_label(n: int) -> str:
