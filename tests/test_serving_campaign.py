@@ -32,6 +32,13 @@ from phase.validate.settings import RuleSettings
 
 REPO = Path(__file__).resolve().parent.parent
 SERVING = str(REPO / "experiments" / "serving.py")
+# Four one-line requests (tests/fixtures/workloads/README.md): a serving run's time on a CPU is
+# mostly its requests' prefill, and these are 40-46 tokens under the test model's chat template
+# against the quick plan's 69-78 HumanEval prompts. The tests below are about a campaign's
+# machinery, not its prompts; `phase measure serving --quick` with its own HumanEval prompts runs
+# end to end in tests/test_serving_open_loop.py.
+SHORT = REPO / "tests" / "fixtures" / "workloads" / "short-code.jsonl"
+SHORT_IDS = ("add", "rev", "evens", "count")
 
 pytestmark = pytest.mark.model
 E2E_TARGET_S = 1.0
@@ -46,12 +53,12 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ResultsFil
     # disturbed_load None: a shared test machine's background load must not leave runs out
     # (tests/test_slowdown.py judges disturbance); no waits between runs.
     # A latency target on E2E only, so goodput is recorded (and recomputed below).
-    # The quick plan's own prompts (the four shortest). With the first five, auto's request 4
-    # at concurrency 2 once left plain decoding at its second token (a full make test,
-    # 2026-12-06): a near tie the batch's numerics flip, which the requests' recorded gaps
-    # now tell from a fault (the equality test below allows it).
-    plan = replace(quick, quiet_check_s=0.0, disturbed_load=None, cooldown_s=0.0,
-                   idle_window_s=0.0, serving_e2e_s=E2E_TARGET_S)
+    # A request may leave plain decoding at a near tie the batch's numerics flip (auto's
+    # request 4 at concurrency 2 once did at its second token, a full make test, 2026-12-06),
+    # which the requests' recorded gaps tell from a fault (the equality test below allows it).
+    plan = replace(quick, workload=str(SHORT), prompts=SHORT_IDS, quiet_check_s=0.0,
+                   disturbed_load=None, cooldown_s=0.0, idle_window_s=0.0,
+                   serving_e2e_s=E2E_TARGET_S)
     out = tmp_path_factory.mktemp("serving") / "serving-quick.json"
     with prepare(experiment, plan, Destination(out),
                  discover_sensors(SensorOptions(use=False))) as c:
@@ -79,7 +86,7 @@ def test_one_serving_run_per_strategy_level_and_repeat(
     assert sorted(r.id for r in results.runs) == sorted(
         s.run_id for s in planned_schedule(config))
     assert len(results.runs) == 4 * 2  # strategies x concurrency levels x 1 repeat
-    assert {r.prompt for r in results.runs} == {config.serving.pool} == {"humaneval-4"}
+    assert {r.prompt for r in results.runs} == {config.serving.pool} == {"short-code-4"}
     names = {p.name for p in config.prompts}
     for run in results.runs:
         serving = run.serving
@@ -249,9 +256,9 @@ def test_a_disturbed_serving_run_is_re_run_with_the_same_requests(tmp_path: Path
     assert quick is not None
     # A threshold of 0: any foreign load at all (always measured on Linux) disturbs a run,
     # so every run is disturbed and its slot re-run once.
-    plan = replace(quick, prompts=quick.prompts[:3], strategies=("plain",), profile=False,
-                   tokens=4,
-                   serving_requests=3, factors=(Factor("concurrency", "concurrency", (2,)),),
+    plan = replace(quick, workload=str(SHORT), prompts=SHORT_IDS[:3], strategies=("plain",),
+                   profile=False, tokens=4, serving_requests=3,
+                   factors=(Factor("concurrency", "concurrency", (2,)),),
                    disturbed_load=0.0, slow_vs_profile=None, slow_vs_condition=None,
                    max_reruns=1, quiet_check_s=0.0, cooldown_s=0.0, idle_window_s=0.0)
     out = tmp_path / "rerun.json"
@@ -287,8 +294,8 @@ def test_a_sensor_s_windows_and_samples_become_the_serving_windows_energy(
     experiment = load_experiment("serving")
     quick = experiment.quick_plan()
     assert quick is not None
-    plan = replace(quick, prompts=quick.prompts[:3], strategies=("plain",), profile=False,
-                   tokens=4, serving_requests=5,
+    plan = replace(quick, workload=str(SHORT), prompts=SHORT_IDS[:3], strategies=("plain",),
+                   profile=False, tokens=4, serving_requests=5,
                    factors=(Factor("concurrency", "concurrency", (1,)),), repeats=1,
                    disturbed_load=None, quiet_check_s=0.0, cooldown_s=0.0, idle_window_s=0.2)
     options = SensorOptions(rapl_root=str(powercap), hwmon_root=str(tmp_path / "none"))
