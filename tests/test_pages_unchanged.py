@@ -6,6 +6,9 @@ the code in this checkout. Every generated page, download, chart and archived ve
 byte for byte the same, and the results schema may only have grown (optional fields added
 by a new schema version), never changed what it defined.
 
+REFERENCE's build is kept in the phase cache (``_reference_build``): its code never changes,
+so a later run builds only this checkout's.
+
 ``REFERENCE`` is the commit after which pages are expected to stay put. The structure refactor
 of publish/, decode/ and the figure registry was held to 8200220 (the commit before it); the
 reference then moved to 7465f45, whose schema 6 stamps the derived summaries on the raw data
@@ -68,16 +71,21 @@ moves it again, to its own commit, and says so in its commit message.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
+from importlib import metadata
 from io import BytesIO
 from pathlib import Path
 
 import pytest
+
+from phase.models.sources import cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = "d46b1eec60f3cdf0d425fcf31c500252a77ee3ae"
@@ -136,6 +144,49 @@ def _build(root: Path, inputs: Path) -> None:
     assert done.returncode == 0, f"build in {root} failed:\n{done.stdout}\n{done.stderr}"
 
 
+# What a build leaves that the test compares (and the schema, in SCHEMA_FILE).
+PARTS = ("docs", "site", "published")
+SCHEMA_FILE = "schema.json"
+
+
+def _reference_key() -> str:
+    """What REFERENCE's build depends on besides REFERENCE itself: the interpreter, every
+    installed distribution (mkdocs, Material, Jinja, Altair, vl-convert...) and what this test
+    takes from where."""
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
+    facts = [REFERENCE, sys.version, *dists, repr((INPUTS, CODE, PARTS, RUN_CLI))]
+    return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:32]
+
+
+def _reference_build(tmp_path: Path, inputs: Path) -> Path:
+    """REFERENCE's build: its code never changes, so a build is kept in the phase cache
+    ($PHASE_CACHE/test-pages-reference/KEY, keyed by _reference_key) and later runs compare
+    against it instead of building REFERENCE again (about half this test's time). A new entry
+    appears whole or not at all (renamed into place), and one that lacks a part is built
+    again."""
+    home = cache_dir() / "test-pages-reference"
+    kept = home / _reference_key()
+    if all((kept / part).is_dir() for part in PARTS) and (kept / SCHEMA_FILE).is_file():
+        return kept
+    reference = tmp_path / "reference"
+    shutil.copytree(inputs, reference)
+    _build(reference, inputs)
+    (reference / SCHEMA_FILE).write_text(_schema(reference))
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=home))
+    except OSError:  # a cache that cannot be written: this run's build serves alone
+        return reference
+    try:
+        for part in PARTS:
+            shutil.copytree(reference / part, staging / part, symlinks=True)
+        shutil.copy2(reference / SCHEMA_FILE, staging / SCHEMA_FILE)
+        staging.rename(kept)
+    except OSError:  # no room, or another run kept it first: this run's build serves
+        shutil.rmtree(staging, ignore_errors=True)
+    return reference
+
+
 def _content(path: Path) -> bytes:
     if path.name != "manifest.json":
         return path.read_bytes()
@@ -189,17 +240,16 @@ def _assert_schema_extends(before: dict, after: dict) -> None:
 def test_pages_and_schema_unchanged_since_reference(tmp_path: Path) -> None:
     inputs = tmp_path / "inputs"
     _git_tree(REFERENCE, inputs)
-    reference = tmp_path / "reference"
-    shutil.copytree(inputs, reference)
+    reference = _reference_build(tmp_path, inputs)
     current = tmp_path / "current"
     _checkout_code(current)
-    _build(reference, inputs)
     _build(current, inputs)
 
-    _assert_schema_extends(json.loads(_schema(reference)), json.loads(_schema(current)))
+    _assert_schema_extends(json.loads((reference / SCHEMA_FILE).read_text()),
+                           json.loads(_schema(current)))
     for version in ("v1", "v2"):
         assert (current / "published" / "speculative-decoding-cpu" / version).is_dir()
-    for part in ("docs", "site", "published"):
+    for part in PARTS:
         before, after = _tree(reference / part), _tree(current / part)
         assert len(before) > 20, f"{part}/: the reference build wrote almost nothing"
         assert sorted(after) == sorted(before), f"{part}/: files added or missing"
