@@ -184,7 +184,7 @@ def _reference_build(tmp_path: Path, inputs: Path) -> Path:
         staging.rename(kept)
     except OSError:  # no room, or another run kept it first: this run's build serves
         shutil.rmtree(staging, ignore_errors=True)
-    # Entries for an earlier REFERENCE (or other packages) are never read again (about 40 MB
+    # Entries for an earlier REFERENCE (or other packages) are never read again (about 60 MB
     # each); another run's staging directory is left to it.
     for old in home.iterdir():
         if old != kept and not old.name.startswith(".staging-"):
