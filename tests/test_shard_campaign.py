@@ -22,9 +22,12 @@ PHASE = [str(Path(sys.executable).with_name("phase"))]
 # Two prompts, two strategies, two repeats, 8 tokens: a few seconds per process.
 # --no-disturbance: --quick judges disturbance, and a shared test machine's background load
 # would add "disturbed" findings to what these tests compare (tests/test_slowdown.py judges it).
+# --no-profile: the cost profile was half of each process's time (about 10 of 21 s), and
+# neither plain nor draft-2 reads it; how merge pools the shards' profiles is
+# tests/test_merge_profile.py's.
 QUICK = ["measure", "speculative", "--quick", "--no-sensor", "--prompts", "code,prose",
          "--strategies", "plain,draft-2", "--tokens", "8", "--repeats", "2", "--cooldown", "0",
-         "--idle-window", "0", "--threads", "1", "--no-disturbance"]
+         "--idle-window", "0", "--threads", "1", "--no-disturbance", "--no-profile"]
 SCHEDULER_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
                   "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_JOB_ID", "JOB_COMPLETION_INDEX",
                   "PHASE_SHARD_COUNT", "PHASE_JOB_ID")
