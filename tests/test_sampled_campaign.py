@@ -90,7 +90,7 @@ def test_a_sampled_run_regenerates_from_its_recorded_seed(
     assert sampling is not None
     sampled = [r for r in results.runs if r.seed is not None and r.strategy in ("plain", "draft-4")]
     assert len(sampled) == 2
-    with Engine(test_model_path, test_model_path, n_ctx=4096, n_threads=2) as engine:
+    with Engine(test_model_path, test_model_path, n_ctx=4096, n_threads=1) as engine:
         for run in sampled:
             settings = SamplingSettings(float(run.factors["temperature"]), sampling.top_k,
                                         sampling.top_p, sampling.min_p, run.seed or 0)
@@ -150,7 +150,7 @@ def test_a_sampled_bare_ngram_keeps_the_adaptive_length_the_rules_recompute(
 
     strategy = parse_strategy("ngram")
     assert strategy.adaptive and strategy.max_proposal > START
-    with Engine(test_model_path, None, n_ctx=2048, n_threads=2) as engine:
+    with Engine(test_model_path, None, n_ctx=2048, n_threads=1) as engine:
         prompt = engine.target.tokenize("a b c d e f g h i j k l m n o p " * 12,
                                         add_special=False, parse_special=False)
         proposed = []

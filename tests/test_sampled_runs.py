@@ -21,7 +21,7 @@ N = 12
 
 @pytest.fixture(scope="module")
 def decoder(test_model_path: Path) -> Iterator[SampledDecoder]:
-    with Engine(test_model_path, test_model_path, n_ctx=256, n_threads=2) as engine:
+    with Engine(test_model_path, test_model_path, n_ctx=256, n_threads=1) as engine:
         prompt = engine.format_prompt("Write a haiku about the sea.", chat_template=True)
         yield SampledDecoder(engine.target, engine.draft, prompt)
 

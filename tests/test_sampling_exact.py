@@ -116,7 +116,7 @@ def _row(target: NativeModel, prompt: list[int], after: Sequence[int]) -> np.nda
 
 @pytest.fixture(scope="module")
 def setup(test_model_path: Path) -> Setup:
-    with Engine(test_model_path, test_model_path, n_ctx=128, n_threads=2) as engine:
+    with Engine(test_model_path, test_model_path, n_ctx=128, n_threads=1) as engine:
         assert engine.draft is not None
         prompt = engine.format_prompt(PROMPT, chat_template=False)
         engine.target.clear()

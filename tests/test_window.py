@@ -103,7 +103,7 @@ def test_the_window_closes_when_decoding_fails() -> None:
 
 @pytest.fixture(scope="module")
 def engine(test_model_path: Path) -> Iterator[Engine]:
-    with Engine(test_model_path, test_model_path, n_ctx=256, n_threads=2) as engine:
+    with Engine(test_model_path, test_model_path, n_ctx=256, n_threads=1) as engine:
         yield engine
 
 
