@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import click
@@ -51,18 +52,24 @@ def test_unknown_command_is_a_usage_error() -> None:
 # What no light command may load; each belongs to the commands that decode or draw.
 NOT_FOR_LIGHT = ("llama_cpp", "altair", "pandas", "vl_convert", "mkdocs", "jinja2", "rich")
 COMMITTED = sorted((Path(__file__).resolve().parent.parent / "results").glob("speculative-*.json"))
+# Imported once by the interpreter the commands are forked from (tests/light_commands.py): what
+# nearly every command imports, and nothing of NOT_FOR_LIGHT (each child would report it).
+PRELOAD = ("phase.results", "phase.validate")
+LIGHT_COMMANDS = Path(__file__).resolve().parent / "light_commands.py"
 
 
-def _loaded_by(argv: list[str]) -> tuple[int, list[str]]:
-    """Run `phase ARGV` in a fresh interpreter: its exit code and which of NOT_FOR_LIGHT it
-    loaded (the last line of stdout, after the command's own output)."""
-    code = ("import json, sys; from phase.cli import run_cli; "
-            f"rc = run_cli({argv!r}); "
-            f"print(json.dumps([rc, [m for m in {NOT_FOR_LIGHT!r} if m in sys.modules]]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         stdin=subprocess.DEVNULL, check=True).stdout
-    rc, loaded = json.loads(out.strip().splitlines()[-1])
-    return rc, loaded
+Loaded = tuple[int, list[str]] | str
+
+
+def _loaded_by_each(argvs: list[list[str]]) -> list[Loaded]:
+    """Run `phase ARGV` for each ARGV, each in a child of one fresh interpreter
+    (tests/light_commands.py): its exit code and which of NOT_FOR_LIGHT it had loaded, or
+    the stderr of them all where that command raised."""
+    done = subprocess.run([sys.executable, str(LIGHT_COMMANDS), json.dumps(argvs),
+                           json.dumps(NOT_FOR_LIGHT), json.dumps(PRELOAD)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, check=True)
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    return [done.stderr if found is None else (found[0], found[1]) for found in results]
 
 
 def test_importing_the_cli_loads_no_heavy_library() -> None:
@@ -72,7 +79,7 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
     assert out.strip() == "[]"
 
 
-@pytest.mark.parametrize("argv", [
+LIGHT = [
     ["validate", str(COMMITTED[0])],
     ["schema"],
     ["models", "list"],
@@ -81,9 +88,21 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
     ["predict", "--help"],
     ["measure", "speculative", "--help"],
     ["measure", "speculative", "--tokens", "0"],  # refused on its options: exit 2
-], ids=lambda argv: " ".join(argv[:2]) if argv[0] != "validate" else "validate FILE")
+]
+
+
+@lru_cache(maxsize=1)
+def _light_runs() -> dict[tuple[str, ...], Loaded]:
+    """Every light command run once, together (one interpreter's start for them all)."""
+    return dict(zip(map(tuple, LIGHT), _loaded_by_each(LIGHT), strict=True))
+
+
+@pytest.mark.parametrize("argv", LIGHT, ids=lambda argv: " ".join(argv[:2])
+                         if argv[0] != "validate" else "validate FILE")
 def test_light_commands_start_without_heavy_libraries(argv: list[str]) -> None:
-    rc, loaded = _loaded_by(argv)
+    found = _light_runs()[tuple(argv)]
+    assert not isinstance(found, str), found  # it raised
+    rc, loaded = found
     assert rc in (0, 2) and loaded == [], (rc, loaded)
 
 
@@ -93,7 +112,9 @@ def test_a_refused_build_loads_no_chart_or_table_library(tmp_path: Path) -> None
     (tmp_path / "results").mkdir()
     (tmp_path / "notes").mkdir()
     (tmp_path / "results" / "bad.json").write_text("{")
-    rc, loaded = _loaded_by(["build", "--results-dir", str(tmp_path / "results"),
-                             "--notes-dir", str(tmp_path / "notes"),
-                             "--docs-dir", str(tmp_path / "docs")])
+    (found,) = _loaded_by_each([["build", "--results-dir", str(tmp_path / "results"),
+                                 "--notes-dir", str(tmp_path / "notes"),
+                                 "--docs-dir", str(tmp_path / "docs")]])
+    assert not isinstance(found, str), found  # it raised
+    rc, loaded = found
     assert rc == 1 and not {"altair", "vl_convert", "pandas", "mkdocs", "llama_cpp"} & set(loaded)
