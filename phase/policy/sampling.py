@@ -116,11 +116,13 @@ def distribution(logits: np.ndarray, settings: SamplingSettings) -> np.ndarray:
 def draw(probs: np.ndarray, rng: np.random.Generator) -> int:
     """One token from a probability row (any non-negative weights with a positive sum); never
     a zero-weight token: the first whose running sum exceeds u * total."""
-    cdf = np.cumsum(probs)
+    # The array methods np.cumsum and np.searchsorted call, without their wrappers, which took
+    # half of a draw's time (a sampled step draws once per verified row).
+    cdf = probs.cumsum()
     total = cdf[-1]
     if not total > 0:
         raise ValueError("cannot draw from a row with no probability mass")
-    index = int(np.searchsorted(cdf, rng.random() * total, side="right"))
+    index = int(cdf.searchsorted(rng.random() * total, side="right"))
     if index >= probs.shape[0]:  # u * total rounded up to the total: the last token with mass
         index = int(np.nonzero(probs)[0][-1])
     return index
