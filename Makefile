@@ -68,11 +68,14 @@ serve: site ## browse the built site on http://127.0.0.1:$(PORT)
 screenshots: site ## full-page PNGs of the home page and each note at 1280 px -> docs/screenshots/
 	$(PY) tests/screenshots.py --site-dir site --out docs/screenshots
 
-# Both run in pytest-xdist workers, one per core; tests/conftest.py keeps a module's shared
-# fixtures on one worker and the `serial` tests one after another (tests/xdist_groups.py hands
-# out the groups, heaviest first). PYTEST_ARGS adds options (make test PYTEST_ARGS="-k site -x";
-# PYTEST_ARGS=--cpu-times: each test's CPU seconds); pytest's exit status is make's (5: no
-# tests ran).
+# Both run in pytest-xdist workers: `test` one per core (each pinned to its core, for
+# llama.cpp's threads: tests/conftest.py); `test-fast` one more than the cores, unpinned: it
+# loads no model, and about a fifth of its workers' time went to tests waiting on a clock
+# (sensor replays, sampled windows), which a spare worker fills (on 2 cores, 2026-12-07: 43-44 s
+# against 50 s). tests/conftest.py keeps a module's shared fixtures on one worker and the
+# `serial` tests one after another (tests/xdist_groups.py hands out the groups, heaviest
+# first). PYTEST_ARGS adds options (make test PYTEST_ARGS="-k site -x"; PYTEST_ARGS=--cpu-times:
+# each test's CPU seconds); pytest's exit status is make's (5: no tests ran).
 # The suite starts `phase` as a process some hundreds of times: each start reads compiled
 # bytecode rather than compiling every module again (uv installs without it, and
 # PYTHONDONTWRITEBYTECODE=1, set on some machines, keeps Python from writing it): about half of
@@ -81,15 +84,17 @@ screenshots: site ## full-page PNGs of the home page and each note at 1280 px ->
 # PYTHONDONTWRITEBYTECODE emptied for the tests as well: pytest keeps each test module with its
 # asserts rewritten as bytecode beside it, and without that cache every worker rewrote all of
 # them on every run (collection: 9 s of CPU per process, 3.6 s with it).
-PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n auto --dist loadgroup
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest --dist loadgroup
 PYTEST_ARGS ?=
 FAST := not (model or browser or slurm or slow)
+FAST_WORKERS = $(shell $(PYTHON) -c "import os; print(1 + (len(os.sched_getaffinity(0)) \
+  if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1))")
 
 test: setup bytecode ## the whole suite, in parallel (fetches the small test model on first run)
-	$(PYTEST) $(PYTEST_ARGS)
+	$(PYTEST) -n auto $(PYTEST_ARGS)
 
 test-fast: setup bytecode ## the edit-run loop: no model, browser, Slurm nor full site build (< 1 min)
-	$(PYTEST) -m "$(FAST)" $(PYTEST_ARGS)
+	$(PYTEST) -n $(FAST_WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
 
 bytecode: $(VENV)/.phase-bytecode
 	@$(PY) -m compileall -q phase tests bench
