@@ -38,10 +38,13 @@ from phase.validate import exit_code, validate_file
 # --threads 2 / a 2-thread plan: refused on a worker pinned to one CPU (tests/conftest.py).
 pytestmark = pytest.mark.cores
 
+# profile=False: the cost profile was most of the one campaign this module runs, and what the
+# tests read of it (refusals before loading, a full disk, a resume) is not the profile's; as
+# test_resume_identity's --no-profile.
 PLAN = replace(
     DEFAULT_PLAN, target=TEST_MODEL, draft=TEST_MODEL, prompts=("code",),
     strategies=("plain", "draft-2"), tokens=8, repeats=2, cooldown_s=0.0, idle_window_s=0.0,
-    threads=2, disturbed_load=None, quiet_check_s=0.0,
+    threads=2, disturbed_load=None, quiet_check_s=0.0, profile=False,
 )
 
 
