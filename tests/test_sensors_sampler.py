@@ -305,9 +305,11 @@ def test_meter_csv_written_during_the_run_is_aligned(tmp_path: Path,
         wait_for_row_after(time.time())  # the file has values before the sampler starts
         sampler = running([MeterTrace(MeterSpec(path, "wall", 0.5))])
         win = sampler.begin(idle_s=0.1)
+        # On a loaded machine the writer thread can miss a 0.1 s window altogether (the idle
+        # one did, in a full make test); a row inside each window is this test's premise, so
+        # wait for one before the idle window ends, and again inside the run's.
+        wait_for_row_after(time.time())
         win.start()
-        # On a loaded machine the writer thread can miss a 0.1 s window altogether; a row
-        # inside the window is this test's premise, so wait for one.
         wait_for_row_after(time.time())
         time.sleep(0.1)
         win.stop()
