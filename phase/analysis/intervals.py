@@ -152,10 +152,11 @@ def _degenerate(centre: float, n: int, paired: bool) -> Interval:
 
 
 @lru_cache(maxsize=256)
-def _t_quantile(df: float) -> float:
+def _t_quantile(df: float, tail: float = ALPHA / 2) -> float:
+    """Student t's quantile with `tail` above it (a two-sided 95% interval's by default)."""
     from scipy import stats
 
-    return float(stats.t.ppf(1 - ALPHA / 2, df))
+    return float(stats.t.ppf(1 - tail, df))
 
 
 def _t_interval(mean: float, se: float, df: float, n: int, paired: bool) -> Interval:
@@ -242,13 +243,6 @@ def ratio_interval(values: Sequence[float] | Mapping[int, float],
     return _t_interval(ratio.mean, ratio.se, ratio.df, ratio.n, ratio.paired)
 
 
-@lru_cache(maxsize=256)
-def _t_upper(tail: float, df: float) -> float:
-    from scipy import stats
-
-    return float(stats.t.ppf(1 - tail, df))
-
-
 def floor_interval(values: Mapping[int, float], rivals: Sequence[Mapping[int, float]],
                    family: int = 1) -> tuple[Interval, int] | None:
     """values over the best of several rivals (auto over the better of plain and the best
@@ -272,7 +266,7 @@ def floor_interval(values: Mapping[int, float], rivals: Sequence[Mapping[int, fl
     known = [r for r in ratios if r is not None]
     tail = ALPHA / 2 / (len(known) * max(family, 1))
     lows = [math.exp(r.mean - (0.0 if r.flat else _t_quantile(r.df) * r.se)) for r in known]
-    highs = [math.exp(r.mean + (0.0 if r.flat else _t_upper(tail, r.df) * r.se)) for r in known]
+    highs = [math.exp(r.mean + (0.0 if r.flat else _t_quantile(r.df, tail) * r.se)) for r in known]
     lowest = min(range(len(known)), key=lambda i: known[i].mean)
     return Interval(math.exp(known[lowest].mean), min(lows), min(highs),
                     min(r.n for r in known), all(r.paired for r in known),
