@@ -65,14 +65,15 @@ class GroupLinks:
         self.page = page
         self.anchors = {frozenset(g.run_ids): g.anchor for g in run_groups(raw)}
 
-    def hrefs(self, runs: Iterable[Run]) -> list[tuple[str, str]]:
-        """(label, href): one, to the group of exactly these runs, labelled by their number;
-        where no group holds exactly them, one to each run (labelled by its id) instead."""
+    def hrefs(self, runs: Iterable[Run], label: str | None = None) -> list[tuple[str, str]]:
+        """(label, href): one, to the group of exactly these runs, labelled `label` (else by
+        their number); where no group holds exactly them, one to each run (labelled by its
+        id) instead."""
         listed = sorted(runs, key=lambda r: r.order)
         anchor = self.anchors.get(frozenset(r.id for r in listed))
         if anchor is None:
             return [(r.id, f"{self.page}#{run_anchor(r.id)}") for r in listed]
-        return [(runs_label(len(listed)), f"{self.page}#{anchor}")]
+        return [(label or runs_label(len(listed)), f"{self.page}#{anchor}")]
 
     def by_condition(self, runs: Iterable[Run]) -> list[tuple[str, str]]:
         """(label, href) for runs of several conditions (a figure that rests on every rival's
@@ -81,12 +82,8 @@ class GroupLinks:
         conditions: dict[Condition, list[Run]] = {}
         for run in sorted(runs, key=lambda r: r.order):
             conditions.setdefault(condition_key(run), []).append(run)
-        out: list[tuple[str, str]] = []
-        for (_, strategy, _), listed in conditions.items():
-            anchor = self.anchors.get(frozenset(r.id for r in listed))
-            out += ([(strategy, f"{self.page}#{anchor}")] if anchor is not None
-                    else [(r.id, f"{self.page}#{run_anchor(r.id)}") for r in listed])
-        return out
+        return [link for (_, strategy, _), listed in conditions.items()
+                for link in self.hrefs(listed, label=strategy)]
 
 
 def runs_label(n: int) -> str:
