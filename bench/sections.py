@@ -87,6 +87,8 @@ SECTIONS: tuple[BenchSection, ...] = (
     BenchSection("serving_reference", "phase's batched decoding against llama-server -np N "
                  "with the same settings: aggregate tok/s and acceptance at concurrency 1, 2, "
                  "4, 8, plain and n-gram", "serving_reference", server=True),
+    BenchSection("prefill-occupancy", "one request's prefill beside 0, 3 and 7 others in the "
+                 "shared KV cache, flash attention auto and off", "prefill_occupancy"),
 )
 
 BY_NAME = {s.name: s for s in SECTIONS}
