@@ -24,6 +24,7 @@ from phase.decode.native import ContextOptions, NativeModel
 
 OTHERS = (0, 3, 7)  # other active requests: alone, and at concurrency 4 and 8
 SEQUENCES = 8
+CAMPAIGNS_FLASH_ATTN = ContextOptions(n_ctx=64).flash_attn  # what campaigns run: llama.cpp's auto
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ QUICK = Sizes(prompt_tokens=12, other_cells=16)  # --quick: the shape of the mea
 def run(ctx: Context) -> Section:
     section = Section("prefill-occupancy")
     sizes = QUICK if ctx.quick else Sizes()
-    for flash_attn in ("auto", "off"):
+    for flash_attn in (CAMPAIGNS_FLASH_ATTN, "off"):
         options = ContextOptions(n_ctx=max(ctx.n_ctx, SEQUENCES * sizes.other_cells * 2),
                                  n_threads=ctx.threads, n_threads_batch=ctx.threads,
                                  flash_attn=flash_attn, n_seq_max=SEQUENCES)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from scipy import stats
 
+from phase.policy.strategies import is_baseline
 from phase.results import ResultsFile, Run, load
 from phase.results.serving import ServingRequest
 
@@ -72,9 +73,10 @@ def _condition_table(results: ResultsFile) -> list[str]:
     conditions = _by_condition(results.runs)
     for (level, strategy), values in sorted(conditions.items()):
         ms = [v[0] for v in values]
-        plain = [v[0] for v in conditions.get((level, "plain"), [])]
+        plain = [v[0] for (at, s), vs in conditions.items() if at == level and is_baseline(s)
+                 for v in vs]
         ratio, p = "-", "-"
-        if strategy != "plain" and len(plain) > 1 and len(ms) > 1:
+        if not is_baseline(strategy) and len(plain) > 1 and len(ms) > 1:
             ratio = f"{statistics.mean(ms) / statistics.mean(plain):.3f}x"
             p = f"{stats.ttest_ind(ms, plain, equal_var=False).pvalue:.3f}"
         rows.append(f"| {level} | {strategy} | {len(ms)} | {statistics.mean(ms):.2f} | {ratio} "
