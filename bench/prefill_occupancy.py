@@ -83,8 +83,7 @@ def _arm(model: NativeModel, others: int, sizes: Sizes) -> Callable[[], float]:
         return time.perf_counter() - started
 
     def measure() -> float:
-        for seq in range(SEQUENCES):
-            model.seq_remove(seq, 0)
+        model.clear()
         for seq in range(others):
             model.decode_rows(tokens[:cells], list(range(cells)), [seq] * cells, [False] * cells)
         model.synchronize()

@@ -55,14 +55,15 @@ def _by_condition(runs: list[Run]) -> dict[tuple[int, str], list[tuple[float, fl
     """(level, strategy) -> per run: (prefill ms per token, mean other requests at admission)."""
     out: dict[tuple[int, str], list[tuple[float, float]]] = defaultdict(list)
     for run in runs:
-        requests = run.serving.requests if run.serving is not None else []
+        if run.serving is None or run.disturbed:
+            continue
+        requests = run.serving.requests
         timed = [r for r in requests if r.prefill_s is not None and r.prompt_tokens > 1]
-        if run.disturbed or not timed:
+        if not timed:
             continue
         ms = 1000.0 * sum(r.prefill_s or 0.0 for r in timed) / sum(
             r.prompt_tokens - 1 for r in timed)
         others = statistics.mean(_others(requests, r) for r in requests)
-        assert run.serving is not None
         out[(run.serving.concurrency, run.strategy)].append((ms, others))
     return out
 
