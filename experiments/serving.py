@@ -55,6 +55,11 @@ PLAN = replace(
     repeats=3,
     serving_requests=20,
     factors=(CONCURRENCY,),
+    # Each repeat runs one concurrency level's strategies back to back: shuffled whole, a
+    # repeat of 16 runs put a ratio's two runs up to 15 min apart, and this machine's pace
+    # drifts by several percent over that (campaign 4's C = 8 prefill gap of ~3%, which a
+    # same-process alternated test did not reproduce).
+    blocked_by="concurrency",
 )
 
 # The note's title and finding are this rule's outcome (phase.analysis.rules.crossover): per
@@ -80,8 +85,9 @@ EXPERIMENT = Experiment(
     note="speculation-under-load",
     description=(
         "Serving campaign: each strategy × closed-loop concurrency serves the same seeded "
-        "load of HumanEval requests, decoded together with continuous batching, repeated in "
-        "a freshly shuffled order, greedy, every energy sensor sampled."
+        "load of HumanEval requests, decoded together with continuous batching, each repeat "
+        "one concurrency level's strategies back to back (levels and strategies shuffled), "
+        "greedy, every energy sensor sampled."
     ),
     prompts_dir=HERE / "prompts",
     plan=PLAN,

@@ -86,6 +86,10 @@ def test_one_serving_run_per_strategy_level_and_repeat(
     assert sorted(r.id for r in results.runs) == sorted(
         s.run_id for s in planned_schedule(config))
     assert len(results.runs) == 4 * 2  # strategies x concurrency levels x 1 repeat
+    # In blocks of one concurrency level: every strategy at a level runs before the next level.
+    assert config.blocked_by == "concurrency"
+    by_order = [r.factors["concurrency"] for r in sorted(results.runs, key=lambda r: r.order)]
+    assert by_order[:4] == [by_order[0]] * 4 and by_order[4:] == [by_order[4]] * 4
     assert {r.prompt for r in results.runs} == {config.serving.pool} == {"short-code-4"}
     names = {p.name for p in config.prompts}
     for run in results.runs:
@@ -241,6 +245,7 @@ def test_a_serving_plan_refuses_what_its_runs_cannot_apply(tmp_path: Path) -> No
          "cannot vary with a concurrency factor"),
         (replace(quick, serving_pool="humaneval-53"), "plan.serving_pool"),
         (replace(quick, n_ctx=160), "plan.n_ctx"),  # one request fits (103), two do not
+        (replace(quick, blocked_by="threads"), r"plan.blocked_by .*'concurrency' or None"),
     ]
     for plan, needle in bad:
         out = tmp_path / "x.json"

@@ -209,7 +209,7 @@ def decide(results: ResultsFile, repeat: int) -> Decision:
     due = set(wide) | {(p, PLAIN, levels) for p, _, levels in wide}
     slots = tuple(extra_round(schedule_prompts(config), config.strategies,
                               config.repeats, config.seed, config.shuffle, repeat, due,
-                              config.max_reruns or 0, config.factors))
+                              config.max_reruns or 0, config.factors, config.blocked_by))
     budget_runs = config.extra_budget_runs
     if budget_runs is not None and spent_runs + len(slots) > budget_runs:
         return stop("runs", f"{len(wide)} condition(s) still wider than ±{target:.0%}; the "

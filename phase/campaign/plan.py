@@ -60,6 +60,11 @@ class CampaignPlan:
     # The order is reshuffled for every repeat from this seed (greedy decoding draws nothing).
     seed: int = 0
     shuffle: bool = True
+    # An extra factor's name: each repeat runs one of its levels' conditions back to back,
+    # the levels in a shuffled order (phase.results.schedule); None: each repeat shuffled
+    # whole. The serving study blocks by concurrency, so the runs a ratio to plain pairs are
+    # minutes apart, not a repeat's length.
+    blocked_by: Spec | None = None
     n_ctx: PosInt = 4096
     # None: the physical cores this process may use (llama-bench's default).
     threads: PosInt | None = None
@@ -238,6 +243,7 @@ def campaign_config(plan: CampaignPlan, prompts: list[PromptSpec],
         extra_budget_s=plan.extra_time_s if adaptive else None,
         interval_method=INTERVAL_METHOD if adaptive else None,
         factors=[f.spec() for f in plan.factors],
+        blocked_by=plan.blocked_by,
         sampling=sampling_config(plan),
         workload=workload,
         serving=serving,

@@ -158,6 +158,11 @@ def prepare(
 def _check_factors(plan: CampaignPlan) -> None:
     """A plan's extra factors: well declared, and of kinds the runner applies."""
     check_factors(plan.factors, "plan factors")
+    names = [f.name for f in plan.factors]
+    if plan.blocked_by is not None and plan.blocked_by not in names:
+        allowed = " or ".join([repr(n) for n in names] + ["None"])
+        raise UsageProblem(f"plan.blocked_by (--blocked-by): {plan.blocked_by!r} is not a "
+                           f"factor of this plan; allowed: {allowed}")
     check_runnable(plan.factors)
     check_threads(plan.factors, usable_cpus())
     check_thread_counts([plan.threads], "threads (--threads)")

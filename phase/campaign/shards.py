@@ -154,6 +154,8 @@ def campaign_id(experiment: str, plan: CampaignPlan, count: int, job: str | None
     if not plan.measure_bandwidth:  # nor those from before the memory study's fields
         for name in ("measure_bandwidth", "bandwidth_repeats", "bandwidth_array_bytes"):
             del settings[name]
+    if plan.blocked_by is None:  # nor those from before blocked orders
+        del settings["blocked_by"]
     del settings["confirms"]  # nor those of plans that confirm nothing
     if plan.confirms is not None:
         settings["confirms"] = plan.confirms.model_dump(mode="json")

@@ -136,6 +136,8 @@ def design_line(config: CampaignConfig) -> str:
     conditions = len(configured_conditions(config))
     planned = f"{config.repeats} repeat(s) of {conditions} condition(s), " \
         f"{config.repeats * conditions} runs"
+    if config.blocked_by is not None:
+        planned += f", each repeat in blocks of one {config.blocked_by} level"
     if config.target_half_width is None:
         return f"design: fixed, {planned}"
     budget = [f"{config.extra_budget_runs} runs"] if config.extra_budget_runs is not None else []

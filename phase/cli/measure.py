@@ -108,6 +108,8 @@ def plan_from_options(exp: Experiment, quick: bool, opts: dict[str, Any]) -> Cam
         given["prompts"] = tuple(p.name for p in chosen)
     if given.pop("no_shuffle", False):
         given["shuffle"] = False
+    if given.get("blocked_by") == "none":
+        given["blocked_by"] = None
     if given.pop("raw_prompt", False):
         given["chat_template"] = False
     if given.pop("no_profile", False):
@@ -347,6 +349,11 @@ def _options(exp: Experiment, plan: CampaignPlan) -> Any:
                      help=f"Seed of the shuffled order. [default: {plan.seed}]"),
         click.option("--no-shuffle", is_flag=True, default=None,
                      help="Keep the same order in every repeat."),
+        click.option("--blocked-by", metavar="FACTOR|none",
+                     help="Run each level of this factor's conditions back to back in every "
+                     "repeat, the levels in a shuffled order, so the runs a ratio to plain "
+                     "pairs are minutes apart; none: shuffle each repeat whole [default: "
+                     f"{plan.blocked_by or 'none'}]"),
         click.option("--raw-prompt", is_flag=True, default=None,
                      help="Send prompts without the chat template."),
         click.option("--objective", "auto_objective", type=click.Choice(["time", "energy"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from phase.results.base import NonNegFloat, NonNegInt, PosInt, Strict
 from phase.results.serving import ServingConfig
@@ -136,3 +136,15 @@ class CampaignConfig(Strict):
     # Schema 14: with a `concurrency` factor, how each serving run loads the decoder
     # (phase.results.serving); absent (never written): every run is one request.
     serving: ServingConfig | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Schema 16: the extra factor whose levels the order keeps together (phase.results.
+    # schedule): each repeat runs one level's conditions back to back, the levels in a
+    # shuffled order; absent (never written): each repeat shuffled whole.
+    blocked_by: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _blocks_name_a_factor(self) -> CampaignConfig:
+        if self.blocked_by is not None and self.blocked_by not in {f.name for f in self.factors}:
+            names = ", ".join(repr(f.name) for f in self.factors) or "none declared"
+            raise ValueError(f"blocked_by {self.blocked_by!r} is not one of the campaign's "
+                             f"factors ({names})")
+        return self

@@ -164,11 +164,18 @@ def _v14_to_v15(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v15_to_v16(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 16 added config.blocked_by, whose absence means each repeat was shuffled
+    whole. Nothing to convert."""
+    data["schema_version"] = 16
+    return data
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
                                     5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9,
                                     9: _v9_to_v10, 10: _v10_to_v11, 11: _v11_to_v12,
                                     12: _v12_to_v13, 13: _v13_to_v14,
-                                    14: _v14_to_v15}
+                                    14: _v14_to_v15, 15: _v15_to_v16}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

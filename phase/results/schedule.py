@@ -1,5 +1,7 @@
 """The order runs happen in: every condition (prompt x strategy x a level of each extra factor,
-config.factors) once per repeat, reshuffled per repeat.
+config.factors) once per repeat, reshuffled per repeat; with config.blocked_by (schema 16),
+each repeat runs one level of that factor's conditions back to back, the levels in a shuffled
+order and each level's conditions shuffled.
 
 Part of the results contract: a run's `id` and `order` in a results file are its place in this
 schedule (or, for an adaptive round past the planned repeats, in `extra_round`), which
@@ -71,19 +73,44 @@ def _block(prompts: Sequence[str], strategies: Sequence[str],
     return [(p, s, c) for p in prompts for s in strategies for c in combos]
 
 
+def _ordered(block: list[tuple[str, str, Combination]], seed: int, repeat: int, shuffle: bool,
+             blocked_by: str | None) -> list[tuple[str, str, Combination]]:
+    """A repeat's conditions in the order they run.
+
+    Without `blocked_by`: the whole block shuffled, exactly as before blocks existed (old
+    files' orders and ids replay). With it: grouped by that factor's level, so the conditions
+    a ratio pairs (every strategy at one level) run minutes apart rather than a repeat apart,
+    and drift of the machine's pace over a repeat falls between levels, not inside a pair;
+    the groups' order and each group's order are drawn from the same seeded generator."""
+    if blocked_by is None:
+        if shuffle:
+            random.Random(f"{seed}:{repeat}").shuffle(block)
+        return block
+    groups: dict[Level, list[tuple[str, str, Combination]]] = {}
+    for item in block:
+        groups.setdefault(dict(item[2].levels)[blocked_by], []).append(item)
+    ordered = list(groups.values())
+    if shuffle:
+        rng = random.Random(f"{seed}:{repeat}:blocks")
+        rng.shuffle(ordered)
+        for group in ordered:
+            rng.shuffle(group)
+    return [item for group in ordered for item in group]
+
+
 def schedule(
     prompts: Sequence[str], strategies: Sequence[str], repeats: int, seed: int, shuffle: bool,
-    factors: Sequence[FactorSpec] = (),
+    factors: Sequence[FactorSpec] = (), blocked_by: str | None = None,
 ) -> list[ScheduledRun]:
-    """Every condition once per repeat; each repeat in its own shuffled order.
+    """Every condition once per repeat; each repeat in its own shuffled order (in blocks of
+    one `blocked_by` level, where given).
 
     The order depends only on the seed, so a resumed campaign replays the same schedule.
     """
     out: list[ScheduledRun] = []
     for repeat in range(repeats):
-        block = _block(prompts, strategies, factors)
-        if shuffle:
-            random.Random(f"{seed}:{repeat}").shuffle(block)
+        block = _ordered(_block(prompts, strategies, factors), seed, repeat, shuffle,
+                         blocked_by)
         for prompt, strategy, combo in block:
             out.append(ScheduledRun(repeat, len(out), prompt, strategy, combo))
     return out
@@ -93,7 +120,7 @@ def planned_schedule(config: CampaignConfig) -> list[ScheduledRun]:
     """The whole schedule a results file's config describes. A serving campaign's run
     serves the whole pool of prompts, so its schedule's one "prompt" is the pool's name."""
     return schedule(schedule_prompts(config), config.strategies, config.repeats,
-                    config.seed, config.shuffle, config.factors)
+                    config.seed, config.shuffle, config.factors, config.blocked_by)
 
 
 def schedule_prompts(config: CampaignConfig) -> list[str]:
@@ -125,9 +152,10 @@ def rerun(slot: ScheduledRun, attempt: int, schedule_length: int) -> Rerun:
 
 def extra_round(prompts: Sequence[str], strategies: Sequence[str], repeats: int, seed: int,
                 shuffle: bool, repeat: int, due: set[tuple[str, str, Levels]],
-                max_reruns: int, factors: Sequence[FactorSpec] = ()) -> list[ScheduledRun]:
+                max_reruns: int, factors: Sequence[FactorSpec] = (),
+                blocked_by: str | None = None) -> list[ScheduledRun]:
     """An adaptive round (repeat >= repeats): the schedule's block for `repeat` (every
-    condition, shuffled from the seed and the repeat exactly as a planned repeat is), keeping
+    condition, ordered from the seed and the repeat exactly as a planned repeat is), keeping
     only the `due` conditions (prompt, strategy, levels). Run ids are the schedule's
     (`r<repeat>-<prompt>-<strategy>[-<factor>=<label>...]`).
 
@@ -135,9 +163,7 @@ def extra_round(prompts: Sequence[str], strategies: Sequence[str], repeats: int,
     schedule's length L times 1 + max_reruns), one block of B = prompts x strategies slots per
     round, and each slot leaves room for its own re-runs: slot j of round e (repeat - repeats)
     is at L(1 + R) + (eB + j)(1 + R), its re-run N at that plus N (`rerun(slot, N, 1)`)."""
-    block = _block(prompts, strategies, factors)
-    if shuffle:
-        random.Random(f"{seed}:{repeat}").shuffle(block)
+    block = _ordered(_block(prompts, strategies, factors), seed, repeat, shuffle, blocked_by)
     width = 1 + max_reruns
     base = repeat * len(block) * width  # L(1 + R) + (repeat - repeats) B (1 + R)
     return [ScheduledRun(repeat, base + j * width, p, s, c)

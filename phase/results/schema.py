@@ -312,7 +312,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[15]
+    schema_version: Literal[16]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str

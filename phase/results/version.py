@@ -75,4 +75,7 @@ from typing import Final
 #                (each run priced by its strategy's predicted speed, and the budgets of
 #                adaptive rounds and re-runs), so what the runs took can be checked against
 #                it (phase.results.duration); absent in older files.
-SCHEMA_VERSION: Final = 15
+#   16 (2026-12): config.blocked_by: the extra factor whose levels each repeat runs in blocks
+#                (phase.results.schedule), so a ratio's paired runs are minutes apart;
+#                absent: each repeat shuffled whole, as before.
+SCHEMA_VERSION: Final = 16

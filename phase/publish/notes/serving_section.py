@@ -276,8 +276,13 @@ def load_text(raw: ResultsFile) -> str:
     else:
         how = ("a closed loop: as many clients as the concurrency level, each sending its next "
                "request as soon as its last one ends")
+    order = ""
+    if raw.config.blocked_by is not None:
+        order = (f" Each repeat runs one {raw.config.blocked_by} level's strategies back to "
+                 "back, the levels in a shuffled order, so the runs a ratio pairs are minutes "
+                 "apart.")
     return (f"Each run serves {serving.requests} requests drawn in a seeded order from "
-            f"{serving.pool}, decoded together with continuous batching, under {how}.")
+            f"{serving.pool}, decoded together with continuous batching, under {how}.{order}")
 
 
 def equality_text(raw: ResultsFile, near_tie_gap: float = DEFAULT_SETTINGS.near_tie_gap) -> str:

@@ -200,6 +200,8 @@ def _campaign_identity(raw: ResultsFile) -> list[tuple[str, str]]:
             ("runs", str(len(raw.runs))), ("tokens per run", str(raw.config.tokens)),
             ("repeats", str(raw.config.repeats)), ("seed", str(raw.config.seed)),
             ("shuffled", "yes" if raw.config.shuffle else "no")]
+    if raw.config.blocked_by is not None:
+        rows.append(("in blocks of", f"one {raw.config.blocked_by} level per block"))
     workload = raw.config.workload
     if workload is not None:  # the prompts came from a workload: which, and pinned how
         rows.append(("workload", f"{workload.name}: {workload.count} prompts from "
