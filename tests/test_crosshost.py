@@ -314,3 +314,18 @@ def test_a_host_whose_chip_coverage_is_unknown_is_not_like_for_like(
     assert "not like for like" in text
     assert "what h200 covers is not recorded" in text
     assert "h200: unknown</li>" in text
+
+
+def test_a_confirmation_never_stands_in_for_its_campaign() -> None:
+    """A confirmation re-measures one condition on its selection's machine and build, and is
+    newer: as a host's file the table would show its two strategies for the whole campaign
+    (and set a new build against every other host's)."""
+    names = ["speculative_sampling-x86_64-2c-2026-12-03.json",
+             "speculative_sampling-x86_64-2c-2026-12-03-confirm.json"]
+    datasets = [load_dataset(REPO / "results" / n, RuleSettings())[1] for n in names]
+    assert datasets[1].raw_header is not None and datasets[1].raw_header.confirms is not None
+    (page,) = build_pages(datasets)
+    assert page.campaigns == 1
+    assert [h.dataset for h in page.hosts] == [names[0]]
+    assert {t.prompt for t in page.tables} == {"code", "prose", "edit"}
+    assert len({r.strategy for t in page.tables for r in t.rows}) == 4

@@ -25,6 +25,7 @@ import jinja2
 
 from phase.analysis import FIGURES, PLAIN, row_value
 from phase.analysis.purpose import smoke_reason
+from phase.publish.data.confirmations import is_confirmation
 from phase.publish.data.datasets import Dataset, page_stem
 from phase.publish.markup.anchors import raw_page, run_anchor
 from phase.publish.notes.page import Page
@@ -194,8 +195,12 @@ def _tables(hosts: list[tuple[HostClass, Dataset]]) -> list[PromptTable]:
 
 
 def _records(datasets: list[Dataset]) -> list[Dataset]:
-    """The raw campaigns, without the smoke tests of an experiment that has a study."""
-    raw = [(ds, ds.raw_header) for ds in datasets if ds.raw_header is not None]
+    """The raw campaigns, without the smoke tests of an experiment that has a study, and
+    without confirmations: one re-measures a single condition of the campaign it names, on
+    that campaign's machine and build, so as a host's newest file it would stand in for the
+    whole campaign with its two strategies."""
+    raw = [(ds, ds.raw_header) for ds in datasets
+           if ds.raw_header is not None and not is_confirmation(ds)]
     studied = {h.experiment for _, h in raw if smoke_reason(h) is None}
     return [ds for ds, h in raw if h.experiment not in studied or smoke_reason(h) is None]
 
