@@ -27,7 +27,7 @@ PROMPTS = REPO_ROOT / "experiments" / "prompts"
 GOOD = replace(DEFAULT_PLAN, prompts=("code",))
 
 # A value of the wrong type for every field (strict: 1.5 is no whole number, "3" no number).
-TEXT_FIELDS = ("target", "draft", "workload", "serving_pool")
+TEXT_FIELDS = ("target", "draft", "workload", "serving_pool", "blocked_by")
 WRONG_TYPE: dict[str, Any] = {f.name: ("x" if f.name not in TEXT_FIELDS else 3)
                               for f in fields(CampaignPlan)}
 WRONG_TYPE["factors"] = "x"  # not a tuple of factors (checked by the factors' own rule)
@@ -43,7 +43,7 @@ OUT_OF_RANGE: dict[str, Any] = {
     "max_passes": 0, "bandwidth_repeats": 0, "bandwidth_array_bytes": 0, "sample_top_k": -1,
     "sample_top_p": 0.0, "sample_min_p": 1.0, "seed": 1.5, "serving_requests": 0,
     "serving_pool": "", "serving_steady_b": 0, "serving_ttft_s": 0.0, "serving_tpot_s": -1.0,
-    "serving_e2e_s": math.inf,
+    "serving_e2e_s": math.inf, "blocked_by": "",
 }
 
 
