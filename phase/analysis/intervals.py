@@ -298,8 +298,7 @@ def words(method: str | None, paired: bool, n: int) -> str:
     """What an interval is, for a hover title or a caption: its method and what it rests on
     (`method` None: a summary from before schema 12, whose intervals were bootstrapped)."""
     if method == "t-log":
-        return (f"Student t 95% interval of the geometric mean of {n} per-round ratios to "
-                "plain decoding (on their logs)")
+        return f"Student t 95% interval on the logs of {n} per-round ratios to plain"
     if method == "welch-log":
         return (f"Welch t 95% interval of the ratio of geometric means to plain decoding "
                 f"(unpaired, {n} or more runs a side)")
