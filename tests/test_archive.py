@@ -236,7 +236,7 @@ def test_build_docs_publishes_nothing_and_phase_publish_does(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_the_repository_archive_serves_the_committed_notes(tmp_path: Path) -> None:
     """published/ holds v1 of both repository notes (frozen before the notes' content work),
-    both notes' v2 and the CPU note's v3 and v4; the committed results still match them, so
+    both notes' v2 and the CPU note's v3, v4 and v5; the committed results still match them, so
     nothing is re-published and each published version is served byte for byte."""
     archive = tmp_path / "published"
     shutil.copytree(REPO / "published", archive)
@@ -245,8 +245,9 @@ def test_the_repository_archive_serves_the_committed_notes(tmp_path: Path) -> No
     result = build_docs(paths)
     assert result.states["speculative-decoding"] == ["v1 published", "v2 published"]
     assert result.states["speculative-decoding-cpu"] == ["v1 published", "v2 published",
-                                                           "v3 published", "v4 published"]
-    for slug, newest in (("speculative-decoding", 2), ("speculative-decoding-cpu", 4)):
+                                                           "v3 published", "v4 published",
+                                                           "v5 published"]
+    for slug, newest in (("speculative-decoding", 2), ("speculative-decoding-cpu", 5)):
         for number in range(1, newest + 1):
             frozen = Archive(archive).load(slug, number)
             page = paths.docs_dir / f"notes/{slug}/v{number}/index.md"

@@ -67,8 +67,9 @@ def test_the_cpu_note_shows_the_cost_model_from_version_2_only(tmp_path: Path) -
     results, notes = tmp_path / "results", tmp_path / "notes"
     results.mkdir()
     notes.mkdir()
-    for name in ("speculative-x86_64-2c-2026-11-30.json", *note_results(
-            "2026-11-speculative-decoding-cpu.md")):
+    # Every version's campaign: v1's, v2 to v4's and the latest's.
+    for name in {"speculative-x86_64-2c-2026-11-30.json", "speculative-x86_64-2c-2026-11-30-2.json",
+                 *note_results("2026-11-speculative-decoding-cpu.md")}:
         shutil.copy(REPO / "results" / name, results / name)
     shutil.copy(REPO / "phase/notes/2026-11-speculative-decoding-cpu.md", notes)
     paths = site_paths(tmp_path, type("I", (), {"results_dir": results, "notes_dir": notes})())

@@ -86,19 +86,23 @@ def test_cpu_note_finding_is_computed_from_its_table(built_site) -> None:
     drafts = [r for (p, s), r in rows.items() if s.startswith("draft-")]
     speed = sorted(float(r.cells["speed_vs_plain"].value) for r in drafts)
     cpu = sorted(float(r.cells["cpu_vs_plain"].value) for r in drafts)
-    copied = [float(rows[("edit", s)].cells["speed_vs_plain"].value) for s in ("ngram", "auto")]
+    # Copying and auto on edit are stated with their figure only where resolved; a ratio whose
+    # interval holds 1.0 never is (the correction can only leave fewer resolved).
+    cells = {s: rows[("edit", s)].cells["speed_vs_plain"] for s in ("ngram", "auto")}
+    stated = [s for s, c in cells.items() if float(c.low) > 1 or float(c.high) < 1]
     finding = page.split("**Finding:**", 1)[1].split("\n", 1)[0]
     shown = [text for _, text in _figures(finding)]
     # The ratios it states as findings carry their 95% interval (from version 3 on).
     assert [text.split(" (95% interval ")[0] for text in shown] == [
         f"{speed[0]:.2f}", f"{speed[-1]:.2f}", f"{cpu[0]:.2f}", f"{cpu[-1]:.2f}",
-        *(f"{v:.2f}" for v in copied)]
-    for strategy, text in zip(("ngram", "auto"), shown[4:], strict=True):
-        cell = rows[("edit", strategy)].cells["speed_vs_plain"]
-        assert text.endswith(f" (95% interval {cell.interval})") and float(cell.low) > 1
+        *(f"{float(cells[s].value):.2f}" for s in stated)]
+    for strategy, text in zip(stated, shown[4:], strict=True):
+        assert text.endswith(f" (95% interval {cells[strategy].interval})")
+    if len(stated) < 2:
+        assert "not resolved from plain decoding" in finding
     # Each figure says what it is and how many runs lie behind it.
     titles = [title for title, _ in _figures(finding)]
-    assert all("per-round ratios, 3 runs, lowest" in t for t in titles), titles
+    assert all(re.search(r"per-round ratios, \d+ runs, lowest", t) for t in titles), titles
     assert titles[0].startswith("lowest of 12 conditions; speed_vs_plain of prose × draft-16")
 
 
