@@ -64,7 +64,12 @@ drawer, and every page's template output shifts by the blank lines around it; th
 bfb89a3: auto's floor in the serving note is its lowest ratio to any rival, with an interval
 that holds whichever is fastest (the auto-floor table, its caption, downloads and the
 finding change); then to d46b1ee: that table links each condition's runs once (its
-links change). A change
+links change); then to 981a9f4: schema 16 (config.blocked_by, never written by the
+campaigns before it) stamps the derived summaries, and so their digests on the raw data
+pages; the cross-host table no longer takes a confirmation for its campaign (the sampling
+study's host row and its three prompts' tables); chart data leave out null fields, which
+renames the charts that had them in every note version; a zero-width interval is not drawn
+under its value; a t interval's hover title is shorter. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -88,7 +93,7 @@ import pytest
 from phase.models.sources import cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "d46b1eec60f3cdf0d425fcf31c500252a77ee3ae"
+REFERENCE = "981a9f43f703afe6b5ff1cbe20e92e1a28213bf1"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
