@@ -58,7 +58,7 @@ def _by_condition(runs: list[Run]) -> dict[tuple[int, str], list[tuple[float, fl
         if run.serving is None or run.disturbed:
             continue
         requests = run.serving.requests
-        timed = [r for r in requests if r.prefill_s is not None and r.prompt_tokens > 1]
+        timed = [r for r in requests if _per_token_ms(r) is not None]
         if not timed:
             continue
         ms = 1000.0 * sum(r.prefill_s or 0.0 for r in timed) / sum(
@@ -91,10 +91,12 @@ def _within_runs(results: ResultsFile) -> str:
     xs: list[float] = []
     ys: list[float] = []
     for run in results.runs:
-        requests = run.serving.requests if run.serving is not None else []
+        if run.serving is None or run.disturbed:
+            continue
+        requests = run.serving.requests
         pairs = [(float(_others(requests, r)), ms) for r in requests
                  if (ms := _per_token_ms(r)) is not None]
-        if run.disturbed or len(pairs) < 2:
+        if len(pairs) < 2:
             continue
         mean_x = statistics.mean(x for x, _ in pairs)
         mean_y = statistics.mean(y for _, y in pairs)
