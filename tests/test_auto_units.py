@@ -12,7 +12,7 @@ import pytest
 from cost_factories import make_profile
 
 from phase.costmodel import cost_table
-from phase.policy.auto import AutoProposer
+from phase.policy.auto import AutoProposer, Evidence
 from phase.policy.estimates import NgramEstimates, PositionEstimate, ngram_prior
 from phase.policy.ngram import NgramMatcher
 from phase.policy.proposers import NgramProposer
@@ -95,6 +95,45 @@ def _replay(auto: AutoProposer, prompt: list[int], truth: list[int]) -> list[tup
         auto.observe(len(proposal), m)
         steps.append((len(proposal), m))
     return steps
+
+
+def _short_copying_requests(n: int, tokens: int) -> list[tuple[list[int], list[int]]]:
+    """Requests as a serving run sends them: each a fresh prompt, and a short output made of
+    8-token pieces copied from anywhere in it, each followed by one new token."""
+    rng = random.Random(3)
+    requests = []
+    for _ in range(n):
+        prompt = [rng.randrange(1000) for _ in range(60)]
+        truth: list[int] = []
+        while len(truth) < tokens:
+            start = rng.randrange(50)
+            truth += [*prompt[start:start + 8], rng.randrange(1000, 2000)]
+        requests.append((prompt, truth[:tokens]))
+    return requests
+
+
+def test_autos_sharing_evidence_learn_from_the_requests_before_them() -> None:
+    """A 32-token request is over before its own shadow scoring lifts the n-gram estimates off
+    their modest priors, so an auto that learns alone stays near plain decoding on every
+    request; autos sharing one Evidence (as the batched decoder's requests do) start later
+    requests from what earlier ones learned, and copy more."""
+    table = cost_table(make_profile(lambda b: 11.0 + 30.0 * b), 100)
+    requests = _short_copying_requests(12, 32)
+    alone = [_replay(AutoProposer(table, None), p, t) for p, t in requests]
+    evidence = Evidence.fresh(16)
+    shared = [_replay(AutoProposer(table, None, evidence=evidence), p, t) for p, t in requests]
+    # The first request has nothing before it: the same steps either way.
+    assert shared[0] == alone[0]
+    later_alone = sum(len(steps) for steps in alone[4:])
+    later_shared = sum(len(steps) for steps in shared[4:])
+    assert later_shared < 0.8 * later_alone
+    # What the evidence holds survives a request's begin; an auto of its own starts afresh.
+    # (A 2-token match here is the start of an 8-token piece: its next token is right.)
+    prior = ngram_prior(2)
+    assert evidence.ngram[1].rates(1)[0] > prior + 0.3
+    fresh = AutoProposer(table, None)
+    fresh.begin(requests[0][0])
+    assert fresh.ngram.rates(2, 1)[0] == pytest.approx(prior)
 
 
 def test_auto_copies_where_copying_pays_and_stays_plain_elsewhere() -> None:

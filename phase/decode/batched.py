@@ -15,8 +15,9 @@ Proposers are per request, built by the strategy's family (phase.policy.strategi
 this module's kit: n-gram state per request, draft proposals through one shared draft context
 that drafts every asking request in the same passes (batched_draft), and `auto` priced at the
 step's batch (AutoProposer.at_batch) with this run's own measured step costs
-(policy.step_prices). A proposal is capped at the request's tokens still to
-generate minus one, as in the one-request loops, so no request overshoots max_new_tokens.
+(policy.step_prices) and one acceptance evidence for every request (policy.auto.Evidence). A
+proposal is capped at the request's tokens still to generate minus one, as in the one-request
+loops, so no request overshoots max_new_tokens.
 
 Sampling: each request draws from its own generator, seeded by the run's seed and the
 request's id, so a request's tokens do not depend on which others share its steps.
@@ -38,7 +39,7 @@ from phase.decode.loops import Divergence
 from phase.decode.native import NativeModel
 from phase.decode.sampled import TargetRows
 from phase.policy.acceptance import greedy_verdict
-from phase.policy.auto import K_MAX, AutoProposer
+from phase.policy.auto import K_MAX, AutoProposer, Evidence
 from phase.policy.batching import Emission, Request, StepReport
 from phase.policy.proposers import AdaptiveNgramProposer, NgramProposer
 from phase.policy.sampled_auto import SampledAuto
@@ -56,8 +57,11 @@ class SlotProposers:
     the request's handle on the shared draft, its own n-gram state, auto at the batch."""
 
     def __init__(self, draft: BatchedDraft | None, slot: int, costs: Costs | None,
-                 settings: SamplingSettings | None) -> None:
+                 settings: SamplingSettings | None,
+                 evidence: dict[int, Evidence] | None = None) -> None:
         self._draft, self._slot, self._costs, self._settings = draft, slot, costs, settings
+        # The run's auto evidence by k_max, shared by every request (auto.Evidence).
+        self._evidence = {} if evidence is None else evidence
 
     def draft(self) -> DraftSlot | None:
         if self._draft is None:
@@ -81,7 +85,9 @@ class SlotProposers:
         if self._settings is None:
             # No mirror pass: the batched draft keeps its own rows (batched_draft). The draft
             # reads a prompt only when auto first drafts for it (AutoProposer's lazy_draft).
-            return AutoProposer(table, draft, k_max=k_max, mirrors=False, lazy_draft=True)
+            evidence = self._evidence.setdefault(k_max, Evidence.fresh(k_max))
+            return AutoProposer(table, draft, k_max=k_max, mirrors=False, lazy_draft=True,
+                                evidence=evidence)
         return SampledAuto(table, draft if isinstance(draft, SampledDraftSlot) else None,
                            min(K_MAX, k_max))
 
@@ -150,6 +156,7 @@ class BatchedDecoder:
         self.divergences: dict[int, Divergence] = {}
         self.prefill_s: dict[int, float] = {}
         self.step_prices = StepPrices()
+        self._evidence: dict[int, Evidence] = {}
 
     @property
     def capacity(self) -> int:
@@ -179,7 +186,7 @@ class BatchedDecoder:
             self.target.decode_rows(prompt[:-1], list(range(n)), [slot] * n, [False] * n)
             self.target.synchronize()
             self.prefill_s[request.id] = time.perf_counter() - started
-        kit = SlotProposers(self._draft, slot, self._costs, self.settings)
+        kit = SlotProposers(self._draft, slot, self._costs, self.settings, self._evidence)
         proposer = self.strategy.family.proposer(
             self.strategy, kit, len(prompt) + request.max_new_tokens // 2)
         if proposer is not None:

@@ -71,6 +71,11 @@ def ngram_prior(context: int) -> float:
     return context / (context + 4.0)
 
 
+def ngram_buckets(size: int, decay: float, weight: float = 1.0) -> list[PositionEstimate]:
+    """A fresh estimate per matched-context bucket, each at its bucket's prior."""
+    return [PositionEstimate(size, ngram_prior(edge), weight, decay) for edge in CONTEXT_EDGES]
+
+
 @dataclass
 class _Pending:
     start: int  # index in the sequence of the first continuation token
@@ -90,8 +95,9 @@ class NgramEstimates:
     pending: deque[_Pending] = field(default_factory=deque)
 
     def __post_init__(self) -> None:
-        self.buckets = [PositionEstimate(self.size, ngram_prior(edge), self.weight, self.decay)
-                        for edge in CONTEXT_EDGES]
+        # Buckets handed in are shared with other estimates (auto's Evidence): keep them.
+        if not self.buckets:
+            self.buckets = ngram_buckets(self.size, self.decay, self.weight)
 
     def rates(self, context: int, k: int) -> list[float]:
         return self.buckets[context_bucket(context)].rates(k)
