@@ -33,7 +33,7 @@ from phase.campaign.experiment import Experiment
 from phase.campaign.factors import Factor
 from phase.campaign.machine import cpu_model, package_version
 from phase.campaign.plan import CampaignPlan
-from phase.campaign.prompts import load_prompts
+from phase.campaign.prompts import campaign_prompts
 from phase.models.sources import EMBEDDED
 from phase.results import Confirms, ResultsFile, load_raw
 from phase.results.llama_build import enabled_features
@@ -94,12 +94,7 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
         raise UsageProblem(f"{source}: no condition has a speed ratio to plain decoding, so "
                            "there is no headline to confirm")
     config = selection.config
-    recorded = next(p for p in config.prompts if p.name == chosen.prompt)
-    (current,) = load_prompts(experiment.prompts_dir, [chosen.prompt])
-    if current.text != recorded.text:
-        raise UsageProblem(f"{source}: prompt {chosen.prompt}'s text in {experiment.prompts_dir} "
-                           "is not the one the campaign measured; a confirmation must measure "
-                           "the same prompt")
+    prompt_fields = _prompt_fields(experiment, selection, chosen.prompt, source)
     data = read_regular_bytes(path)
     confirms = Confirms(
         campaign_id=selection.campaign_id or selection.id, file=path.name,
@@ -113,8 +108,8 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
         "sample_min_p": sampling.min_p})
     return replace(
         base, **_models(selection),
-        prompts=(chosen.prompt,), strategies=(PLAIN, chosen.strategy),
-        repeats=pairs, shuffle=False, target_half_width=None, extra_runs=None,
+        **prompt_fields, strategies=(PLAIN, chosen.strategy),
+        repeats=pairs, shuffle=False, blocked_by=None, target_half_width=None, extra_runs=None,
         extra_time_s=None, seed=fresh_seed(selection), tokens=config.tokens,
         n_ctx=config.n_ctx, threads=selection.provenance.threads,
         threads_batch=selection.provenance.threads_batch,
@@ -127,6 +122,45 @@ def confirmation_plan(experiment: Experiment, path: Path, pairs: int = PAIRS,
         **sample,
         confirms=confirms,
     )
+
+
+def _prompt_fields(experiment: Experiment, selection: ResultsFile, chosen: str,
+                   source: str) -> dict[str, Any]:
+    """The plan's prompts for the chosen condition, read where the campaign read them (the
+    experiment's files, or its workload) and each checked to be the text it measured: the
+    condition's prompt, or for a serving campaign the whole pool its requests drew from, with
+    the load as the campaign served it."""
+    config = selection.config
+    serving = config.serving
+    if serving is not None:
+        if chosen != serving.pool:
+            raise UsageProblem(f"{source}: the chosen condition's prompt {chosen!r} is not the "
+                               f"serving pool {serving.pool!r} (config.serving.pool)")
+        names = tuple(p.name for p in config.prompts)
+    elif any(p.name == chosen for p in config.prompts):
+        names = (chosen,)
+    else:
+        raise UsageProblem(f"{source}: the chosen condition's prompt {chosen!r} is not one of "
+                           "the campaign's (config.prompts)")
+    workload = config.workload.path or config.workload.name if config.workload else None
+    current, _ = campaign_prompts(experiment.prompts_dir, names, workload)
+    recorded = {p.name: p.text for p in config.prompts}
+    changed = [p.name for p in current if recorded.get(p.name) != p.text]
+    if changed:
+        where = f"workload {workload}" if workload else str(experiment.prompts_dir)
+        raise UsageProblem(f"{source}: the text of prompt(s) {', '.join(changed)} in {where} is "
+                           "not the one the campaign measured; a confirmation must measure the "
+                           "same prompts")
+    fields: dict[str, Any] = {"prompts": names, "workload": workload}
+    if serving is not None:
+        target = serving.latency_target
+        fields.update(
+            serving_requests=serving.requests, serving_request_rate=serving.request_rate,
+            serving_pool=serving.pool, serving_steady_b=serving.steady_state_b,
+            serving_ttft_s=target.ttft_s if target else None,
+            serving_tpot_s=target.tpot_s if target else None,
+            serving_e2e_s=target.e2e_s if target else None)
+    return fields
 
 
 def _model(results: ResultsFile, role: str) -> str | None:
