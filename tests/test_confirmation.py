@@ -132,6 +132,65 @@ def test_a_changed_prompt_is_refused(tmp_path: Path) -> None:
         confirmation_plan(experiment, path, here=_here(results))
 
 
+SERVING = Path(__file__).resolve().parent.parent / "results" / "serving-x86_64-2c-2026-12-07-3.json"
+
+
+def test_a_serving_headline_is_confirmed_over_its_whole_pool(tmp_path: Path) -> None:
+    """A serving condition's prompt is its pool: the confirmation serves every prompt of it,
+    read from the campaign's workload, with the campaign's load at the chosen level."""
+    from phase.campaign.experiment import load_experiment
+    from phase.results import load_raw
+
+    selection = load_raw(SERVING)
+    assert selection.config.serving is not None and selection.config.workload is not None
+    plan = confirmation_plan(load_experiment("serving"), SERVING, pairs=4,
+                             here=_here(selection))
+    assert plan.prompts == tuple(p.name for p in selection.config.prompts)
+    assert plan.workload == selection.config.workload.name
+    assert plan.confirms is not None
+    assert plan.strategies == ("plain", plan.confirms.strategy)
+    assert plan.confirms.prompt == selection.config.serving.pool
+    level = plan.confirms.factors["concurrency"]
+    assert [f.levels for f in plan.factors] == [(level,)]
+    # Plain and the chosen strategy alternate: no blocks, no shuffle.
+    assert plan.blocked_by is None and not plan.shuffle
+    serving = selection.config.serving
+    assert (plan.serving_requests, plan.serving_pool, plan.serving_steady_b,
+            plan.serving_request_rate) == (serving.requests, serving.pool,
+                                           serving.steady_state_b, serving.request_rate)
+
+
+def test_a_chosen_prompt_the_campaign_did_not_record_is_refused(tmp_path: Path) -> None:
+    """Not a crash (it was a StopIteration): a usage error naming the prompt and the field."""
+    results = _selection()
+    config = results.config.model_copy(update={"prompts": [
+        p for p in results.config.prompts if p.name != "edit"]})
+    path = write_results(replaced(results, config=config), tmp_path / "s.json")
+    with pytest.raises(UsageProblem, match=r"'edit' is not one of the campaign's "
+                                           r"\(config.prompts\)"):
+        confirmation_plan(_experiment(tmp_path, results), path, here=_here(results))
+
+
+def test_a_serving_confirmation_serves_the_pool_in_alternation() -> None:
+    """The committed serving confirmation passes the rule; the same file claiming another
+    pool, or run in blocks, is blocked at the field."""
+    from phase.results import load_raw
+
+    confirmation = load_raw(SERVING.with_name(SERVING.stem + "-confirm.json"))
+    assert confirmation.config.serving is not None
+    assert not validate_results(confirmation, "c.json").blocking
+    other = confirmation.model_copy(update={"confirms": confirmation.confirms.model_copy(
+        update={"prompt": "mtbench-80"})})
+    paths = {f.json_path for f in validate_results(other, "c.json").findings
+             if f.rule == "confirmation" and f.severity == "blocking"}
+    assert "$.config.serving.pool" in paths
+    blocked = confirmation.model_copy(update={"config": confirmation.config.model_copy(
+        update={"blocked_by": "concurrency"})})
+    found = [f for f in validate_results(blocked, "c.json").findings
+             if f.rule == "confirmation" and f.severity == "blocking"]
+    assert [f.json_path for f in found] == ["$.config"] and "no blocks" in found[0].message
+
+
 def _confirmation(results, plan):  # type: ignore[no-untyped-def]
     runs = campaign_runs([make_sensor()], prompts=("edit",), strategies=("plain", "ngram"),
                          repeats=plan.repeats, decode_s=1.0)

@@ -3,10 +3,11 @@ condition it says it confirms and plain decoding at the same levels, nothing els
 design without shuffling (the two alternate), so its runs are fresh evidence for that one
 condition and for no other.
 
-Blocking: a run of any other condition; config strategies or prompts beyond the two; a factor
-whose levels are not the confirmed condition's one level; a design that is adaptive or
-shuffled. The selection file itself is compared (its sha256, its models) where the site has
-both files (phase.publish.data.confirmations).
+Blocking: a run of any other condition; config strategies or prompts beyond the two (a
+serving campaign's condition is on its pool of prompts: the confirmation serves that pool); a
+factor whose levels are not the confirmed condition's one level; a design that is adaptive,
+shuffled or blocked. The selection file itself is compared (its sha256, its models) where the
+site has both files (phase.publish.data.confirmations).
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
     if len(baselines) != 1 or others != confirmed:
         block(f"strategies {config.strategies}: a confirmation of {confirms.strategy} runs "
               f"only it and {PLAIN}", "$.config.strategies")
-    if [p.name for p in config.prompts] != [confirms.prompt]:
+    if config.serving is not None:
+        # A serving condition's prompt is its pool: the confirmation serves the same pool.
+        if config.serving.pool != confirms.prompt:
+            block(f"serving pool {config.serving.pool!r}: a confirmation of a condition on "
+                  f"{confirms.prompt!r} serves that pool", "$.config.serving.pool")
+    elif [p.name for p in config.prompts] != [confirms.prompt]:
         block(f"prompts {[p.name for p in config.prompts]}: a confirmation on "
               f"{confirms.prompt!r} runs only that prompt", "$.config.prompts")
     for i, factor in enumerate(config.factors):
@@ -46,9 +52,9 @@ def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Fi
         if factor.levels != [wanted]:
             block(f"factor {factor.name} has levels {factor.levels}; the confirmed condition's "
                   f"is {wanted!r} alone", f"$.config.factors[{i}].levels")
-    if config.target_half_width is not None or config.shuffle:
+    if config.target_half_width is not None or config.shuffle or config.blocked_by:
         block("a confirmation alternates the condition and plain in a fixed design: no "
-              "adaptive rounds, no shuffling", "$.config")
+              "adaptive rounds, no shuffling, no blocks", "$.config")
     levels = tuple(confirms.factors.items())
     for i, run in enumerate(results.runs):
         prompt, strategy, at = condition_key(run)
