@@ -180,6 +180,8 @@ WRITTEN_AS = {"speculative-x86_64-2c-2026-11-30-2.json": 3,
               "serving-x86_64-2c-2026-12-06-2.json": 14,
               "serving-x86_64-2c-2026-12-07.json": 15,
               "serving-x86_64-2c-2026-12-07-2.json": 15,
+              "serving-x86_64-2c-2026-12-07-3.json": 16,
+              "serving-x86_64-2c-2026-12-07-3-confirm.json": 16,
               "speculative-x86_64-2c-2026-12-07.json": 15,
               "speculative-x86_64-2c-2026-12-07-confirm.json": 16}
 
