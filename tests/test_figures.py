@@ -206,6 +206,27 @@ def test_the_terminal_summary_shows_registry_figures(
     assert times(PLAIN_S["a"] / DRAFT_S) in line
 
 
+def test_an_80_column_summary_names_every_factor_level_in_full(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A factor study's conditions are told apart on a narrow terminal: each level in a
+    table title, the strategy column holding the strategy alone (it was cut to "concurre…")."""
+    from phase.results import load_raw
+
+    out = io.StringIO()
+    monkeypatch.setattr(ui, "console", Console(file=out, width=80, color_system=None))
+    results = load_raw(Path(__file__).resolve().parent.parent / "results"
+                       / "serving-x86_64-2c-2026-12-07-3.json")
+    ui.print_summary(results)
+    text = out.getvalue()
+    titles = [line.strip() for line in text.splitlines() if line.startswith("prompt: ")]
+    assert titles == [f"prompt: humaneval-16 · concurrency={c}" for c in (1, 2, 4, 8)]
+    labels = [line.split("│")[1].strip() for line in text.splitlines()
+              if line.startswith("│") and line.split("│")[1].strip()]
+    assert labels and all("…" not in label for label in labels)
+    assert {label.rstrip(" *") for label in labels} == set(results.config.strategies)
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
 def test_formatters_write_none_as_a_dash_and_zero_as_a_number() -> None:
     for show in (fmt, pct, pct1, ratio, times, count):
         assert show(None) == DASH

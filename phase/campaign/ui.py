@@ -221,18 +221,26 @@ def print_summary(results: ResultsFile) -> None:
     sampled = {condition for condition, runs in runs_by_condition(results).items()
                if any(r.seed is not None for r in runs)}
     for prompt in schedule_prompts(results.config):
-        table = Table(title=f"prompt: {escape(prompt)}", title_justify="left")
-        for col in COLUMNS:
-            table.add_column(col, justify="left" if col == "strategy" else "right")
+        # One table per prompt and factor levels, the levels in its title: in the strategy
+        # column, an 80-column terminal cut every label to "concurre…", and the rows of a
+        # factor study could not be told apart.
+        tables: dict[tuple[tuple[str, object], ...], list[SummaryRow]] = {}
         for row in (r for r in summary.rows if r.prompt == prompt):
-            key = condition_key(row)
-            flag = " *" if key in unstable else ""
-            table.add_row(
-                escape(" ".join([row.strategy, *(f"{n}={v}" for n, v in key[2])])) + flag,
-                *(figure_cell(name, summary.rows, row) for name in SHOWN),
-                "—" if key in sampled else f"{matches.get(key, 0)}/{row.n}",
-            )
-        console.print(table)
+            tables.setdefault(tuple(condition_key(row)[2]), []).append(row)
+        for at, rows in tables.items():
+            title = " · ".join([f"prompt: {prompt}", *(f"{n}={v}" for n, v in at)])
+            table = Table(title=escape(title), title_justify="left")
+            for col in COLUMNS:
+                table.add_column(col, justify="left" if col == "strategy" else "right")
+            for row in rows:
+                key = condition_key(row)
+                flag = " *" if key in unstable else ""
+                table.add_row(
+                    escape(row.strategy) + flag,
+                    *(figure_cell(name, summary.rows, row) for name in SHOWN),
+                    "—" if key in sampled else f"{matches.get(key, 0)}/{row.n}",
+                )
+            console.print(table)
     console.print(
         "medians of the undisturbed runs; under each, its order-statistic 95% interval (6 "
         "runs or more) · ×plain: speed vs plain, the geometric mean of per-round ratios with "
