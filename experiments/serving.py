@@ -84,10 +84,10 @@ EXPERIMENT = Experiment(
     name="serving",
     note="speculation-under-load",
     description=(
-        "Serving campaign: each strategy × closed-loop concurrency serves the same seeded "
-        "load of HumanEval requests, decoded together with continuous batching, each repeat "
-        "one concurrency level's strategies back to back (levels and strategies shuffled), "
-        "greedy, every energy sensor sampled."
+        "Serving campaign: each strategy × closed-loop concurrency serves HumanEval "
+        "requests drawn in an order seeded by its run, decoded together with continuous "
+        "batching, each repeat one concurrency level's strategies back to back (levels and "
+        "strategies shuffled), greedy, every energy sensor sampled."
     ),
     prompts_dir=HERE / "prompts",
     plan=PLAN,
