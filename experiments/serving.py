@@ -85,9 +85,10 @@ EXPERIMENT = Experiment(
     note="speculation-under-load",
     description=(
         "Serving campaign: each strategy × closed-loop concurrency serves HumanEval "
-        "requests drawn in an order seeded by its run, decoded together with continuous "
-        "batching, each repeat one concurrency level's strategies back to back (levels and "
-        "strategies shuffled), greedy, every energy sensor sampled."
+        "requests in a seeded order, the same load for every strategy of a repeat and level, "
+        "decoded together with continuous batching, each repeat one concurrency level's "
+        "strategies back to back (levels and strategies shuffled), greedy, every energy "
+        "sensor sampled."
     ),
     prompts_dir=HERE / "prompts",
     plan=PLAN,

@@ -34,6 +34,7 @@ from phase.results import (
     token_sha256,
 )
 from phase.results.covers import PrimaryEnergy
+from phase.results.levels import load_seed
 from phase.results.serving import (
     ServingConfig,
     ServingPercentiles,
@@ -41,6 +42,7 @@ from phase.results.serving import (
     ServingRun,
     ServingWindow,
 )
+from phase.serving.load import draw_order
 from phase.serving.metrics import serving_metrics
 from phase.serving.records import (
     ClosedLoop,
@@ -65,9 +67,12 @@ def _step_s(level: int) -> float:
 
 
 def simulate(level: int, requests: int, tokens: int, per_step: int, step_s: float,
-             seed: int) -> RunRecord:
+             seed: int, n_prompts: int = 3) -> RunRecord:
     """A closed loop: `level` requests at a time, each step emitting up to `per_step` tokens
-    to every active request (proposing per_step - 1 and keeping them), until all are served."""
+    to every active request (proposing per_step - 1 and keeping them), until all are served.
+    Request i serves the prompt the order seeded by `seed` draws for it, as the campaign's
+    load generator does (phase.serving.load.draw_order)."""
+    drawn = draw_order(n_prompts, requests, seed)
     clock, queue, active = 0.0, list(range(requests)), {}
     done: list[RequestRecord] = []
     steps: list[StepRecord] = []
@@ -90,7 +95,7 @@ def simulate(level: int, requests: int, tokens: int, per_step: int, step_s: floa
             got.append(EmissionRecord(clock, n, per_step - 1, n - 1))
             if sum(e.tokens for e in got) >= tokens:
                 a = active.pop(rid)
-                done.append(RequestRecord(rid, rid % 3, 10 + rid % 5, tokens, a["arrival"],
+                done.append(RequestRecord(rid, drawn[rid], 10 + rid % 5, tokens, a["arrival"],
                                           a["admission"], clock, tuple(got)))
         admit()
     done.sort(key=lambda r: r.id)
@@ -126,7 +131,8 @@ def _ids(prompt: int, n: int) -> list[int]:
 
 def serving_run(record: RunRecord, *, strategy: str, repeat: int, order: int, level: int,
                 prompts: Sequence[str], steady_b: int, started_unix_s: float,
-                reading: EnergyReading | None, sensor: str | None, pool: str = POOL) -> Run:
+                reading: EnergyReading | None, sensor: str | None, pool: str = POOL,
+                seed: int = 0) -> Run:
     """The Run a serving load generator writes for `record`: aggregates from the metrics."""
     # B is at most the run's concurrency, as the campaign sets it (phase.campaign.
     # serving_plan.run_steady_b)
@@ -145,7 +151,7 @@ def serving_run(record: RunRecord, *, strategy: str, repeat: int, order: int, le
     tokens, decode_s = len(ids), record.ended - record.started
     drafted, accepted = m.acceptance.proposed, m.acceptance.accepted
     serving = ServingRun(
-        concurrency=level, seed=repeat, requests=requests, steps=len(record.steps),
+        concurrency=level, seed=seed, requests=requests, steps=len(record.steps),
         mean_batch=sum(s.active for s in record.steps) / len(record.steps),
         ttft_s=ServingPercentiles(**asdict(m.ttft_s)),
         tpot_s=ServingPercentiles(**asdict(m.tpot_s)),
@@ -192,6 +198,12 @@ def serving_campaign(
     """A complete serving campaign (module doc): every repeat x strategy x level."""
     rng = random.Random(seed)
     sensor = make_sensor() if power_w is not None else None
+    config = make_config(
+        prompts=prompts, strategies=strategies, repeats=repeats, tokens=tokens,
+        factors=[FactorSpec(name=FACTOR, kind="concurrency", levels=list(levels),
+                            labels=[str(v) for v in levels])],
+        serving=ServingConfig(requests=requests, steady_state_b=steady_b, pool=pool,
+                              order_seed="load"))
     runs, clock, order = [], T0, 0
     for repeat in range(repeats):
         for strategy in strategies:
@@ -200,20 +212,18 @@ def serving_campaign(
                 noise = rng.lognormvariate(0.0, cv)
                 true = 1.0 if is_baseline(strategy) else speedup(strategy, level)
                 step_s = _step_s(level) * per_step / true * noise
-                record = simulate(level, requests, tokens, per_step, step_s, seed + order)
+                # Every strategy of a repeat at a level serves the same load (order_seed).
+                load = load_seed(config.seed, repeat, {FACTOR: level})
+                record = simulate(level, requests, tokens, per_step, step_s, load, len(prompts))
                 reading = (None if power_w is None
                            else (lambda a, b, w=power_w: w * (b - a)))
                 runs.append(serving_run(
                     record, strategy=strategy, repeat=repeat, order=order, level=level,
                     prompts=prompts, steady_b=steady_b, started_unix_s=clock,
-                    reading=reading, sensor=sensor.name if sensor else None, pool=pool))
+                    reading=reading, sensor=sensor.name if sensor else None, pool=pool,
+                    seed=load))
                 clock += record.ended - record.started + GAP_S
                 order += 1
-    config = make_config(
-        prompts=prompts, strategies=strategies, repeats=repeats, tokens=tokens,
-        factors=[FactorSpec(name=FACTOR, kind="concurrency", levels=list(levels),
-                            labels=[str(v) for v in levels])],
-        serving=ServingConfig(requests=requests, steady_state_b=steady_b, pool=pool))
     return ResultsFile(
         schema_version=SCHEMA_VERSION, id=f"serving-{seed}", experiment=experiment, note=None,
         created=datetime(2026, 1, 1, tzinfo=UTC),

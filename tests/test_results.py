@@ -110,7 +110,7 @@ def test_version_2_files_read_unchanged_as_the_current_version() -> None:
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2
     loaded = load_raw(path)
-    assert loaded.schema_version == SCHEMA_VERSION == 16
+    assert loaded.schema_version == SCHEMA_VERSION == 17
     assert not loaded.config.ngram_adaptive  # before version 4, ngram had a fixed length
     dumped = json.loads(loaded.model_dump_json(exclude_unset=True))
     dumped["schema_version"] = 2

@@ -91,6 +91,13 @@ def test_one_serving_run_per_strategy_level_and_repeat(
     by_order = [r.factors["concurrency"] for r in sorted(results.runs, key=lambda r: r.order)]
     assert by_order[:4] == [by_order[0]] * 4 and by_order[4:] == [by_order[4]] * 4
     assert {r.prompt for r in results.runs} == {config.serving.pool} == {"short-code-4"}
+    # One load per level (schema 17, order_seed "load"): every strategy there served the same
+    # requests in the same order, and the two levels drew different orders.
+    assert config.serving.order_seed == "load"
+    loads = {(r.factors["concurrency"], r.serving.seed,  # type: ignore[union-attr]
+              tuple(q.prompt for q in r.serving.requests))  # type: ignore[union-attr]
+             for r in results.runs}
+    assert len(loads) == 2 and len({seed for _, seed, _ in loads}) == 2
     names = {p.name for p in config.prompts}
     for run in results.runs:
         serving = run.serving

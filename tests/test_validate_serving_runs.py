@@ -36,6 +36,56 @@ def test_a_serving_run_whose_prompt_is_not_the_pool_is_refused() -> None:
             "('pool')") in found
 
 
+def test_the_strategies_of_a_repeat_and_level_serve_one_seeded_load() -> None:
+    """Schema 17 (config.serving.order_seed "load"): one seed and one order of prompts per
+    repeat and level, whatever the strategy; another repeat or level draws another."""
+    results = serving_campaign(strategies=("plain", "draft-4", "ngram"), repeats=2)
+    loads: dict[tuple[int, object], set[tuple[int, tuple[str, ...]]]] = {}
+    for run in results.runs:
+        assert run.serving is not None
+        key = (run.repeat, run.factors["concurrency"])
+        loads.setdefault(key, set()).add(
+            (run.serving.seed, tuple(q.prompt for q in run.serving.requests)))
+    assert all(len(drawn) == 1 for drawn in loads.values())
+    assert len({next(iter(drawn))[0] for drawn in loads.values()}) == len(loads)
+
+
+def test_the_serving_note_says_when_every_strategy_served_one_load() -> None:
+    from phase.publish.notes.serving_section import load_text
+    from phase.results import load_raw
+
+    assert "serves the same requests in the same order" in load_text(
+        serving_campaign(repeats=1))
+    # Campaign 5 (schema 16) drew each run's order by its own id: the note does not say so.
+    committed = load_raw(REPO / "results" / "serving-x86_64-2c-2026-12-07-3.json")
+    assert "same requests" not in load_text(committed)
+
+
+def test_a_seed_or_prompt_the_order_rule_does_not_give_is_refused() -> None:
+    """A load that cannot be drawn again from the file is blocked at the field: a seed the
+    rule does not give, a request whose prompt the seeded order does not draw, and a file
+    before schema 17 (no order_seed) read by its own rule, the run's id."""
+    results = serving_campaign(repeats=2)
+    runs = list(results.runs)
+    serving = runs[2].serving
+    assert serving is not None
+    runs[2] = replaced(runs[2], serving=replaced(serving, seed=serving.seed + 1))
+    requests = list(runs[4].serving.requests)  # type: ignore[union-attr]
+    other = next(p.name for p in results.config.prompts if p.name != requests[5].prompt)
+    requests[5] = replaced(requests[5], prompt=other)
+    runs[4] = replaced(runs[4], serving=replaced(runs[4].serving, requests=requests))
+    found = dict(_blocking(replaced(results, runs=runs)))
+    assert found["$.runs[2].serving.seed"].startswith(f"seed is {serving.seed + 1}, but the "
+                                                      "order seed rule")
+    assert "by its repeat and levels" in found["$.runs[2].serving.seed"]
+    assert found["$.runs[4].serving.requests[5].prompt"].startswith(f"prompt is {other!r}")
+    # Before schema 17 the seed followed the run's id: these seeds do not, and say so.
+    old = replaced(results, config=replaced(results.config, serving=replaced(
+        results.config.serving, order_seed=None)))
+    paths = [p for p, m in _blocking(old) if "by its run id" in m]
+    assert paths and all(p.endswith(".serving.seed") for p in paths)
+
+
 def test_a_serving_run_whose_speed_does_not_follow_is_refused() -> None:
     results = serving_campaign(repeats=2)
     runs = list(results.runs)

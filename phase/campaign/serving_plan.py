@@ -83,7 +83,8 @@ def serving_config(plan: CampaignPlan, prompts: Sequence[PromptSpec],
     rate = plan.serving_request_rate
     return ServingConfig(load="closed" if rate is None else "open", request_rate=rate,
                          requests=plan.serving_requests, steady_state_b=b,
-                         pool=pool_name(plan, prompts, workload), latency_target=target)
+                         pool=pool_name(plan, prompts, workload), latency_target=target,
+                         order_seed="load")
 
 
 def load_of_run(config: CampaignConfig, concurrency: int, max_new_tokens: int,

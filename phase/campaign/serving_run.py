@@ -5,8 +5,9 @@ batched decoder (phase.decode.batched) through the load generator config.serving
 sensors' window, with what the machine did around it recorded as for any run
 (phase.campaign.execute). It neither judges nor writes the run.
 
-The request order's seed is the slot's (phase.results.levels.run_seed of the scheduled run's
-id), so a re-run of a disturbed run serves the same requests in the same order.
+The request order's seed is the load's (phase.results.levels.serving_seed: the campaign's
+seed, the repeat and the levels), so every strategy of one repeat at one level serves the same
+requests in the same order, and a re-run of a disturbed run serves them again.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from phase.campaign.serving_record import (
 )
 from phase.policy.batching import BatchDecoder, Request, StepReport
 from phase.results import PlainReference, Run
-from phase.results.levels import reference_levels, run_seed, run_tokens
+from phase.results.levels import reference_levels, run_tokens, serving_seed
 from phase.sensors.nvidia.gpu_activity import gpu_activity
 from phase.serving.load import run_load
 from phase.serving.metrics import serving_metrics
@@ -92,7 +93,7 @@ def run_serving(executor: Executor, scheduled: ScheduledRun,
     apply_levels(engine, plan.factors, scheduled.levels)
     concurrency = run_concurrency(config, levels)
     slot = scheduled.of if isinstance(scheduled, Rerun) else scheduled.run_id
-    seed = run_seed(config.seed, slot)
+    seed = serving_seed(config, slot, scheduled.repeat, levels)
     names = [p.name for p in config.prompts]
     prompts = [tuple(executor.prompt_tokens[n]) for n in names]
     load = load_of_run(config, concurrency, run_tokens(config, levels), seed)

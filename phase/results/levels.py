@@ -13,6 +13,7 @@ with. Part of the results contract: the campaign applies these and validation ch
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 
 from phase.results.config import CampaignConfig, Level
@@ -42,6 +43,24 @@ def run_seed(campaign_seed: int, run_id: str) -> int:
     file alone, distinct per run, and below llama.cpp's "seed from the clock" value."""
     digest = hashlib.sha256(f"{campaign_seed}/{run_id}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def load_seed(campaign_seed: int, repeat: int, levels: Mapping[str, Level]) -> int:
+    """A serving load's seed from the campaign's, the repeat and the run's factor levels: the
+    same for every strategy there, distinct per repeat and levels (run_seed's rule over the key
+    `load/r<repeat>/<levels as sorted JSON>`)."""
+    key = json.dumps(dict(sorted(levels.items())), separators=(",", ":"))
+    return run_seed(campaign_seed, f"load/r{repeat}/{key}")
+
+
+def serving_seed(config: CampaignConfig, slot: str, repeat: int,
+                 levels: Mapping[str, Level]) -> int:
+    """The seed of a serving run's request order (config.serving.order_seed): its load's
+    (`load_seed`), or, in files before schema 17, its slot's (`run_seed` of the run's id, or
+    for a re-run the id of the run it repeats)."""
+    if config.serving is not None and config.serving.order_seed == "load":
+        return load_seed(config.seed, repeat, levels)
+    return run_seed(config.seed, slot)
 
 
 def run_tokens(config: CampaignConfig, levels: Mapping[str, Level]) -> int:

@@ -171,11 +171,18 @@ def _v15_to_v16(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _v16_to_v17(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 17 added config.serving.order_seed, whose absence means each serving run's
+    request order was seeded by its own id. Nothing to convert."""
+    data["schema_version"] = 17
+    return data
+
+
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
                                     5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8, 8: _v8_to_v9,
                                     9: _v9_to_v10, 10: _v10_to_v11, 11: _v11_to_v12,
                                     12: _v12_to_v13, 13: _v13_to_v14,
-                                    14: _v14_to_v15, 15: _v15_to_v16}
+                                    14: _v14_to_v15, 15: _v15_to_v16, 16: _v16_to_v17}
 
 
 def migrate(data: dict[str, Any], path: Path | str = "<data>") -> dict[str, Any]:

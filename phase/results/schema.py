@@ -312,7 +312,7 @@ class PlainReference(Strict):
 
 
 class ResultsFile(Strict):
-    schema_version: Literal[16]
+    schema_version: Literal[17]
     kind: Literal["raw"] = "raw"
     id: str
     experiment: str

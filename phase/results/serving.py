@@ -61,6 +61,12 @@ class ServingConfig(Strict):
     # the name runs' `prompt` field carries: the set of prompts requests draw from
     pool: str = Field(min_length=1)
     latency_target: LatencyTargetRecord | None = None
+    # Schema 17: what seeds each run's request order (phase.results.levels.serving_seed).
+    # "load": the run's repeat and levels, so every strategy of one repeat at one level serves
+    # the same requests in the same order (and an open loop's the same arrival times), and
+    # their ratio compares strategies on one load. Absent (every file before 17): the run's
+    # own id, so each run drew its own order.
+    order_seed: Literal["load"] | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _check_load(self) -> ServingConfig:

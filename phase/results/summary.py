@@ -100,7 +100,7 @@ class SummaryRow(Strict):
 
 
 class SummaryFile(Strict):
-    schema_version: Literal[16]
+    schema_version: Literal[17]
     kind: Literal["summary"] = "summary"
     id: str
     experiment: str

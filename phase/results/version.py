@@ -78,4 +78,7 @@ from typing import Final
 #   16 (2026-12): config.blocked_by: the extra factor whose levels each repeat runs in blocks
 #                (phase.results.schedule), so a ratio's paired runs are minutes apart;
 #                absent: each repeat shuffled whole, as before.
-SCHEMA_VERSION: Final = 16
+#   17 (2026-12): config.serving.order_seed "load": each serving run's request order (and
+#                arrivals) seeded by its repeat and levels, the same for every strategy there
+#                (phase.results.levels.serving_seed); absent: by the run's own id, as before.
+SCHEMA_VERSION: Final = 17

@@ -281,8 +281,12 @@ def load_text(raw: ResultsFile) -> str:
         order = (f" Each repeat runs one {raw.config.blocked_by} level's strategies back to "
                  "back, the levels in a shuffled order, so the runs a ratio pairs are minutes "
                  "apart.")
+    same = (" Every strategy of a repeat at one level serves the same requests in the same "
+            "order, so a ratio compares strategies on one load."
+            if serving.order_seed == "load" else "")
     return (f"Each run serves {serving.requests} requests drawn in a seeded order from "
-            f"{serving.pool}, decoded together with continuous batching, under {how}.{order}")
+            f"{serving.pool}, decoded together with continuous batching, under {how}.{order}"
+            f"{same}")
 
 
 def equality_text(raw: ResultsFile, near_tie_gap: float = DEFAULT_SETTINGS.near_tie_gap) -> str:

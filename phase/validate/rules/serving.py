@@ -37,7 +37,7 @@ from phase.results.serving import (
 )
 from phase.validate.registry import Rule
 from phase.validate.report import Context, Finding
-from phase.validate.rules.serving_load import load_problems
+from phase.validate.rules.serving_load import load_problems, order_problems
 from phase.validate.settings import RuleSettings
 
 _REL, _ABS = 1e-6, 1e-9
@@ -82,6 +82,7 @@ def run_problems(results: ResultsFile, run: Run) -> list[Problem]:
         out.append((f"requests are not ids 0..{config.serving.requests - 1} in order "
                     "(config.serving.requests)", ".serving.requests"))
     out += load_problems(config.serving, serving)
+    out += order_problems(config, run, serving)
     out += _sums(run, serving)
     out += _latencies(serving)
     b = min(config.serving.steady_state_b, serving.concurrency)

@@ -1,6 +1,8 @@
-"""A serving run's load as config.serving declares it (part of rule `serving`): a closed loop
-admits each request as its client sends it (arrival is admission); an open loop's requests
-arrive at the seeded Poisson times its rate and the run's seed give
+"""A serving run's load as config.serving declares it (part of rule `serving`): its seed is
+the one config.serving.order_seed's rule gives (phase.results.levels.serving_seed) and its
+requests' prompts are the ones that seed's order draws (phase.serving.load.draw_order); a
+closed loop admits each request as its client sends it (arrival is admission); an open loop's
+requests arrive at the seeded Poisson times its rate and the run's seed give
 (phase.serving.load.arrival_offsets, recomputed here) and are admitted no earlier; and
 neither ever serves more requests at once than the run's concurrency level.
 """
@@ -10,8 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from phase.results import CampaignConfig, Run
+from phase.results.levels import serving_seed
 from phase.results.serving import ServingConfig, ServingRun
-from phase.serving.load import arrival_offsets
+from phase.serving.load import arrival_offsets, draw_order
 from phase.validate.registry import Helper
 
 Problem = tuple[str, str]  # (message, JSON path below the run)
@@ -23,6 +27,28 @@ _TOLERANCE_S = 1e-6
 def load_problems(config: ServingConfig, serving: ServingRun) -> Iterator[Problem]:
     yield from (_open(config, serving) if config.load == "open" else _closed(serving))
     yield from _cap(serving)
+
+
+def order_problems(config: CampaignConfig, run: Run, serving: ServingRun) -> Iterator[Problem]:
+    """The run's seed is the one config.serving.order_seed's rule gives it, and each request's
+    prompt is the one the seeded order draws from config.prompts: the load can be served
+    again from the file alone. The first wrong prompt is named, not every one after it."""
+    expected = serving_seed(config, run.rerun_of or run.id, run.repeat, run.factors)
+    if serving.seed != expected:
+        rule = ("its repeat and levels" if config.serving is not None
+                and config.serving.order_seed == "load" else "its run id")
+        yield (f"seed is {serving.seed}, but the order seed rule (config.serving.order_seed: "
+               f"by {rule}) gives {expected}: its requests cannot be drawn again from the file",
+               ".serving.seed")
+        return
+    names = [p.name for p in config.prompts]
+    order = draw_order(len(names), len(serving.requests), serving.seed)
+    for j, r in enumerate(serving.requests):
+        if r.id < len(order) and r.prompt != names[order[r.id]]:
+            yield (f"prompt is {r.prompt!r}, but the order seeded by {serving.seed} draws "
+                   f"{names[order[r.id]]!r} for request {r.id} from config.prompts",
+                   f".serving.requests[{j}].prompt")
+            return
 
 
 def _closed(serving: ServingRun) -> Iterator[Problem]:
