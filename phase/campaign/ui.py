@@ -203,6 +203,25 @@ def _show_time(results: ResultsFile) -> None:
     console.print(f"{'[yellow]time —[/yellow]' if over else 'time —'} {escape(found.line())}")
 
 
+LEGEND = (
+    "medians of the undisturbed runs; under each, its order-statistic 95% interval (6 runs or "
+    "more) · ×plain: speed vs plain, the geometric mean of per-round ratios with its Student t "
+    "95% interval (not resolved from plain where it includes 1.00× or its test fails the "
+    "Benjamini-Hochberg correction over the campaign's ratios) · accept: drafted tokens kept · "
+    "mJ/tok: chip energy · =plain: runs whose output equals plain's · * unstable: spread over "
+    "the variance limit"
+)
+
+
+def _table(title: str, cells: list[list[str]]) -> Table:
+    table = Table(title=escape(title), title_justify="left")
+    for col in COLUMNS:
+        table.add_column(col, justify="left" if col == "strategy" else "right")
+    for row in cells:
+        table.add_row(*row)
+    return table
+
+
 def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
@@ -229,26 +248,12 @@ def print_summary(results: ResultsFile) -> None:
             tables.setdefault(tuple(condition_key(row)[2]), []).append(row)
         for at, rows in tables.items():
             title = " · ".join([f"prompt: {prompt}", *(f"{n}={v}" for n, v in at)])
-            table = Table(title=escape(title), title_justify="left")
-            for col in COLUMNS:
-                table.add_column(col, justify="left" if col == "strategy" else "right")
-            for row in rows:
-                key = condition_key(row)
-                flag = " *" if key in unstable else ""
-                table.add_row(
-                    escape(row.strategy) + flag,
-                    *(figure_cell(name, summary.rows, row) for name in SHOWN),
-                    "—" if key in sampled else f"{matches.get(key, 0)}/{row.n}",
-                )
-            console.print(table)
-    console.print(
-        "medians of the undisturbed runs; under each, its order-statistic 95% interval (6 "
-        "runs or more) · ×plain: speed vs plain, the geometric mean of per-round ratios with "
-        "its Student t 95% interval (not resolved from plain where it includes 1.00× or its "
-        "test fails the Benjamini-Hochberg correction over the campaign's ratios) · accept: "
-        "drafted tokens kept · mJ/tok: chip energy · =plain: runs whose output equals "
-        "plain's · * unstable: spread over the variance limit"
-    )
+            cells = [[escape(row.strategy) + (" *" if condition_key(row) in unstable else ""),
+                      *(figure_cell(name, summary.rows, row) for name in SHOWN),
+                      "—" if condition_key(row) in sampled
+                      else f"{matches.get(condition_key(row), 0)}/{row.n}"] for row in rows]
+            console.print(_table(title, cells))
+    console.print(LEGEND)
     reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
                       if r.chip_mj_per_token_reason})
     for reason in reasons:
