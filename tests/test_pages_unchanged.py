@@ -69,7 +69,9 @@ campaigns before it) stamps the derived summaries, and so their digests on the r
 pages; the cross-host table no longer takes a confirmation for its campaign (the sampling
 study's host row and its three prompts' tables); chart data leave out null fields, which
 renames the charts that had them in every note version; a zero-width interval is not drawn
-under its value; a t interval's hover title is shorter. A change
+under its value; a t interval's hover title is shorter; then to adf28d4: schema 17
+(config.serving.order_seed) stamps the derived summaries, and so their digests on the raw
+data pages. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -93,7 +95,7 @@ import pytest
 from phase.models.sources import cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "981a9f43f703afe6b5ff1cbe20e92e1a28213bf1"
+REFERENCE = "adf28d4cfe72d487500913d0ef7ec38ee103c9cd"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
