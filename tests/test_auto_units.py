@@ -250,3 +250,21 @@ def test_lazy_draft_reads_no_prompt_and_prices_its_catch_up() -> None:
     # A short prompt's catch-up is cheap, so the lazy draft still drafts at once.
     short, k_short = _first_draft_k(lazy=True, prompt_len=3)
     assert short.begun == [] and k_short > 0 and short.asked == [(3, k_short)]
+
+
+def test_a_batched_decoders_requests_share_one_evidence_greedy_or_sampled() -> None:
+    """Every request's auto in one decoder reads and feeds the same estimates, sampled or
+    greedy; another decoder (another run) starts from the priors."""
+    from phase.decode.batched import SlotProposers
+    from phase.policy.sampling import SamplingSettings
+
+    table = cost_table(make_profile(lambda b: 11.0 + 30.0 * b), 100)
+    for settings in (None, SamplingSettings(temperature=0.7, seed=1)):
+        run: dict[int, Evidence] = {}
+        a, b = (SlotProposers(None, slot, lambda _kv: table, settings, run).auto(100, 8)
+                for slot in (0, 1))
+        other = SlotProposers(None, 0, lambda _kv: table, settings, {}).auto(100, 8)
+        first, second, third = (p if settings is None else p.auto for p in (a, b, other))
+        assert first.ngram.buckets is second.ngram.buckets
+        assert first.draft_rates is second.draft_rates
+        assert third.ngram.buckets is not first.ngram.buckets

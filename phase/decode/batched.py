@@ -82,14 +82,15 @@ class SlotProposers:
                                "and pass it to Engine.use_profile()")
         table = self._costs(kv_tokens)
         draft = self.draft()
+        k_max = k_max if self._settings is None else min(K_MAX, k_max)
+        evidence = self._evidence.setdefault(k_max, Evidence.fresh(k_max))
         if self._settings is None:
             # No mirror pass: the batched draft keeps its own rows (batched_draft). The draft
             # reads a prompt only when auto first drafts for it (AutoProposer's lazy_draft).
-            evidence = self._evidence.setdefault(k_max, Evidence.fresh(k_max))
             return AutoProposer(table, draft, k_max=k_max, mirrors=False, lazy_draft=True,
                                 evidence=evidence)
         return SampledAuto(table, draft if isinstance(draft, SampledDraftSlot) else None,
-                           min(K_MAX, k_max))
+                           k_max, evidence)
 
 
 @dataclass

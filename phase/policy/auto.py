@@ -67,8 +67,8 @@ class Evidence:
     A one-request run's auto starts from the priors and learns as it goes. A serving run's
     requests are short (32 tokens in the study), so an auto that learned per request would
     spend its whole request near its priors, whose modest n-gram rates price most matches
-    out: at concurrency 8 on a 2-core VM it proposed on 20 of 590 request-steps where
-    n-gram proposed on most. What a proposer's guesses are worth is a property of the models
+    out: at concurrency 8 on a 2-core VM it proposed on 20 of 590 request-steps and ran as
+    plain decoding. What a proposer's guesses are worth is a property of the models
     and the workload, not of one request, so the batched decoder hands every request's auto
     one Evidence for the run (each request keeps its own matcher and pending guesses). Every
     request's step fades it, so its memory is counted in request-steps."""

@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from phase.costmodel import CostTable
-from phase.policy.auto import AutoProposer, Decision
+from phase.policy.auto import AutoProposer, Decision, Evidence
 from phase.policy.speculative_sampling import Rows
 from phase.policy.step_prices import StepPrices
 from phase.policy.strategies import Proposing, proposing_of
@@ -58,9 +58,12 @@ class SampledAuto:
     """A SampledProposer (phase.policy.sampled_proposers) deciding per step as the greedy
     `auto` does; `decisions` holds one Decision per step of the current run."""
 
-    def __init__(self, table: CostTable, draft: SampledDrafter | None, k_max: int) -> None:
+    def __init__(self, table: CostTable, draft: SampledDrafter | None, k_max: int,
+                 evidence: Evidence | None = None) -> None:
+        """`evidence`: acceptance estimates shared with other requests' autos (serving)."""
         self._draft = _DraftForAuto(draft) if draft is not None else None
-        self.auto = AutoProposer(table, self._draft, k_max=k_max, mirrors=False)
+        self.auto = AutoProposer(table, self._draft, k_max=k_max, mirrors=False,
+                                 evidence=evidence)
 
     @property
     def decisions(self) -> list[Decision]:
