@@ -226,19 +226,25 @@ def print_summary(results: ResultsFile) -> None:
     """Per prompt: the same derived rows the site shows (validated, rejected values left out)."""
     report = validate_results(results, results.id)
     note = disturbed_note(results)
-    if not runs_by_condition(results):
+    by_condition = runs_by_condition(results)
+    if not by_condition:
         console.print(f"[yellow]nothing to summarize —[/yellow] {note or 'no runs'}")
         _list_disturbed(results)
         return
     summary = summarize(results, report, results.id)
     unstable = report.unstable_conditions()
-    matches = {
-        condition: sum(1 for r in runs if r.matches_plain)
-        for condition, runs in runs_by_condition(results).items()
-    }
+    matches = {condition: sum(1 for r in runs if r.matches_plain)
+               for condition, runs in by_condition.items()}
     # A sampled run is not compared with plain's text (matches_plain None): its cell is "—".
-    sampled = {condition for condition, runs in runs_by_condition(results).items()
+    sampled = {condition for condition, runs in by_condition.items()
                if any(r.seed is not None for r in runs)}
+
+    def cells(row: SummaryRow) -> list[str]:
+        key = condition_key(row)
+        return [escape(row.strategy) + (" *" if key in unstable else ""),
+                *(figure_cell(name, summary.rows, row) for name in SHOWN),
+                "—" if key in sampled else f"{matches.get(key, 0)}/{row.n}"]
+
     for prompt in schedule_prompts(results.config):
         # One table per prompt and factor levels, the levels in its title: in the strategy
         # column, an 80-column terminal cut every label to "concurre…", and the rows of a
@@ -248,11 +254,7 @@ def print_summary(results: ResultsFile) -> None:
             tables.setdefault(tuple(condition_key(row)[2]), []).append(row)
         for at, rows in tables.items():
             title = " · ".join([f"prompt: {prompt}", *(f"{n}={v}" for n, v in at)])
-            cells = [[escape(row.strategy) + (" *" if condition_key(row) in unstable else ""),
-                      *(figure_cell(name, summary.rows, row) for name in SHOWN),
-                      "—" if condition_key(row) in sampled
-                      else f"{matches.get(condition_key(row), 0)}/{row.n}"] for row in rows]
-            console.print(_table(title, cells))
+            console.print(_table(title, [cells(row) for row in rows]))
     console.print(LEGEND)
     reasons = sorted({r.chip_mj_per_token_reason for r in summary.rows
                       if r.chip_mj_per_token_reason})
