@@ -318,7 +318,12 @@ def proposer_runs(results: ResultsFile, prompt: str, proposer: str) -> list[Run]
     """The prompt's runs with steps proposed by `proposer` (draft or ngram): a fixed strategy
     of it, or auto where it chose it; the runs whose acceptance a best k pools."""
     return [r for r in results.runs if r.prompt == prompt
-            and any((s.proposer or fixed_proposer(r.strategy)) == proposer for s in r.trace)]
+            and _proposed_by(r, proposer)]
+
+
+def _proposed_by(run: Run, proposer: str) -> bool:
+    fixed = fixed_proposer(run.strategy)
+    return any((s.proposer or fixed) == proposer for s in run.trace)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,9 @@ resumed or not judges the same runs the same way. A merged file pools its shards
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from phase.analysis.queries import condition_key, is_disturbed
@@ -69,12 +71,41 @@ def slot_of(run: Run) -> str:
     return run.rerun_of or run.id
 
 
+# Speeds already priced while a whole file is judged (`remembered_speeds`): each run is a
+# reference of its condition's every later run, and its steps were priced again each time
+# (a file of 800 runs: 4,700 pricings of every step). Keyed by the objects' ids, and holding
+# the objects so that no id is reused while its entry stands.
+_SPEEDS: ContextVar[dict[tuple[int, int, bool], tuple[object, Run, float | None]] | None] = \
+    ContextVar("phase_slowdown_speeds", default=None)
+
+
+@contextmanager
+def remembered_speeds() -> Iterator[None]:
+    """Within the block, each run's predicted speed is priced once per profile (the block
+    must not change a run's steps or times, nor the profile)."""
+    token = _SPEEDS.set({})
+    try:
+        yield
+    finally:
+        _SPEEDS.reset(token)
+
+
 def predicted_speed(results: ResultsFile, run: Run, *, whole: bool = False) -> float | None:
     """Predicted over measured time of the run's first pass (1.0: as predicted, 0.5: at half
     the predicted speed): of its target passes (the profile times exactly those; proposing
     and the loop around the passes are priced less closely, `auto`'s decisions and a small
     model's Python not at all), or `whole`, of its decode against every term. None without
     a profile, a positive time or a price."""
+    memo = _SPEEDS.get()
+    if memo is None:
+        return _predicted_speed(results, run, whole)
+    key = (id(results.profile), id(run), whole)
+    if key not in memo:
+        memo[key] = (results.profile, run, _predicted_speed(results, run, whole))
+    return memo[key][2]
+
+
+def _predicted_speed(results: ResultsFile, run: Run, whole: bool) -> float | None:
     profile = results.profile
     if profile is None:
         return None

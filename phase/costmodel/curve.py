@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from phase.base.errors import PhaseError
@@ -36,6 +36,10 @@ class Curve:
 
     sizes: tuple[int, ...]
     costs: tuple[float, ...]
+    # Costs already read, by batch size: a run's steps ask for a few sizes many times over,
+    # and validation prices every run of a file several times (not part of the value).
+    _read: dict[int, float] = field(default_factory=dict, init=False, repr=False,
+                                    compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not self.sizes or len(self.sizes) != len(self.costs):
@@ -44,6 +48,12 @@ class Curve:
             raise ValueError(f"batch sizes must ascend without repeats: {self.sizes}")
 
     def __call__(self, b: int) -> float:
+        cost = self._read.get(b)
+        if cost is None:
+            cost = self._read[b] = self._interpolate(b)
+        return cost
+
+    def _interpolate(self, b: int) -> float:
         sizes, costs = self.sizes, self.costs
         if len(sizes) == 1:  # one measured size: cost in proportion to the tokens
             return costs[0] * b / sizes[0]

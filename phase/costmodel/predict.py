@@ -22,7 +22,7 @@ acceptance rates a_i, a step of k proposals yields `expected_tokens(a_1..a_k)` t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -61,7 +61,23 @@ def step_costs(steps: Sequence[Step], table: CostTable, proposing: StepProposing
     """The predicted cost of each step, in order (the draft's catch-up depends on order).
     `proposing`: each step's terms; `every_step`: the draft is asked at every step, even
     one that proposes nothing (a fixed draft strategy)."""
-    out: list[Terms] = []
+    return [Terms(target, propose)
+            for target, propose in _step_terms(steps, table, proposing, every_step)]
+
+
+def run_terms(steps: Sequence[Step], table: CostTable, proposing: StepProposing,
+              every_step: bool = False) -> Terms:
+    target = propose = 0.0
+    for t, p in _step_terms(steps, table, proposing, every_step):
+        target += t
+        propose += p
+    return Terms(target, propose)
+
+
+def _step_terms(steps: Sequence[Step], table: CostTable, proposing: StepProposing,
+                every_step: bool) -> Iterator[tuple[float, float]]:
+    """Each step's (target, propose) cost, as plain numbers: validation prices every step
+    of a file's runs several times over."""
     feed = 1  # prefill leaves the draft one token short: the prompt's last
     mirrored: int | None = None  # the batch the draft re-evaluates at its next call
     for step in steps:
@@ -73,20 +89,13 @@ def step_costs(steps: Sequence[Step], table: CostTable, proposing: StepProposing
             # may be proposed there) included; each call first mirrors the previous batch.
             mirror = table.draft(mirrored) if mirrored is not None and table.draft else 0.0
             cost = table.draft_step(step.proposed, feed) if step.proposed > 0 else 0.0
-            out.append(Terms(target, mirror + cost))
+            yield target, mirror + cost
             mirrored, feed = step.proposed + 1, 1
             continue
         # A lookup happens on every step of an n-gram run, and on every auto step (its
         # decision looks for a match first, so its undrafted steps count as lookups).
-        out.append(Terms(target, table.lookup if how is not Proposing.NONE else 0.0))
+        yield target, (table.lookup if how is not Proposing.NONE else 0.0)
         feed += step.accepted + 1
-    return out
-
-
-def run_terms(steps: Sequence[Step], table: CostTable, proposing: StepProposing,
-              every_step: bool = False) -> Terms:
-    costs = step_costs(steps, table, proposing, every_step)
-    return Terms(sum(c.target for c in costs), sum(c.propose for c in costs))
 
 
 def measured_terms_ms(steps: Sequence[Step]) -> Terms:

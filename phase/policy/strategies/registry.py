@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar, Protocol
 
 from phase.base.errors import UsageProblem
@@ -183,11 +184,20 @@ def family(name: str) -> Family:
         raise UsageProblem(f"unknown strategy '{name}': use {_grammar(short=True)}") from None
 
 
+@lru_cache(maxsize=4096)
+def _spelled_family(label: str) -> str | None:
+    """The family name a label spells, registered or not: a results file's few labels are
+    looked up once per step of every run (a site build asked about a million times), and
+    the name, unlike the family, does not change when a family is registered."""
+    m = _PATTERN.match(label.strip())
+    return m.group(1) if m else None
+
+
 def family_of(label: str) -> Family | None:
     """The family of a strategy label as results files record it (`draft-4`, `ngram`);
     None for a label no registered family spells."""
-    m = _PATTERN.match(label.strip())
-    return _FAMILIES.get(m.group(1)) if m else None
+    name = _spelled_family(label)
+    return _FAMILIES.get(name) if name is not None else None
 
 
 def is_baseline(label: str) -> bool:

@@ -43,6 +43,11 @@ _REL = 1e-6
 
 
 def check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
+    with slowdown.remembered_speeds():  # each run is judged, and is its condition's reference
+        return _check(results, settings, ctx)
+
+
+def _check(results: ResultsFile, settings: RuleSettings, ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     planned = _planned(results)
     orders: dict[int, str] = {}
