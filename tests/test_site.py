@@ -59,6 +59,23 @@ def test_mkdocs_strict_build_produced_every_page(built_site) -> None:
     assert built_site.paths.docs_dir != built_site.paths.docs_src
 
 
+def test_only_pages_that_draw_a_chart_load_the_chart_scripts(built_site) -> None:
+    """vega.js is 900 KB that a browser parses on every page naming it: the pages with a
+    chart name it and charts.js (in that order), the others neither."""
+    site = built_site.paths.site_dir
+    charted, plain = [], []
+    for page in sorted(site.rglob("*.html")):
+        html = page.read_text()
+        scripts = re.findall(r'<script src="[^"]*assets/(vendor/vega|charts)\.js"', html)
+        if '<div class="phase-chart"' in html:
+            charted.append(page)
+            assert scripts == ["vendor/vega", "charts"], page
+        else:
+            plain.append(page)
+            assert scripts == [], page
+    assert len(charted) >= 10 and len(plain) >= 10
+
+
 def test_home_page_lists_notes_with_date_finding_and_versions(built_site) -> None:
     home = (built_site.paths.site_dir / "index.html").read_text()
     seed_title = "Speculative decoding: a faster token is not always a cheaper one"

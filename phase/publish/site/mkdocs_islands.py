@@ -14,6 +14,9 @@ from mkdocs.plugins import BasePlugin
 from phase.base.escaping import active_markup
 from phase.publish.markup.islands import PATTERN
 
+CHARTS_META = "phase_charts"  # page.meta: whether the page draws a chart
+CHART_MARK = '<div class="phase-chart"'  # templates/chart.html.j2's outer element
+
 
 class IslandsPlugin(BasePlugin):
     def __init__(self) -> None:
@@ -36,6 +39,9 @@ class IslandsPlugin(BasePlugin):
 
         text = PATTERN.sub(lift, markdown)
         self.lifted[page.file.src_uri] = found
+        # overrides/main.html adds the charts' scripts only where this is set: the page's
+        # charts are islands, so its rendered content holds placeholders where they go.
+        page.meta[CHARTS_META] = any(CHART_MARK in html for html in found)
         return text
 
     def on_post_page(self, output: str, /, *, page: Any, config: Any) -> str:
