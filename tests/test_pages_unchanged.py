@@ -71,7 +71,8 @@ study's host row and its three prompts' tables); chart data leave out null field
 renames the charts that had them in every note version; a zero-width interval is not drawn
 under its value; a t interval's hover title is shorter; then to adf28d4: schema 17
 (config.serving.order_seed) stamps the derived summaries, and so their digests on the raw
-data pages. A change
+data pages; then to 8c8cb26: the chart scripts (vega.js, charts.js) are named only by
+the pages that draw a chart, so every page's script tags change. A change
 that alters pages on purpose (a new column)
 moves it again, to its own commit, and says so in its commit message.
 """
@@ -95,7 +96,7 @@ import pytest
 from phase.models.sources import cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = "adf28d4cfe72d487500913d0ef7ec38ee103c9cd"
+REFERENCE = "8c8cb269707c3d83d0a3cee36481c1eb0ca1375e"
 # What a build reads besides phase's code: taken from REFERENCE for both builds. The archive
 # (published/) starts empty, so that every note version is rendered by the code under test
 # rather than served from its frozen bytes.
