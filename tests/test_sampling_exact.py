@@ -25,9 +25,11 @@ two shared cores:
   them, phase.policy.sampled_auto, once choosing the draft and once the n-gram at its first
   step, under two fixed cost tables) through phase.decode.sampled (real passes, KV
   rollback, the draft model's own cache), tested the same way; the shift they can detect
-  with power 0.9 is printed (about 17 points). Each of those runs must also give, seed for
-  seed, the pair the full-power level drew for that seed (all did when this was written),
-  which is what carries the full-power verdict over to the loops.
+  with power 0.9 is printed (about 24 points at 100 seeds: a coarse check of its own). Each
+  of those runs must also give, seed for seed, the pair the full-power level drew for that
+  seed (all did when this was written, at 200 seeds as at 100), which is what carries the
+  full-power verdict over to the loops. 200 seeds (17 points) cost 44 s of a 2-core suite
+  for a check whose verdict is not its own.
 
 In both, a deliberately wrong acceptance rule (keep iff p(x) > q(x)) must fail; so must
 llama-speculative's rule on its own proposals (q's most probable token), at full power.
@@ -82,7 +84,7 @@ TARGET = SamplingSettings(temperature=1.0, top_k=10, top_p=0.95, min_p=0.0, seed
 DRAFT = SamplingSettings(temperature=0.6, top_k=10, top_p=0.95, min_p=0.0, seed=0)
 SHIFT, ALPHA, POWER = 0.02, 0.001, 0.9
 K = 2  # proposals per step (at m = 2 a step proposes at most one: the last token is drawn)
-LOOP_SEEDS = 200
+LOOP_SEEDS = 100
 LOOP_MIN_P = 10 / LOOP_SEEDS  # at least 10 expected per category at this N
 BLOCK = 2000  # chains alive at once in the plain test
 Pair = tuple[int, int]
@@ -282,7 +284,7 @@ def test_loop_sample_size(setup: Setup) -> None:
     critical = chi2_critical(ALPHA / 2, df)
     print(f"{LOOP_SEEDS} runs each detect a {100 * detectable:.1f}-point shift of the top "
           f"first token with power {POWER} (critical chi-square {critical:.1f})")
-    assert detectable < 0.2
+    assert detectable < 0.25
 
 
 # What the full-power level ran for each loop: the same draws on the same seeds.
