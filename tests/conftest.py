@@ -232,6 +232,7 @@ def pytest_configure(config: pytest.Config) -> None:
             and config.getoption("dist", "no") == "loadgroup"
             and config.getoption("numprocesses", None)):
         config.stash[_GROUPS_DIR] = xdist_groups.controller_dir()
+        config.pluginmanager.register(xdist_groups.Durations(config), "phase_durations")
 
 
 _GROUPS_DIR = pytest.StashKey[Path]()

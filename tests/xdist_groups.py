@@ -8,6 +8,11 @@ test) to a file in a directory the controller hands it; the controller's schedul
 files and hands out whole groups, heaviest first, so a long group starts early rather than
 last.
 
+A test's weight is its seconds in the last run that ran it, where pytest's cache
+(.pytest_cache) holds them (`Durations` records them on the controller), else a guess from
+its marks. The guess alone left a 12-second campaign test (weighted as any model test) to
+start last on one worker while the other had finished (`make test`, 2026-12-08).
+
 A test's group (tests/conftest.py decides): "serial" for the tests that time things or load
 the whole machine (one after another on one worker), its module when it uses a module-scoped
 fixture (set up once), else none (the test alone, to whichever worker is free)."""
@@ -22,6 +27,8 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 INPUT_KEY = "phase_groups_dir"  # in each worker's workerinput: where it writes its file
+DURATIONS_KEY = "phase/durations"  # in pytest's cache: {node id: seconds} of the last runs
+GUESS_S = 0.1  # seconds per unit of a guessed weight (a plain test's guess: 1)
 
 
 def controller_dir() -> Path:
@@ -36,6 +43,32 @@ def write_worker_file(config: pytest.Config, groups: dict[str, str],
         return
     path = Path(where) / f"{config.workerinput['workerid']}.json"
     path.write_text(json.dumps({"groups": groups, "weights": weights}))
+
+
+def known_durations(config: pytest.Config) -> dict[str, float]:
+    """Each test's seconds as the cache last recorded them (none without a cache)."""
+    cache = getattr(config, "cache", None)
+    known = cache.get(DURATIONS_KEY, {}) if cache is not None else {}
+    return known if isinstance(known, dict) else {}
+
+
+class Durations:
+    """On the controller: each test's seconds (setup, call and teardown) in this run, added to
+    the cache's at the end, so that the next run hands out its groups by them."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.seen: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seen[report.nodeid] = self.seen.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        cache = getattr(self.config, "cache", None)
+        if cache is not None and self.seen:
+            known = known_durations(self.config)
+            known.update({k: round(v, 3) for k, v in self.seen.items()})
+            cache.set(DURATIONS_KEY, known)
 
 
 class GroupScheduling(LoadScopeScheduling):
@@ -64,7 +97,9 @@ class GroupScheduling(LoadScopeScheduling):
     def _assign_work_unit(self, node) -> None:
         if not self._ordered:  # the first assignment: the queue is complete, nothing taken yet
             self._ordered = True
-            weight = {scope: sum(self._weights.get(n, 1.0) for n in unit)
+            known = known_durations(self.config)
+            weight = {scope: sum(known.get(n, GUESS_S * self._weights.get(n, 1.0))
+                                 for n in unit)
                       for scope, unit in self.workqueue.items()}
             for scope in sorted(self.workqueue, key=lambda s: -weight[s]):  # stable
                 self.workqueue.move_to_end(scope)
