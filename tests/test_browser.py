@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,39 @@ class Visited:
     raw_link_right: float  # the rightmost raw-data link of the CPU note's results table
     watch: Watch
     dialogs: list[str]  # what any page's scripts tried to show in a dialog (alert, confirm)
+    searched: list[str]  # the pages whose search worker was the real one (one per depth)
+
+
+# mkdocs-material starts its search worker on every page load, which fetches the whole site's
+# index and builds a lunr index from it: on one core, 16 s of the 42 s this pass took over
+# the test site's 51 pages. The worker and index are the same files on every page; what
+# differs is the relative path a page at each depth reaches them by. So the pass lets the
+# worker start on the first page at each depth and hands it an empty script elsewhere
+# (search itself: test_search_over_http, test_search_from_file_urls_...).
+SEARCH_WORKER = "**/assets/javascripts/workers/search.*.js"
+
+
+def _search_worker_once_per_depth(page, real: list[str]) -> Callable[[str], None]:
+    """Routes the page's search worker; returns what to call with each page before it loads.
+    `real` gets each page whose worker was the real one."""
+    first_at: dict[int, str] = {}  # depth -> the page that loads the real worker there
+    current = [""]
+
+    def route(r) -> None:
+        rel = current[0]
+        if first_at[rel.count("/")] != rel:
+            r.fulfill(body="", content_type="text/javascript")
+            return
+        real.append(rel)
+        r.fallback()  # to the context's route (Watch): served by the site
+
+    page.route(SEARCH_WORKER, route)
+
+    def before(rel: str) -> None:
+        current[0] = rel
+        first_at.setdefault(rel.count("/"), rel)
+
+    return before
 
 
 @pytest.fixture(scope="module")
@@ -150,10 +183,13 @@ def visited(built_site, browser) -> Visited:
         context, page, watch = _open(browser, (base,), viewport={"width": 1280, "height": 900})
         dialogs: list[str] = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        searched: list[str] = []
+        before = _search_worker_once_per_depth(page, searched)
         pages: dict[str, dict[str, Any]] = {}
         served: dict[str, tuple[int, str]] = {}
         try:
             for rel in _pages(site):
+                before(rel)
                 page.goto(base + rel, wait_until="load")
                 seen = {"charts": _charts_drawn(page), **page.evaluate(PAGE_JS),
                         "fit": page.evaluate(TABLES_FIT_JS)}
@@ -169,7 +205,7 @@ def visited(built_site, browser) -> Visited:
                 "'.phase-table a.phase-raw-link')).map(a => a.getBoundingClientRect().right))")
         finally:
             context.close()
-    return Visited(base, pages, served, link_right, watch, dialogs)
+    return Visited(base, pages, served, link_right, watch, dialogs, searched)
 
 
 def test_site_over_http(visited: Visited) -> None:
@@ -200,6 +236,10 @@ def test_site_over_http(visited: Visited) -> None:
         runs_reached.update((url, f) for f in fragments if f.startswith("run-"))
     assert charts_seen >= 10
     assert len(raw_links) > 20 and len(runs_reached) > 50
+    # The real search worker started (without an error: watch, below) at every depth.
+    depths = {rel.count("/") for rel in visited.pages}
+    assert {rel.count("/") for rel in visited.searched} == depths and len(depths) >= 3
+    assert len(visited.searched) == len(depths)
     assert {urlsplit(u).path.rsplit("/", 1)[-1] for u in by_page} >= {
         "speculative-fixture-gpu.html", "speculative-fixture-cpu.html",
         "summary-speculative-7b.html"}
