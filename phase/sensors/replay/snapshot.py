@@ -129,21 +129,36 @@ class RecordingFs:
 def _changes(read: Callable[[], Any], seconds: float, hz: float = 1000.0) -> dict[str, Any]:
     """Poll `read` for `seconds`: the first value, then each change, with times (s) from the
     first read; the first error ends the recording."""
-    out: list[list[Any]] = []
+    return _changes_together({"": read}, seconds, hz)[""]
+
+
+def _changes_together(reads: Mapping[str, Callable[[], Any]], seconds: float,
+                      hz: float = 1000.0) -> dict[str, dict[str, Any]]:
+    """`_changes` of each read, all polled in one loop over the same `seconds` (one after
+    another, a machine's dozens of sysfs files took that many seconds)."""
+    out: dict[str, list[list[Any]]] = {key: [] for key in reads}
+    errors: dict[str, dict[str, Any]] = {}
+    last: dict[str, Any] = {key: object() for key in reads}
     start = time.monotonic()
-    last: Any = object()
-    while (now := time.monotonic()) - start < seconds:
-        try:
-            value = read()
-        except Exception as exc:
-            return {"changes": out, "error": str(exc), "code": getattr(exc, "value", None)}
-        if value != last:
-            out.append([round(now - start, 6), value])
-            last = value
+    while (now := time.monotonic()) - start < seconds and len(errors) < len(reads):
+        for key, read in reads.items():
+            if key in errors:
+                continue
+            try:
+                value = read()
+            except Exception as exc:
+                errors[key] = {"changes": out[key], "error": str(exc),
+                               "code": getattr(exc, "value", None)}
+                continue
+            if value != last[key]:
+                out[key].append([round(now - start, 6), value])
+                last[key] = value
         time.sleep(1.0 / hz)
-    if out:
-        out.append([round(time.monotonic() - start, 6), last])  # the span that was watched
-    return {"changes": out}
+    end = round(time.monotonic() - start, 6)
+    for key, changes in out.items():
+        if changes and key not in errors:
+            changes.append([end, last[key]])  # the span that was watched
+    return {key: errors.get(key, {"changes": out[key]}) for key in reads}
 
 
 def _record_fs(roots: Mapping[str, Path], seconds: float) -> dict[str, Any]:
@@ -155,12 +170,11 @@ def _record_fs(roots: Mapping[str, Path], seconds: float) -> dict[str, Any]:
     # range), whatever its name.
     counters = {str(getattr(getattr(s, "file", None), "path", "")) for p in found
                 for s in p.sensors if s.kind == "counter"}
-    series = {}
-    for path, handle in fs.opened.items():
-        if "error" not in fs.files.get(path, {}) and "read_error" not in fs.files[path]:
-            series[path] = _changes(handle.read_int, seconds)
-            if path in counters:
-                series[path]["counter"] = True
+    readable = {path: handle.read_int for path, handle in fs.opened.items()
+                if "error" not in fs.files.get(path, {}) and "read_error" not in fs.files[path]}
+    series = _changes_together(readable, seconds)
+    for path in series.keys() & counters:
+        series[path]["counter"] = True
     for probe in found:
         for sensor in probe.sensors:
             sensor.close()
