@@ -18,8 +18,10 @@ def test_sensors_table_lists_found_and_unavailable(sysfs_tree: Callable[..., Pat
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     powercap, hwmon = sysfs_tree("powercap"), sysfs_tree("hwmon")
     meter = f"{FIXTURES / 'wall_meter.csv'}:wall:1.0"
+    # --probe 1: the fixture's files never change, so the default slow probe waited its whole
+    # 5 s for updates that this table does not show.
     code = run_cli(["sensors", "--rapl-root", str(powercap), "--hwmon-root", str(hwmon),
-                    "--meter", meter])
+                    "--meter", meter, "--probe", "1"])
     out = capsys.readouterr().out
     assert code == 0
     assert "Energy sensors found: 7" in out
