@@ -71,6 +71,10 @@ def test_wide_conditions_get_rounds_until_the_run_budget_stops_them(tmp_path: Pa
     _clean(results)
 
 
+# serial: whether a round is due follows the runs' spread, which another test's hog on every
+# CPU (test_disturbance, test_profile_disturbance: serial too) widened past even this target
+# (15 runs, not 9: `make test`, 2026-12-08).
+@pytest.mark.serial
 def test_a_loose_target_is_reached_without_extra_rounds(tmp_path: Path) -> None:
     # Three repeats: with two, Student's t has one degree of freedom (t = 12.7), so two
     # 16-token runs that a loaded 2-core host spreads by a few tens of percent already give

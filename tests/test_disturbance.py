@@ -140,7 +140,9 @@ def _campaign(out: Path, observer: QuietObserver) -> ResultsFile:
 
 
 # cores: the hog loads every CPU the run has, as another user's work would, not its
-# worker's share (tests/conftest.py pins each worker).
+# worker's share (tests/conftest.py pins each worker); serial: never beside another test that
+# times things (they run one after another).
+@pytest.mark.serial
 @pytest.mark.cores
 @pytest.mark.model
 def test_a_cpu_hog_disturbs_the_runs_it_overlaps_which_are_rerun(tmp_path: Path) -> None:
